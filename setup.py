@@ -1,0 +1,27 @@
+"""Packaging for the pipeline and for Dataflow workers (`--setup_file=./setup.py`)."""
+
+import setuptools
+
+setuptools.setup(
+    name="bert-pretraining-data",
+    version="0.1.0",
+    description=("BERT pre-training data (masked LM + next sentence prediction) "
+                 "on Apache Beam: a drop-in replacement for create_pretraining_data.py"),
+    python_requires=">=3.11,<3.12",
+    packages=["pipeline", "transforms"],
+    install_requires=[
+        "apache-beam[gcp]>=2.60,<3",
+        "tensorflow>=2.16,<2.22",
+        "tensorflow-transform>=1.16,<1.22",
+        "google-cloud-storage>=2.14,<4",
+        "numpy>=1.26,<3",
+    ],
+    extras_require={
+        "test": ["pytest>=8,<10", "hypothesis>=6.100,<7"],
+    },
+    entry_points={
+        "console_scripts": [
+            "create-pretraining-data=pipeline.main:main",
+        ],
+    },
+)

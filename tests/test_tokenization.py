@@ -1,0 +1,95 @@
+"""The fast tokenizer and the character-level oracle against the original's golden output."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import DATA
+from oracle_tokenization import OracleTokenizer
+from transforms import tokenization
+from transforms.tokenization import FullTokenizer
+
+GOLDEN = [json.loads(line) for line in
+          (DATA / "tokenization_golden.jsonl").read_text(encoding="ascii").splitlines()]
+
+
+def _expected(case: dict, lower: bool) -> list[str]:
+    return case["lower" if lower else "cased"]
+
+
+def test_golden_data_covers_the_required_kinds():
+    sources = [case["source"] for case in GOLDEN]
+    assert sum(s.startswith("adversarial:") for s in sources) >= 60
+    assert {"wikitext2_valid", "sample_text", "seeds_zh"} <= set(sources)
+
+
+@pytest.fixture(scope="module")
+def tokenizers(uncased_vocab):
+    return {lower: (FullTokenizer(uncased_vocab, do_lower_case=lower),
+                    OracleTokenizer(list(uncased_vocab.tokens), lower))
+            for lower in (True, False)}
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_fast_tokenizer_matches_every_golden_line(tokenizers, lower):
+    fast, _ = tokenizers[lower]
+    mismatches = [(c["source"], c["text"][:60]) for c in GOLDEN
+                  if fast.tokenize(c["text"]) != _expected(c, lower)]
+    assert mismatches == []
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_oracle_matches_every_golden_line(tokenizers, lower):
+    _, oracle = tokenizers[lower]
+    mismatches = [(c["source"], c["text"][:60]) for c in GOLDEN
+                  if oracle.tokenize(c["text"]) != _expected(c, lower)]
+    assert mismatches == []
+
+
+def test_ids_are_the_vocabulary_ids_of_the_tokens(tokenizers, uncased_vocab):
+    fast, _ = tokenizers[True]
+    for case in GOLDEN:
+        ids = fast.tokenize_to_ids(case["text"])
+        assert ids == [uncased_vocab.ids[t] for t in case["lower"]]
+        assert fast.convert_ids_to_tokens(ids) == case["lower"]
+        assert fast.convert_tokens_to_ids(case["lower"]) == ids
+
+
+def test_results_do_not_depend_on_the_cache(uncased_vocab, monkeypatch):
+    """A cache that is cleared constantly must give the same tokens as a warm one."""
+    monkeypatch.setattr(tokenization, "_CACHE_LIMIT", 3)
+    tiny = FullTokenizer(uncased_vocab, do_lower_case=True)
+    texts = [c["text"] for c in GOLDEN] * 2
+    assert [tiny.tokenize(t) for t in texts] == [c["lower"] for c in GOLDEN] * 2
+    assert len(tiny._word_cache) <= 3
+
+
+def test_tokenize_lines_drops_lines_without_tokens(uncased_tokenizer):
+    lines = ["Hello world.", "", "\u200b\x00", "  ", "again"]
+    assert uncased_tokenizer.tokenize_lines(lines) == [
+        uncased_tokenizer.tokenize_to_ids("Hello world."),
+        uncased_tokenizer.tokenize_to_ids("again")]
+
+
+def test_wordpiece_limit_is_200_characters(uncased_tokenizer):
+    assert uncased_tokenizer.tokenize("a" * 201) == ["[UNK]"]
+    assert "[UNK]" not in uncased_tokenizer.tokenize("a" * 200)
+
+
+def test_special_tokens_in_text_are_not_special(uncased_tokenizer):
+    assert uncased_tokenizer.tokenize("x [MASK] y") == ["x", "[", "mask", "]", "y"]
+
+
+def test_chinese_vocabulary_splits_every_ideograph():
+    from conftest import CHINESE_VOCAB
+    from transforms.vocabulary import parse_vocabulary
+
+    vocab = parse_vocabulary(CHINESE_VOCAB.read_bytes())
+    fast = FullTokenizer(vocab, do_lower_case=True)
+    oracle = OracleTokenizer(list(vocab.tokens), True)
+    text = (DATA / "chinese_small.txt").read_text(encoding="utf-8")
+    for line in text.splitlines()[:200]:
+        assert fast.tokenize(line) == oracle.tokenize(line)
+    assert fast.tokenize("你好世界") == ["你", "好", "世", "界"]

@@ -1,0 +1,103 @@
+"""WordPiece vocabulary: loading, validation and the ids the pipeline needs.
+
+The original `load_vocab` accepts any file and fails much later (a KeyError
+deep inside instance creation, or silently wrong ids when a token appears
+twice). Here a vocabulary is validated once, before any work starts, and every
+problem is reported as one line naming the file and the fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+
+SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[MASK]", "[UNK]")
+
+
+class VocabularyError(ValueError):
+    """A vocabulary file that cannot be used; the message says how to fix it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Vocabulary:
+    """Tokens in id order plus the special ids; ids are line numbers from 0."""
+
+    tokens: tuple[str, ...]
+    sha256: str
+    ids: dict[str, int] = dataclasses.field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ids", {t: i for i, t in enumerate(self.tokens)})
+
+    @property
+    def cls_id(self) -> int:
+        return self.ids["[CLS]"]
+
+    @property
+    def sep_id(self) -> int:
+        return self.ids["[SEP]"]
+
+    @property
+    def mask_id(self) -> int:
+        return self.ids["[MASK]"]
+
+    @property
+    def unk_id(self) -> int:
+        return self.ids["[UNK]"]
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def continuation_flags(self) -> list[bool]:
+        """Per id: does the token start with `##` (a word continuation)?"""
+        return [t.startswith("##") for t in self.tokens]
+
+
+def parse_vocabulary(data: bytes, *, source: str = "vocabulary") -> Vocabulary:
+    """Parses vocabulary bytes the way the original reads them, and validates.
+
+    The original reads line by line (newline only), strips each line and
+    numbers the lines from 0; a final newline does not add an entry.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise VocabularyError(
+            f"{source}: not valid UTF-8 at byte {err.start}; "
+            "re-save the vocabulary file as UTF-8") from None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    tokens = tuple(line.strip() for line in lines)
+    if not tokens:
+        raise VocabularyError(
+            f"{source}: the vocabulary file is empty; pass the vocab.txt "
+            "of the BERT model you will train")
+    first_seen: dict[str, int] = {}
+    for index, token in enumerate(tokens):
+        if token in first_seen:
+            raise VocabularyError(
+                f"{source}: duplicate entry {token!r} on lines "
+                f"{first_seen[token] + 1} and {index + 1}; every token must "
+                "appear once (ids are line numbers)")
+        first_seen[token] = index
+    missing = [t for t in SPECIAL_TOKENS if t not in first_seen]
+    if missing:
+        raise VocabularyError(
+            f"{source}: missing special token(s) {' '.join(missing)}; add them "
+            "(a BERT vocabulary has [PAD] [UNK] [CLS] [SEP] [MASK])")
+    return Vocabulary(tokens=tokens, sha256=hashlib.sha256(data).hexdigest())
+
+
+def load_vocabulary(path: str) -> Vocabulary:
+    """Reads and validates a vocabulary from a local or gs:// path."""
+    from apache_beam.io.filesystems import FileSystems  # heavy; only when loading
+
+    try:
+        with FileSystems.open(path) as handle:
+            data = handle.read()
+    except Exception as err:  # Beam wraps missing files in several types
+        raise VocabularyError(
+            f"{path}: cannot read the vocabulary file ({type(err).__name__}); "
+            "check --vocab_file") from None
+    return parse_vocabulary(data, source=path)
