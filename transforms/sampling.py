@@ -1,0 +1,93 @@
+"""The random-document sample that random-next segments are drawn from.
+
+The original draws random next segments from the whole corpus held in memory.
+Here a deterministic sample of K tokenized documents (the K smallest seeded
+hashes of their keys: `beam.combiners.Sample` is not seeded) becomes a side
+input, so memory is bounded by the sample, never by the corpus.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Sequence
+
+import apache_beam as beam
+
+from transforms.instances import Document, RandomDocumentFn
+from transforms.randomness import stable_hash64
+
+SampledDocument = tuple[str, list[list[int]]]
+
+
+def sample_rank(seed: int, doc_key: str) -> int:
+    return stable_hash64("nsp-sample", seed, doc_key)
+
+
+def cap_document(document: Sequence[Sequence[int]], max_tokens: int) -> list[list[int]]:
+    """The leading whole sentences of a document, about `max_tokens` long.
+
+    A random-next segment needs at most max_seq_length tokens from a random
+    sentence on, so a long document contributes its first few thousand
+    tokens; at least one sentence is always kept.
+    """
+    kept: list[list[int]] = []
+    total = 0
+    for sentence in document:
+        if kept and total + len(sentence) > max_tokens:
+            break
+        kept.append(list(sentence))
+        total += len(sentence)
+    return kept
+
+
+def bound_sample(ranked: list[tuple[int, str, list[list[int]]]],
+                 max_bytes: int) -> list[SampledDocument]:
+    """Orders by rank and keeps the prefix that fits `max_bytes` (4 bytes per id)."""
+    sample: list[SampledDocument] = []
+    used = 0
+    for _, key, document in sorted(ranked):
+        size = 4 * sum(len(s) for s in document)
+        if sample and used + size > max_bytes:
+            break
+        sample.append((key, document))
+        used += size
+    return sample
+
+
+def random_document_from_sample(sample: Sequence[SampledDocument],
+                                own_key: str) -> RandomDocumentFn:
+    """A chooser like the original's (10 tries to avoid the current document)
+    that, unlike it, never falls back to the current document."""
+
+    def choose(rng: random.Random) -> Document | None:
+        if not sample:
+            return None
+        for _ in range(10):
+            key, document = sample[rng.randint(0, len(sample) - 1)]
+            if key != own_key:
+                return document
+        others = [document for key, document in sample if key != own_key]
+        return others[rng.randint(0, len(others) - 1)] if others else None
+
+    return choose
+
+
+class SampleDocuments(beam.PTransform):
+    """(doc_key, document) -> a singleton list of up to K sampled documents."""
+
+    def __init__(self, *, seed: int, size: int, max_bytes: int,
+                 max_tokens_per_document: int) -> None:
+        super().__init__()
+        self._seed = seed
+        self._size = size
+        self._max_bytes = max_bytes
+        self._max_tokens = max_tokens_per_document
+
+    def expand(self, docs):
+        seed, max_tokens, max_bytes = self._seed, self._max_tokens, self._max_bytes
+        return (
+            docs
+            | "Rank" >> beam.Map(lambda kv: (sample_rank(seed, kv[0]), kv[0],
+                                             cap_document(kv[1], max_tokens)))
+            | "SmallestRanks" >> beam.combiners.Top.Smallest(self._size)
+            | "BoundBytes" >> beam.Map(bound_sample, max_bytes))
