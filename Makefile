@@ -16,8 +16,10 @@ $(STAMP): setup.py
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# The main job on the bundled sample, with the real BERT-Base uncased vocabulary.
 run: install
-	$(PY) bench/tokenizer.py --corpus tests/data/sample_text.txt
+	$(VENV)/bin/create-pretraining-data --input_file=tests/data/sample_text.txt \
+		--vocab_file=tests/data/bert-base-uncased-vocab.txt --output_dir=$(OUT) --overwrite
 
 test: install
 	$(PY) -m pytest -q

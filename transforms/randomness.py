@@ -9,18 +9,52 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Iterable
 
 
-def _digest(parts: tuple[object, ...]) -> bytes:
-    text = "\x1f".join(f"{type(p).__name__}:{p}" for p in parts)
-    return hashlib.sha256(text.encode("utf-8")).digest()
+def _encode_part(part: object) -> bytes:
+    """Type-tagged bytes of one key part; independent of process and Python version.
+
+    Not repr(): repr of a str depends on the Unicode database's idea of
+    printable characters, which changes between Python versions.
+    """
+    if part is None:
+        return b"n"
+    if isinstance(part, bool):
+        return b"?1" if part else b"?0"
+    if isinstance(part, int):
+        return b"i" + str(part).encode("ascii")
+    if isinstance(part, str):
+        return b"s" + part.encode("utf-8", "surrogatepass")
+    if isinstance(part, (bytes, bytearray)):
+        return b"b" + bytes(part)
+    if isinstance(part, float):
+        return b"f" + part.hex().encode("ascii")
+    if isinstance(part, (tuple, list)):
+        return b"t" + _encode_parts(part)
+    raise TypeError(
+        f"stable_hash parts must be None, bool, int, str, bytes, float, tuple or list; "
+        f"got {type(part).__name__}")
 
 
-def stable_hash64(*parts: object) -> int:
-    """An unsigned 64-bit hash of the parts, equal in every process."""
-    return int.from_bytes(_digest(parts)[:8], "big")
+def _encode_parts(parts: Iterable[object]) -> bytes:
+    """Each part length-prefixed, so ('ab', 'c') and ('a', 'bc') differ."""
+    encoded = [_encode_part(p) for p in parts]
+    return b"".join(len(e).to_bytes(8, "big") + e for e in encoded)
+
+
+def stable_hash(*parts: object) -> int:
+    """A uniform key in [0, 2**63), stable across processes, from the given parts.
+
+    Never builtin hash(): it is salted per process, so shuffle orders and
+    samples would change from run to run. 63 bits, not 64: Beam's
+    VarIntCoder (inferred for int elements) only encodes signed 64-bit ints.
+    """
+    digest = hashlib.blake2b(_encode_parts(parts), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1
 
 
 def derive_rng(*parts: object) -> random.Random:
-    """A `random.Random` seeded from the parts (128 bits of their hash)."""
-    return random.Random(int.from_bytes(_digest(parts)[:16], "big"))
+    """A `random.Random` seeded from the parts (128 bits of their sha256)."""
+    digest = hashlib.sha256(_encode_parts(parts)).digest()
+    return random.Random(int.from_bytes(digest[:16], "big"))

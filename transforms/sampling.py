@@ -14,13 +14,13 @@ from typing import Sequence
 import apache_beam as beam
 
 from transforms.instances import Document, RandomDocumentFn
-from transforms.randomness import stable_hash64
+from transforms.randomness import stable_hash
 
 SampledDocument = tuple[str, list[list[int]]]
 
 
 def sample_rank(seed: int, doc_key: str) -> int:
-    return stable_hash64("nsp-sample", seed, doc_key)
+    return stable_hash("nsp-sample", seed, doc_key)
 
 
 def cap_document(document: Sequence[Sequence[int]], max_tokens: int) -> list[list[int]]:

@@ -1,0 +1,61 @@
+"""The pipeline, narrated as the design card draws it.
+
+    ReadDocuments -> Tokenize -> SampleRandomDocuments (side input)
+                              -> FanOutDupes -> CreateInstances -> MaskTokens
+                              -> Encode -> WriteShards -> ListShards
+
+`build_pipeline` only adds transforms to `p`; it runs nothing and returns the
+PCollections a test may want to inspect.
+"""
+
+from __future__ import annotations
+
+import apache_beam as beam
+
+from pipeline.options import Config, Stages
+from pipeline.publish import OutputLayout, write_shard_list
+from transforms.documents import ReadDocuments
+from transforms.sampling import SampleDocuments
+from transforms.sharding import WriteShards
+from transforms.stages import CreateInstances, MaskTokens, TokenizeDocument, encode, fan_out
+
+# A sampled document keeps about this many tokens per max_seq_length.
+SAMPLE_DOCUMENT_SEQUENCES = 8
+
+
+def _record_shards(shards: list[dict], layout: OutputLayout) -> int:
+    write_shard_list(layout, shards)
+    return len(shards)
+
+
+def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
+                   patterns: list[str], layout: OutputLayout) -> dict[str, beam.PCollection]:
+    seed = config.random_seed
+    docs_by_key = p | "ReadDocuments" >> ReadDocuments(
+        patterns=patterns, split_bytes=config.input_split_bytes)
+    tokenized_docs = docs_by_key | "Tokenize" >> beam.ParDo(TokenizeDocument(
+        vocab_file=config.vocab_file, do_lower_case=config.do_lower_case))
+    nsp_sample = tokenized_docs | "SampleRandomDocuments" >> SampleDocuments(
+        seed=seed, size=config.nsp_sample_size, max_bytes=config.nsp_sample_max_bytes,
+        max_tokens_per_document=SAMPLE_DOCUMENT_SEQUENCES * config.max_seq_length)
+    dupes = (tokenized_docs
+             | "FanOutDupes" >> beam.FlatMap(fan_out, config.dupe_factor)
+             # The fan-out multiplies work by dupe_factor: spread it over workers.
+             | "SpreadDupes" >> beam.Reshuffle())
+    instances = dupes | "CreateInstances" >> beam.ParDo(
+        CreateInstances(config=stages.instances, seed=seed),
+        nsp_sample=beam.pvalue.AsSingleton(nsp_sample))
+    masked = instances | "MaskTokens" >> beam.ParDo(
+        MaskTokens(config=stages.masking, seed=seed))
+    records = masked | "Encode" >> beam.Map(
+        encode, seed=seed, max_seq_length=config.max_seq_length,
+        max_predictions_per_seq=config.max_predictions_per_seq)
+    shards = records | "WriteShards" >> WriteShards(
+        staging_dir=layout.staging_dir, shard_names=layout.shard_names,
+        compression=config.compression)
+    shard_list = (shards
+                  | "CollectShards" >> beam.combiners.ToList()
+                  | "ListShards" >> beam.Map(_record_shards, layout))
+    return {"docs_by_key": docs_by_key, "tokenized_docs": tokenized_docs,
+            "nsp_sample": nsp_sample, "instances": masked, "shards": shards,
+            "shard_list": shard_list}

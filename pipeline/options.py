@@ -1,0 +1,201 @@
+"""Command-line flags: the original's names and defaults, plus this pipeline's.
+
+An existing `create_pretraining_data.py` command line runs unchanged (absl
+spellings included: `--do_lower_case=False`, `--nodo_lower_case`, bare
+`--do_whole_word_mask`). Flags this parser does not know go to Beam
+(`--runner`, `--direct_num_workers`, `--project`, ...). Everything is
+validated here, before any pipeline object exists, and turned into a frozen
+`Config` that the stages receive: no global FLAGS in library code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+from typing import Sequence
+
+from transforms.instances import InstanceConfig
+from transforms.masking import MaskingConfig
+from transforms.vocabulary import Vocabulary
+
+DEFAULT_NSP_SAMPLE_SIZE = 10_000
+DEFAULT_NSP_SAMPLE_MAX_BYTES = 256 << 20
+TARGET_SHARD_BYTES = 256 << 20
+# Output bytes per input byte per dupe: ~2 (padded int64 features at the
+# default max_seq_length, measured on WikiText-2).
+OUTPUT_BYTES_PER_INPUT_BYTE_PER_DUPE = 2
+
+
+class ConfigError(ValueError):
+    """A flag problem; the message is one line that names the flag and the fix."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    input_file: str
+    output_file: str | None
+    output_dir: str | None
+    vocab_file: str
+    do_lower_case: bool
+    do_whole_word_mask: bool
+    max_seq_length: int
+    max_predictions_per_seq: int
+    random_seed: int
+    dupe_factor: int
+    masked_lm_prob: float
+    short_seq_prob: float
+    num_shards: int | None
+    compression: str | None
+    nsp_sample_size: int
+    nsp_sample_max_bytes: int
+    reference_compatible: bool
+    input_split_bytes: int | None
+    overwrite: bool = False
+
+    def flags(self) -> dict[str, object]:
+        """The flags as recorded in the manifest."""
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class Stages:
+    """What the stages need, derived once from the flags and the vocabulary."""
+
+    instances: InstanceConfig
+    masking: MaskingConfig
+
+    @classmethod
+    def of(cls, config: Config, vocab: Vocabulary) -> "Stages":
+        return cls(
+            instances=InstanceConfig(
+                max_seq_length=config.max_seq_length, short_seq_prob=config.short_seq_prob,
+                cls_id=vocab.cls_id, sep_id=vocab.sep_id),
+            masking=MaskingConfig(
+                masked_lm_prob=config.masked_lm_prob,
+                max_predictions_per_seq=config.max_predictions_per_seq,
+                vocab_size=len(vocab), mask_id=vocab.mask_id, cls_id=vocab.cls_id,
+                sep_id=vocab.sep_id,
+                continuation=(tuple(vocab.continuation_flags())
+                              if config.do_whole_word_mask else None)))
+
+
+def _bool(text: str) -> bool:
+    lowered = text.lower()
+    if lowered in ("true", "t", "1", "yes"):
+        return True
+    if lowered in ("false", "f", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse would print usage and exit
+        raise ConfigError(message)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _OneLineParser(
+        prog="create-pretraining-data", allow_abbrev=False,
+        description="BERT masked-LM + next-sentence-prediction TFRecords on Apache Beam. "
+                    "Unknown flags are Beam pipeline options (--runner, ...).")
+    add = parser.add_argument
+    add("--input_file", help="input text file(s): comma-separated paths or globs, "
+        "local or gs://, .gz/.bz2 by extension; one sentence per line, blank line "
+        "between documents")
+    add("--output_file", help="exact output file(s), comma-separated, as the original")
+    add("--output_dir", help="directory for part-NNNNN-of-NNNNN.tfrecord shards "
+        "and manifest.json (instead of --output_file)")
+    add("--vocab_file", help="the WordPiece vocab.txt of the model to train")
+    for name, default, text in (
+            ("do_lower_case", True, "lower-case and strip accents (uncased models)"),
+            ("do_whole_word_mask", False, "mask whole words instead of WordPieces")):
+        add(f"--{name}", type=_bool, nargs="?", const=True, default=default,
+            help=f"{text} (default {default})")
+        add(f"--no{name}", dest=name, action="store_false", help=argparse.SUPPRESS)
+    add("--max_seq_length", type=int, default=128)
+    add("--max_predictions_per_seq", type=int, default=20)
+    add("--random_seed", type=int, default=12345)
+    add("--dupe_factor", type=int, default=10,
+        help="copies of the data, each with different masks")
+    add("--masked_lm_prob", type=float, default=0.15)
+    add("--short_seq_prob", type=float, default=0.1)
+    add("--num_shards", type=int, help="with --output_dir; default: one shard per "
+        f"~{TARGET_SHARD_BYTES >> 20} MiB of expected output")
+    add("--compression", choices=["none", "gzip"], default="none",
+        help="with --output_dir: gzip the shards (tf.data compression_type='GZIP')")
+    add("--nsp_sample_size", type=int, default=DEFAULT_NSP_SAMPLE_SIZE,
+        help="documents in the random-next sample (a side input)")
+    add("--nsp_sample_max_bytes", type=int, default=DEFAULT_NSP_SAMPLE_MAX_BYTES,
+        help="cap on the sample's token bytes")
+    add("--reference_compatible", type=_bool, nargs="?", const=True, default=False,
+        help="reproduce the original script record for record: one process, one "
+             "random.Random, the whole corpus and all instances in memory like the "
+             "original; for migration checks, not for large corpora")
+    add("--overwrite", type=_bool, nargs="?", const=True, default=False,
+        help="replace a dataset already at the output location (only once this "
+             "run has succeeded)")
+    add("--input_split_bytes", type=int, help=argparse.SUPPRESS)  # tests: many splits
+    return parser
+
+
+def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
+    """Parses and validates; returns the config and the flags left for Beam."""
+    args, beam_args = _parser().parse_known_args(list(argv))
+    config = Config(
+        input_file=args.input_file, output_file=args.output_file,
+        output_dir=args.output_dir, vocab_file=args.vocab_file,
+        do_lower_case=args.do_lower_case, do_whole_word_mask=args.do_whole_word_mask,
+        max_seq_length=args.max_seq_length,
+        max_predictions_per_seq=args.max_predictions_per_seq,
+        random_seed=args.random_seed, dupe_factor=args.dupe_factor,
+        masked_lm_prob=args.masked_lm_prob, short_seq_prob=args.short_seq_prob,
+        num_shards=args.num_shards,
+        compression=None if args.compression == "none" else args.compression,
+        nsp_sample_size=args.nsp_sample_size,
+        nsp_sample_max_bytes=args.nsp_sample_max_bytes,
+        reference_compatible=args.reference_compatible,
+        input_split_bytes=args.input_split_bytes, overwrite=args.overwrite)
+    validate(config)
+    return config, beam_args
+
+
+def validate(config: Config) -> None:
+    """Raises ConfigError for the first problem found, before any work starts."""
+    for flag in ("input_file", "vocab_file"):
+        if not getattr(config, flag):
+            raise ConfigError(f"--{flag} is required")
+    if bool(config.output_file) == bool(config.output_dir):
+        raise ConfigError("give exactly one of --output_file (exact files, as the "
+                          "original) or --output_dir (sharded directory)")
+    checks = [
+        (config.max_seq_length >= 5, "--max_seq_length must be at least 5 to hold "
+         f"[CLS] A [SEP] B [SEP], got {config.max_seq_length}"),
+        (config.max_predictions_per_seq >= 1, "--max_predictions_per_seq must be at "
+         f"least 1, got {config.max_predictions_per_seq}"),
+        (config.dupe_factor >= 1, f"--dupe_factor must be at least 1, got {config.dupe_factor}"),
+        (0 < config.masked_lm_prob <= 1, "--masked_lm_prob must be in (0, 1], got "
+         f"{config.masked_lm_prob}"),
+        (0 <= config.short_seq_prob <= 1, "--short_seq_prob must be in [0, 1], got "
+         f"{config.short_seq_prob}"),
+        (config.num_shards is None or config.num_shards >= 1,
+         f"--num_shards must be at least 1, got {config.num_shards}"),
+        (config.nsp_sample_size >= 1, "--nsp_sample_size must be at least 1, got "
+         f"{config.nsp_sample_size}"),
+        (config.nsp_sample_max_bytes >= 1, "--nsp_sample_max_bytes must be positive"),
+        (not (config.output_file and (config.num_shards or config.compression)),
+         "--num_shards and --compression apply to --output_dir only; with "
+         "--output_file the number of files is the number of names given"),
+        (not (config.reference_compatible and config.output_dir),
+         "--reference_compatible writes exactly the --output_file list, as the "
+         "original; use --output_file"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise ConfigError(message)
+
+
+def default_num_shards(input_bytes: int, dupe_factor: int) -> int:
+    """Enough shards that each holds ~TARGET_SHARD_BYTES of expected output."""
+    expected = input_bytes * dupe_factor * OUTPUT_BYTES_PER_INPUT_BYTE_PER_DUPE
+    return max(1, math.ceil(expected / TARGET_SHARD_BYTES))

@@ -1,0 +1,133 @@
+"""Atomic output: shards are written to a staging directory and published
+(renamed to their final paths, then `manifest.json` written) only after the
+run succeeded. The manifest is the commit point: a directory without one is
+not a dataset, whatever else it holds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from importlib import metadata
+from typing import Sequence
+
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.options import Config, ConfigError
+
+STAGING_NAME = ".staging"
+MANIFEST_NAME = "manifest.json"
+SHARD_LIST_NAME = "shards.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputLayout:
+    """Where the shards are staged and where each is published."""
+
+    staging_dir: str
+    final_paths: tuple[str, ...]
+    manifest_path: str
+
+    @property
+    def shard_names(self) -> list[str]:
+        """Staging file names, one per final path, in shard order."""
+        return [f"shard-{i:05d}" for i in range(len(self.final_paths))]
+
+
+def output_layout(config: Config, num_shards: int) -> OutputLayout:
+    """`--output_dir`: part-NNNNN-of-NNNNN shards and manifest.json inside it;
+    `--output_file`: exactly the listed files, manifest beside the first."""
+    if config.output_dir:
+        root = config.output_dir.rstrip("/")
+        suffix = ".tfrecord.gz" if config.compression == "gzip" else ".tfrecord"
+        finals = tuple(FileSystems.join(root, f"part-{i:05d}-of-{num_shards:05d}{suffix}")
+                       for i in range(num_shards))
+        return OutputLayout(FileSystems.join(root, STAGING_NAME), finals,
+                            FileSystems.join(root, MANIFEST_NAME))
+    finals = tuple(p.strip() for p in config.output_file.split(",") if p.strip())
+    first_dir, first_name = FileSystems.split(finals[0])
+    return OutputLayout(FileSystems.join(first_dir, f"{STAGING_NAME}-{first_name}"),
+                        finals, f"{finals[0]}.{MANIFEST_NAME}")
+
+
+def existing_outputs(config: Config, layout: OutputLayout) -> list[str]:
+    """Files already at the output location (the staging directory aside)."""
+    if config.output_dir:
+        pattern = FileSystems.join(config.output_dir.rstrip("/"), "*")
+        found = [m.path for m in FileSystems.match([pattern])[0].metadata_list]
+        return sorted(p for p in found if not p.startswith(layout.staging_dir))
+    candidates = [*layout.final_paths, layout.manifest_path]
+    return [p for p in candidates if FileSystems.exists(p)]
+
+
+def check_output_location(config: Config, layout: OutputLayout, *, overwrite: bool) -> list[str]:
+    """Refuses to mix a new dataset into an old one unless told to replace it;
+    returns what publishing will replace."""
+    existing = existing_outputs(config, layout)
+    if existing and not overwrite:
+        where = config.output_dir or existing[0]
+        raise ConfigError(f"output location {where} is not empty ({len(existing)} "
+                          "file(s)); pass --overwrite to replace it, or choose another")
+    return existing
+
+
+def staged_paths(layout: OutputLayout) -> list[str]:
+    return [FileSystems.join(layout.staging_dir, n) for n in layout.shard_names]
+
+
+def _write_json(path: str, value: object) -> None:
+    with FileSystems.create(path) as handle:
+        handle.write((json.dumps(value, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+
+
+def write_shard_list(layout: OutputLayout, shards: Sequence[dict]) -> None:
+    """Records the written shards in staging (the pipeline's last step)."""
+    _write_json(FileSystems.join(layout.staging_dir, SHARD_LIST_NAME),
+                sorted(shards, key=lambda s: s["shard"]))
+
+
+def read_shard_list(layout: OutputLayout) -> list[dict]:
+    with FileSystems.open(FileSystems.join(layout.staging_dir, SHARD_LIST_NAME)) as handle:
+        return json.loads(handle.read())
+
+
+def package_versions() -> dict[str, str]:
+    names = ("bert-pretraining-data", "apache-beam", "tensorflow", "tensorflow-transform")
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
+            inputs: Sequence[tuple[str, int]], shards: Sequence[dict],
+            counters: dict[str, int], replaces: Sequence[str] = ()) -> dict:
+    """Moves staged shards to their final paths, then writes the manifest.
+
+    What an earlier run left (`replaces`) is deleted only now, after this run
+    succeeded, and its manifest first: a failed run leaves the old dataset
+    whole, and no reader ever sees old and new shards under one manifest.
+    """
+    old = [p for p in replaces if FileSystems.exists(p)]
+    old_manifests = [p for p in old if p.endswith(MANIFEST_NAME)]
+    if old_manifests:
+        FileSystems.delete(old_manifests)
+    if len(old) > len(old_manifests):
+        FileSystems.delete([p for p in old if p not in old_manifests])
+    FileSystems.rename(staged_paths(layout), list(layout.final_paths))
+    manifest = {
+        "format": "bert-pretraining-tfrecord/1",
+        "flags": config.flags(),
+        "vocab_sha256": vocab_sha256,
+        "inputs": [{"path": p, "bytes": size} for p, size in inputs],
+        "shards": [dict(s, path=layout.final_paths[s["shard"]]) for s in shards],
+        "total_instances": sum(s["records"] for s in shards),
+        "counters": dict(sorted(counters.items())),
+        "versions": package_versions(),
+    }
+    _write_json(layout.manifest_path, manifest)
+    FileSystems.delete([layout.staging_dir])
+    return manifest

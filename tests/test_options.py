@@ -1,0 +1,78 @@
+"""Flags: the original's command lines work; bad ones fail before any work."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import DATA, UNCASED_VOCAB
+from pipeline.options import ConfigError, default_num_shards, parse_args
+
+BASE = [f"--input_file={DATA / 'sample_text.txt'}", "--output_file=/tmp/never-written",
+        f"--vocab_file={UNCASED_VOCAB}"]
+
+
+def test_original_defaults():
+    config, beam_args = parse_args(BASE)
+    assert (config.do_lower_case, config.do_whole_word_mask, config.max_seq_length,
+            config.max_predictions_per_seq, config.random_seed, config.dupe_factor,
+            config.masked_lm_prob, config.short_seq_prob) == (
+        True, False, 128, 20, 12345, 10, 0.15, 0.1)
+    assert beam_args == []
+
+
+@pytest.mark.parametrize("flags, lower, wwm", [
+    (["--do_lower_case=False"], False, False),
+    (["--do_lower_case=false", "--do_whole_word_mask"], False, True),
+    (["--nodo_lower_case", "--do_whole_word_mask=True"], False, True),
+    (["--do_lower_case", "true"], True, False),
+])
+def test_absl_boolean_spellings(flags, lower, wwm):
+    config, _ = parse_args(BASE + flags)
+    assert (config.do_lower_case, config.do_whole_word_mask) == (lower, wwm)
+
+
+def test_beam_options_pass_through():
+    _, beam_args = parse_args(BASE + ["--runner=DirectRunner", "--direct_num_workers=2"])
+    assert beam_args == ["--runner=DirectRunner", "--direct_num_workers=2"]
+
+
+@pytest.mark.parametrize("flags, fragment", [
+    (["--max_seq_length=4"], "--max_seq_length must be at least 5"),
+    (["--masked_lm_prob=0"], "--masked_lm_prob must be in (0, 1]"),
+    (["--masked_lm_prob=1.5"], "--masked_lm_prob must be in (0, 1]"),
+    (["--max_predictions_per_seq=0"], "--max_predictions_per_seq must be at least 1"),
+    (["--dupe_factor=0"], "--dupe_factor must be at least 1"),
+    (["--short_seq_prob=-0.1"], "--short_seq_prob must be in [0, 1]"),
+    (["--max_seq_length=abc"], "invalid int value"),
+    (["--output_dir=/tmp/x"], "exactly one of --output_file"),
+    (["--num_shards=3"], "apply to --output_dir only"),
+])
+def test_bad_flags_raise_one_line(flags, fragment):
+    with pytest.raises(ConfigError) as err:
+        parse_args(BASE + flags)
+    assert fragment in str(err.value) and "\n" not in str(err.value)
+
+
+def test_default_shards_scale_with_input():
+    assert default_num_shards(1000, 10) == 1
+    assert default_num_shards(10 << 30, 10) == 800
+
+
+@pytest.mark.parametrize("flags, fragment", [
+    (["--max_seq_length=3"], "--max_seq_length must be at least 5"),
+    ([f"--input_file={DATA / 'nothing-*.txt'}"], "matches no files"),
+    ([f"--vocab_file={DATA / 'sample_text.txt'}"], "duplicate entry '' on lines 4 and 18"),
+])
+def test_cli_exits_2_with_one_line_and_writes_nothing(tmp_path, flags, fragment):
+    out = tmp_path / "out"
+    argv = [f"--input_file={DATA / 'sample_text.txt'}", f"--output_dir={out}",
+            f"--vocab_file={UNCASED_VOCAB}", *flags]
+    proc = subprocess.run([sys.executable, "-m", "pipeline", *argv],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("create-pretraining-data: error: ") and fragment in last
+    assert not out.exists()

@@ -1,0 +1,287 @@
+"""ReadDocuments: raw text files -> (doc_key, [sentence lines]).
+
+The input format is BERT's: one sentence per line, and a line that is empty
+after `str.strip()` (so also spaces, tabs, NBSP, U+3000, the CR of CRLF ...)
+ends a document, as does the end of a file. Lines are split on b"\\n" only,
+decoded as UTF-8 (undecodable bytes dropped, like the original's
+errors="ignore", and counted), then stripped.
+
+Why a splittable FileBasedSource of our own:
+- `ReadFromText(delimiter=b"\\n\\n")` is not an option: Beam rejects a
+  self-overlapping delimiter, and a byte delimiter could not see
+  whitespace-only (or CRLF) separator lines anyway.
+- `fileio` whole-file reading would make one file one unit of work, so a
+  single huge file (a Wikipedia dump) would not parallelize.
+- Here a document belongs to the bundle whose byte range holds the offset of
+  its first line; a reader starting mid-file looks backwards just far enough
+  to know whether the line before its first line is blank. So bundles split
+  anywhere (initially and dynamically) and no document is ever cut.
+
+doc_key is f"{path}:{offset:012d}", a pure function of the input bytes: the
+same on every runner, worker count and bundle size, and it sorts in file
+order. Compressed files (.gz, .bz2) are read whole; their offsets are
+positions in the decompressed stream.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import BinaryIO, Callable, Iterable, Iterator, Sequence
+
+import apache_beam as beam
+from apache_beam.io.filebasedsource import FileBasedSource
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.io.range_trackers import OffsetRangeTracker
+from apache_beam.metrics import Metrics
+
+_BOM = b"\xef\xbb\xbf"
+_BACKWARD_CHUNK = 8192
+_NAMESPACE = "bert_data"
+
+Document = tuple[int, list[str]]
+
+
+class InputError(ValueError):
+    """A bad --input_file; the message is one line saying what to fix."""
+
+
+@dataclasses.dataclass
+class DecodeStats:
+    """What decoding repaired, so that it can be reported instead of hidden.
+
+    `undecodable_bytes` counts only bytes inside emitted documents: each such
+    line belongs to exactly one document, so totals do not depend on how a
+    file was split. (Bytes on lines that are blank once decoded carry no text
+    and are dropped uncounted.)
+    """
+    undecodable_bytes: int = 0
+    bom_removed: int = 0
+
+
+def _decode(raw: bytes) -> tuple[str, int]:
+    """(text, number of bytes dropped); strict decoding is the fast path."""
+    try:
+        return raw.decode("utf-8"), 0
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", "ignore")
+        return text, len(raw) - len(text.encode("utf-8"))
+
+
+def split_documents(lines: Iterable[tuple[int, bytes]], *,
+                    stats: DecodeStats | None = None,
+                    after_blank: bool = True,
+                    claim: Callable[[int], bool] | None = None,
+                    ) -> Iterator[Document]:
+    """Groups the lines of ONE file into (offset of first line, [lines]).
+
+    `lines` are (byte offset, raw bytes; a trailing b"\\n" is allowed). A
+    document starts at a non-blank line that is the file's first line or
+    follows a blank line. `after_blank=False` says the line before the first
+    given one is non-blank: leading lines then continue a document that is
+    not ours and are skipped. `claim(offset)` is asked before each document
+    starts; the first refusal ends the iteration (a range tracker's
+    try_claim). Pure: no Beam, no I/O.
+    """
+    stats = stats if stats is not None else DecodeStats()
+    doc: list[str] | None = None
+    doc_offset = 0
+    continuing = not after_blank
+    for offset, raw in lines:
+        if offset == 0 and raw[:3] == _BOM:
+            raw = raw[3:]
+            stats.bom_removed += 1
+        text, dropped = _decode(raw)
+        text = text.strip()
+        if not text:
+            if doc is not None:
+                yield doc_offset, doc
+                doc = None
+            continuing = False
+            continue
+        if doc is not None:
+            doc.append(text)
+        elif continuing:
+            continue
+        else:
+            if claim is not None and not claim(offset):
+                return
+            doc, doc_offset = [text], offset
+        stats.undecodable_bytes += dropped
+    if doc is not None:
+        yield doc_offset, doc
+
+
+def document_key(path: str, offset: int) -> str:
+    """Stable key; zero padding makes string order equal file order."""
+    return f"{path}:{offset:012d}"
+
+
+def _has_text(chunk: bytes) -> bool:
+    """True only if `chunk` holds a non-whitespace character of its line.
+
+    Decoding a slice alone never invents a character: a character decoded
+    here starts at a non-continuation byte, where decoding of the whole line
+    is also in step; a sequence cut at either end is just dropped.
+    """
+    return bool(chunk.decode("utf-8", "ignore").strip())
+
+
+def _line_before_is_blank(f: BinaryIO, line_start: int) -> bool:
+    """Whether the line ending just before `line_start` (> 0) is blank.
+
+    Reads backwards in bounded chunks and stops at the first chunk that
+    shows text, so the cost is one small read for ordinary text.
+    """
+    pos = line_start - 1  # the b"\n" that ends the previous line
+    parts: list[bytes] = []
+    while pos > 0:
+        size = min(_BACKWARD_CHUNK, pos)
+        pos -= size
+        f.seek(pos)
+        chunk = f.read(size)
+        newline = chunk.rfind(b"\n")
+        if newline >= 0:
+            parts.append(chunk[newline + 1:])
+            pos += newline + 1
+            break
+        at_file_start = pos == 0 and chunk[:3] == _BOM
+        if _has_text(chunk[3:] if at_file_start else chunk):
+            return False
+        parts.append(chunk)
+    line = b"".join(reversed(parts))
+    if pos == 0 and line[:3] == _BOM:
+        line = line[3:]
+    return not _decode(line)[0].strip()
+
+
+def _read_lines(f: BinaryIO, offset: int) -> Iterator[tuple[int, bytes]]:
+    readline = f.readline
+    while line := readline():
+        yield offset, line
+        offset += len(line)
+
+
+class DocumentSource(FileBasedSource):
+    """A splittable source whose records are (doc_key, [lines]) documents.
+
+    A document belongs to the reader whose range holds the offset of its
+    first line; the reader finishes its last document past the range end.
+    """
+
+    def __init__(self, file_pattern: str, *, min_bundle_size: int = 0,
+                 split_bytes: int | None = None) -> None:
+        # validate=False: match_inputs reports unmatched patterns in one line.
+        super().__init__(file_pattern, min_bundle_size=min_bundle_size,
+                         compression_type=CompressionTypes.AUTO,
+                         splittable=True, validate=False)
+        if split_bytes is not None and split_bytes < 1:
+            raise ValueError(f"split_bytes must be >= 1, got {split_bytes}")
+        self._split_bytes = split_bytes
+        self._documents = Metrics.counter(_NAMESPACE, "documents")
+        self._lines = Metrics.counter(_NAMESPACE, "lines")
+        self._undecodable = Metrics.counter(_NAMESPACE, "undecodable_bytes")
+        self._bom_removed = Metrics.counter(_NAMESPACE, "bom_removed")
+
+    def split(self, desired_bundle_size: int | None = None,
+              start_position=None, stop_position=None):
+        """Caps bundles at `split_bytes` so tests can force many tiny splits."""
+        if self._split_bytes is not None:
+            desired_bundle_size = min(desired_bundle_size or self._split_bytes,
+                                      self._split_bytes)
+        return super().split(desired_bundle_size, start_position, stop_position)
+
+    def read_records(self, file_name: str, range_tracker: OffsetRangeTracker
+                     ) -> Iterator[tuple[str, list[str]]]:
+        """Claims and yields the documents that start in the tracker's range."""
+        start = range_tracker.start_position()
+        stats = DecodeStats()
+        reported = DecodeStats()
+        with self.open_file(file_name) as f:
+            if start > 0:
+                # The first line that starts at or after `start`.
+                f.seek(start - 1)
+                head = f.readline()
+                if not head.endswith(b"\n"):
+                    return  # no line starts in [start, end of file)
+                first = start - 1 + len(head)
+                if first >= range_tracker.stop_position():
+                    return  # every document here starts past our range
+                after_blank = _line_before_is_blank(f, first)
+                f.seek(first)
+            else:
+                f.seek(0)
+                first, after_blank = 0, True
+            for offset, lines in split_documents(
+                    _read_lines(f, first), stats=stats,
+                    after_blank=after_blank, claim=range_tracker.try_claim):
+                self._documents.inc()
+                self._lines.inc(len(lines))
+                self._report(stats, reported)
+                yield document_key(file_name, offset), lines
+            self._report(stats, reported)
+
+    def _report(self, stats: DecodeStats, reported: DecodeStats) -> None:
+        if stats.undecodable_bytes != reported.undecodable_bytes:
+            self._undecodable.inc(stats.undecodable_bytes - reported.undecodable_bytes)
+            reported.undecodable_bytes = stats.undecodable_bytes
+        if stats.bom_removed != reported.bom_removed:
+            self._bom_removed.inc(stats.bom_removed - reported.bom_removed)
+            reported.bom_removed = stats.bom_removed
+
+
+def _no_match(pattern: str) -> InputError:
+    return InputError(
+        f"--input_file pattern {pattern!r} matches no files; check the path "
+        "(local paths and gs:// globs are supported)")
+
+
+def match_inputs(input_file: str) -> list[tuple[str, int]]:
+    """Expands the comma-separated --input_file into sorted, unique
+    (path, size_bytes), failing before any work starts if a pattern matches
+    nothing. Uses FileSystems, so local paths and gs:// work alike."""
+    patterns = [p.strip() for p in input_file.split(",") if p.strip()]
+    if not patterns:
+        raise InputError("--input_file is empty; give one or more paths or "
+                         "globs, separated by commas")
+    files: dict[str, int] = {}
+    for pattern in patterns:
+        # One pattern per call: FileSystems.match picks the filesystem of
+        # its first pattern for the whole list.
+        metadata_list = FileSystems.match([pattern])[0].metadata_list
+        if not metadata_list:
+            raise _no_match(pattern)
+        for metadata in metadata_list:
+            files[metadata.path] = metadata.size_in_bytes
+    return sorted(files.items())
+
+
+class ReadDocuments(beam.PTransform):
+    """Patterns (already split, e.g. by match_inputs' caller) ->
+    PCollection[(doc_key, [stripped non-blank lines])].
+
+    Overlapping patterns would read a shared file twice: pass disjoint ones.
+    """
+
+    def __init__(self, *, patterns: Sequence[str],
+                 split_bytes: int | None = None) -> None:
+        super().__init__()
+        if isinstance(patterns, str):
+            raise TypeError("patterns must be a sequence of patterns, not one "
+                            "string (split a comma list first)")
+        if not patterns:
+            raise InputError("ReadDocuments needs at least one input pattern")
+        self._patterns = tuple(patterns)
+        self._split_bytes = split_bytes
+
+    def expand(self, pbegin):
+        for pattern in self._patterns:  # fail at construction, in one line
+            if not FileSystems.match([pattern], limits=[1])[0].metadata_list:
+                raise _no_match(pattern)
+        reads = [
+            pbegin | f"ReadPattern{i}" >> beam.io.Read(
+                DocumentSource(pattern, split_bytes=self._split_bytes))
+            for i, pattern in enumerate(self._patterns)
+        ]
+        return tuple(reads) | "Flatten" >> beam.Flatten().with_output_types(
+            tuple[str, list[str]])

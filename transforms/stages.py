@@ -1,0 +1,124 @@
+"""The Beam shell around the functional core: one thin DoFn per stage.
+
+Each DoFn builds its heavy objects in `setup` (never pickled), calls one pure
+function per element, and counts in Beam Metrics everything it drops, cuts
+or repairs. Every random draw comes from an RNG derived from the element's
+keys (transforms.randomness), so retries and re-bundling change nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+
+from transforms.encoding import encode_example
+from transforms.instances import Instance, InstanceConfig, create_instances
+from transforms.masking import MaskingConfig, mask_tokens
+from transforms.randomness import derive_rng, stable_hash
+from transforms.sampling import random_document_from_sample
+from transforms.tokenization import FullTokenizer
+from transforms.vocabulary import load_vocabulary
+
+NAMESPACE = "bert_data"
+InstanceKey = tuple[str, int, int]  # (doc_key, dupe_index, instance_index)
+
+
+def _counters(*names: str) -> dict[str, object]:
+    return {name: Metrics.counter(NAMESPACE, name) for name in names}
+
+
+class TokenizeDocument(beam.DoFn):
+    """(doc_key, [line]) -> (doc_key, [[token id]]); lines without tokens dropped."""
+
+    def __init__(self, *, vocab_file: str, do_lower_case: bool) -> None:
+        self._vocab_file = vocab_file
+        self._do_lower_case = do_lower_case
+        self._count = _counters("sentences", "tokens", "unk_tokens", "empty_documents",
+                                "lines_without_tokens", "tokenized_documents")
+
+    def setup(self) -> None:
+        vocab = load_vocabulary(self._vocab_file)
+        self._tokenizer = FullTokenizer(vocab, do_lower_case=self._do_lower_case)
+        self._unk = vocab.unk_id
+
+    def process(self, element: tuple[str, list[str]]) -> Iterator[tuple[str, list[list[int]]]]:
+        doc_key, lines = element
+        sentences = self._tokenizer.tokenize_lines(lines)
+        self._count["lines_without_tokens"].inc(len(lines) - len(sentences))
+        if not sentences:
+            self._count["empty_documents"].inc()
+            return
+        self._count["tokenized_documents"].inc()
+        self._count["sentences"].inc(len(sentences))
+        self._count["tokens"].inc(sum(map(len, sentences)))
+        self._count["unk_tokens"].inc(sum(s.count(self._unk) for s in sentences))
+        yield doc_key, sentences
+
+
+def fan_out(element: tuple[str, list[list[int]]],
+            dupe_factor: int) -> Iterator[tuple[tuple[str, int], list[list[int]]]]:
+    """One copy per dupe index: each gets its own RNG, hence its own instances."""
+    doc_key, document = element
+    for dupe_index in range(dupe_factor):
+        yield (doc_key, dupe_index), document
+
+
+class CreateInstances(beam.DoFn):
+    """((doc_key, dupe), document) + sample -> (instance key, unmasked Instance)."""
+
+    def __init__(self, *, config: InstanceConfig, seed: int) -> None:
+        self._config = config
+        self._seed = seed
+        self._count = _counters("instances", "random_next_instances",
+                                "truncated_tokens", "random_next_unavailable")
+
+    def process(self, element, nsp_sample) -> Iterator[tuple[InstanceKey, Instance]]:
+        (doc_key, dupe_index), document = element
+        instances, stats = create_instances(
+            document, config=self._config,
+            random_document=random_document_from_sample(nsp_sample, doc_key),
+            rng=derive_rng(self._seed, "instances", doc_key, dupe_index))
+        self._count["instances"].inc(len(instances))
+        self._count["random_next_instances"].inc(sum(i.is_random_next for i in instances))
+        self._count["truncated_tokens"].inc(stats.truncated_tokens)
+        self._count["random_next_unavailable"].inc(stats.random_next_unavailable)
+        for index, instance in enumerate(instances):
+            yield (doc_key, dupe_index, index), instance
+
+
+class MaskTokens(beam.DoFn):
+    """Masks each instance with an RNG of its own key."""
+
+    def __init__(self, *, config: MaskingConfig, seed: int) -> None:
+        self._config = config
+        self._seed = seed
+        self._masked = Metrics.counter(NAMESPACE, "masked_tokens")
+
+    def process(self, element: tuple[InstanceKey, Instance]):
+        key, instance = element
+        masked = mask_tokens(instance.tokens, self._config,
+                             derive_rng(self._seed, "mask", *key))
+        self._masked.inc(len(masked.positions))
+        yield key, instance.with_mask(masked)
+
+
+def encode_instance(instance: Instance, *, max_seq_length: int,
+                    max_predictions_per_seq: int) -> bytes:
+    """The original's tf.train.Example for one masked instance."""
+    return encode_example(
+        input_ids=instance.tokens, segment_ids=instance.segment_ids,
+        masked_lm_positions=instance.masked_lm_positions,
+        masked_lm_ids=instance.masked_lm_labels,
+        next_sentence_label=int(instance.is_random_next),
+        max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq)
+
+
+def encode(element: tuple[InstanceKey, Instance], *, seed: int, max_seq_length: int,
+           max_predictions_per_seq: int) -> tuple[int, bytes]:
+    """(shuffle key, tf.train.Example bytes); the key orders the global shuffle."""
+    key, instance = element
+    record = encode_instance(instance, max_seq_length=max_seq_length,
+                             max_predictions_per_seq=max_predictions_per_seq)
+    return stable_hash("shuffle", seed, *key), record
