@@ -23,7 +23,6 @@ import sys
 from typing import Sequence
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -31,9 +30,9 @@ from pipeline.build import build_pipeline
 from pipeline.compat import run_compat
 from pipeline.options import Config, ConfigError, Stages, default_num_shards, parse_args
 from pipeline.publish import (OutputLayout, check_output_location, output_layout, publish,
-                              read_shard_list)
+                              read_shard_list, remove_tree)
 from transforms.documents import InputError, match_inputs
-from transforms.stages import NAMESPACE
+from transforms.counters import NAMESPACE, known_names
 from transforms.tokenization import FullTokenizer
 from transforms.vocabulary import VocabularyError, load_vocabulary
 
@@ -49,10 +48,10 @@ def _num_shards(config: Config, inputs: Sequence[tuple[str, int]]) -> int:
 
 def _counters(result: beam.runners.runner.PipelineResult) -> dict[str, int]:
     found = result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))
-    totals: dict[str, int] = {}
+    totals = dict.fromkeys(known_names(), 0)
     for counter in found["counters"]:
         value = counter.committed if counter.committed is not None else counter.attempted
-        totals[counter.key.metric.name] = totals.get(counter.key.metric.name, 0) + value
+        totals[counter.key.metric.name] += value
     return totals
 
 
@@ -76,8 +75,7 @@ def run(argv: Sequence[str]) -> dict:
     stages = Stages.of(config, vocab)
     layout = output_layout(config, _num_shards(config, inputs))
     replaces = check_output_location(config, layout, overwrite=config.overwrite)
-    if FileSystems.exists(layout.staging_dir):  # left by an interrupted run
-        FileSystems.delete([layout.staging_dir])
+    remove_tree(layout.staging_dir)  # whatever an interrupted run left
     if config.reference_compatible:
         tokenizer = FullTokenizer(vocab, do_lower_case=config.do_lower_case)
         shards = run_compat(config, stages=stages, tokenizer=tokenizer, layout=layout)

@@ -71,6 +71,19 @@ def check_output_location(config: Config, layout: OutputLayout, *, overwrite: bo
     return existing
 
 
+def remove_tree(path: str) -> None:
+    """Deletes everything under a local directory or an object-store prefix.
+
+    A leftover staging directory must go before a run: its bucket files would
+    otherwise be read into the new shards.
+    """
+    files = [m.path for m in FileSystems.match([FileSystems.join(path, "**")])[0].metadata_list]
+    if files:
+        FileSystems.delete(files)
+    if FileSystems.exists(path):  # local directories outlive their files
+        FileSystems.delete([path])
+
+
 def staged_paths(layout: OutputLayout) -> list[str]:
     return [FileSystems.join(layout.staging_dir, n) for n in layout.shard_names]
 
@@ -129,5 +142,5 @@ def publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
         "versions": package_versions(),
     }
     _write_json(layout.manifest_path, manifest)
-    FileSystems.delete([layout.staging_dir])
+    remove_tree(layout.staging_dir)
     return manifest

@@ -12,6 +12,7 @@ import pytest
 
 from conftest import DATA, UNCASED_VOCAB
 from pipeline.main import run
+from pipeline.options import ConfigError
 from records import read_examples
 from stats_util import instance_stats
 
@@ -145,3 +146,31 @@ def test_output_file_list_gets_exactly_those_files(tmp_path):
     manifest = json.loads((tmp_path / "a" / "x.tfrecord.manifest.json").read_text())
     assert manifest["total_instances"] == total > 0
     shutil.rmtree(tmp_path / "a")
+
+
+@pytest.mark.slow
+def test_leftovers_of_an_interrupted_run_do_not_leak_into_the_rerun(reference_run, tmp_path):
+    out = tmp_path / "out"
+    stale = out / ".staging" / "buckets" / "shard-00000"
+    stale.mkdir(parents=True)
+    (stale / "killed-bundle.bucket").write_bytes(b"\x00" * 64)
+    (out / ".staging" / "shard-00001").write_bytes(b"half a shard")
+    run(_flags(input_file=SMALL_INPUTS, output_dir=out, vocab_file=UNCASED_VOCAB,
+               dupe_factor=2, num_shards=3, max_seq_length=64,
+               max_predictions_per_seq=10, do_whole_word_mask=True))
+    assert _shard_bytes(out) == _shard_bytes(reference_run)
+    assert not (out / ".staging").exists()
+
+
+def test_existing_output_is_refused_and_kept_unless_overwrite(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "part-00000-of-00009.tfrecord").write_bytes(b"old")
+    flags = _flags(input_file=DATA / "sample_text.txt", vocab_file=UNCASED_VOCAB,
+                   output_dir=out, dupe_factor=1)
+    with pytest.raises(ConfigError, match="pass --overwrite"):
+        run(flags)
+    assert (out / "part-00000-of-00009.tfrecord").read_bytes() == b"old"
+    run(flags + ["--overwrite"])
+    assert sorted(p.name for p in out.iterdir()) == [
+        "manifest.json", "part-00000-of-00001.tfrecord"]

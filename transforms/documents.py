@@ -33,11 +33,10 @@ from apache_beam.io.filebasedsource import FileBasedSource
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.range_trackers import OffsetRangeTracker
-from apache_beam.metrics import Metrics
 
+from transforms.counters import counter
 _BOM = b"\xef\xbb\xbf"
 _BACKWARD_CHUNK = 8192
-_NAMESPACE = "bert_data"
 
 Document = tuple[int, list[str]]
 
@@ -178,10 +177,10 @@ class DocumentSource(FileBasedSource):
         if split_bytes is not None and split_bytes < 1:
             raise ValueError(f"split_bytes must be >= 1, got {split_bytes}")
         self._split_bytes = split_bytes
-        self._documents = Metrics.counter(_NAMESPACE, "documents")
-        self._lines = Metrics.counter(_NAMESPACE, "lines")
-        self._undecodable = Metrics.counter(_NAMESPACE, "undecodable_bytes")
-        self._bom_removed = Metrics.counter(_NAMESPACE, "bom_removed")
+        self._documents = counter("documents")
+        self._lines = counter("lines")
+        self._undecodable = counter("undecodable_bytes")
+        self._bom_removed = counter("bom_removed")
 
     def split(self, desired_bundle_size: int | None = None,
               start_position=None, stop_position=None):

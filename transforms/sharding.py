@@ -32,12 +32,11 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.io.filesystem import BeamIOError, CompressionTypes
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindows
 
+from transforms.counters import counter
 from transforms.tfrecord import frame_record
 
-_NAMESPACE = "bert_data"
 _BUCKETS = "buckets"
 _BUCKET_SUFFIX = ".bucket"
 _DEFAULT_MAX_BUFFER_BYTES = 64 << 20
@@ -186,7 +185,7 @@ class _WriteBucketsFn(beam.DoFn):
         self._staging_dir = staging_dir
         self._num_shards = num_shards
         self._max_buffer_bytes = max_buffer_bytes
-        self._bucket_files = Metrics.counter(_NAMESPACE, "bucket_files")
+        self._bucket_files = counter("bucket_files")
 
     def start_bundle(self) -> None:
         self._buffers: dict[int, list[bytes]] = {}
@@ -223,7 +222,7 @@ class _WriteShardFn(beam.DoFn):
         self._staging_dir = staging_dir
         self._shard_names = tuple(shard_names)
         self._compression = compression
-        self._records_written = Metrics.counter(_NAMESPACE, "records_written")
+        self._records_written = counter("records_written")
 
     def process(self, element: tuple[int, Iterable[str | None]]
                 ) -> Iterator[tuple[dict[str, Any], list[str]]]:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Iterator
 
 import apache_beam as beam
-from apache_beam.metrics import Metrics
 
+from transforms.counters import counter
 from transforms.encoding import encode_example
 from transforms.instances import Instance, InstanceConfig, create_instances
 from transforms.masking import MaskingConfig, mask_tokens
@@ -21,12 +21,11 @@ from transforms.sampling import random_document_from_sample
 from transforms.tokenization import FullTokenizer
 from transforms.vocabulary import load_vocabulary
 
-NAMESPACE = "bert_data"
 InstanceKey = tuple[str, int, int]  # (doc_key, dupe_index, instance_index)
 
 
 def _counters(*names: str) -> dict[str, object]:
-    return {name: Metrics.counter(NAMESPACE, name) for name in names}
+    return {name: counter(name) for name in names}
 
 
 class TokenizeDocument(beam.DoFn):
@@ -94,7 +93,7 @@ class MaskTokens(beam.DoFn):
     def __init__(self, *, config: MaskingConfig, seed: int) -> None:
         self._config = config
         self._seed = seed
-        self._masked = Metrics.counter(NAMESPACE, "masked_tokens")
+        self._masked = counter("masked_tokens")
 
     def process(self, element: tuple[InstanceKey, Instance]):
         key, instance = element

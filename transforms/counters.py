@@ -1,0 +1,24 @@
+"""Beam counters of this pipeline: one namespace, and the names in use.
+
+Every stage counts what it reads, drops, cuts or repairs. Names are recorded
+when a counter is created (on the driver, while the pipeline is built), so the
+manifest can report a zero for a counter that never fired instead of leaving
+it out.
+"""
+
+from __future__ import annotations
+
+from apache_beam.metrics import Metrics
+
+NAMESPACE = "bert_data"
+_NAMES: set[str] = set()
+
+
+def counter(name: str):
+    """A Beam counter in this pipeline's namespace."""
+    _NAMES.add(name)
+    return Metrics.counter(NAMESPACE, name)
+
+
+def known_names() -> list[str]:
+    return sorted(_NAMES)
