@@ -139,9 +139,28 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def unknown_flags(beam_args: Sequence[str]) -> list[str]:
+    """Flags that neither this parser nor any Beam PipelineOptions knows.
+
+    Beam only logs and discards those, so a typo (`--dupe_factr=5`) would
+    silently run with the default: this is the check Beam leaves out.
+    """
+    from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
+
+    parser = _BeamArgumentParser(allow_abbrev=False)
+    for options_class in PipelineOptions.__subclasses__():
+        options_class._add_argparse_args(parser)
+    _, unknown = parser.parse_known_args(list(beam_args))
+    return [arg for arg in unknown if arg.startswith("-")]
+
+
 def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
     """Parses and validates; returns the config and the flags left for Beam."""
     args, beam_args = _parser().parse_known_args(list(argv))
+    unknown = unknown_flags(beam_args)
+    if unknown:
+        raise ConfigError(f"unknown flag {unknown[0].split('=')[0]}: not a flag of this "
+                          "tool nor a Beam pipeline option; see --help")
     config = Config(
         input_file=args.input_file, output_file=args.output_file,
         output_dir=args.output_dir, vocab_file=args.vocab_file,

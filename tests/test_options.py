@@ -35,8 +35,11 @@ def test_absl_boolean_spellings(flags, lower, wwm):
 
 
 def test_beam_options_pass_through():
-    _, beam_args = parse_args(BASE + ["--runner=DirectRunner", "--direct_num_workers=2"])
-    assert beam_args == ["--runner=DirectRunner", "--direct_num_workers=2"]
+    beam = ["--runner=DirectRunner", "--direct_num_workers=2", "--project=p",
+            "--region=us-central1", "--temp_location=gs://b/tmp", "--setup_file=./setup.py",
+            "--experiments=use_runner_v2"]
+    _, beam_args = parse_args(BASE + beam)
+    assert beam_args == beam
 
 
 @pytest.mark.parametrize("flags, fragment", [
@@ -49,6 +52,8 @@ def test_beam_options_pass_through():
     (["--max_seq_length=abc"], "invalid int value"),
     (["--output_dir=/tmp/x"], "exactly one of --output_file"),
     (["--num_shards=3"], "apply to --output_dir only"),
+    (["--dupe_factr=5"], "unknown flag --dupe_factr: not a flag of this tool nor a Beam"),
+    (["--runer", "DirectRunner"], "unknown flag --runer"),
 ])
 def test_bad_flags_raise_one_line(flags, fragment):
     with pytest.raises(ConfigError) as err:
