@@ -13,8 +13,9 @@ from __future__ import annotations
 import apache_beam as beam
 
 from pipeline.options import Config, Stages
-from pipeline.publish import OutputLayout, write_shard_list
-from transforms.documents import ReadDocuments
+from pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME, OutputLayout,
+                              write_staging_json)
+from transforms.documents import DOCUMENTS, PROBLEMS, ReadDocuments
 from transforms.sampling import SampleDocuments
 from transforms.sharding import WriteShards
 from transforms.stages import CreateInstances, MaskTokens, TokenizeDocument, encode, fan_out
@@ -23,16 +24,17 @@ from transforms.stages import CreateInstances, MaskTokens, TokenizeDocument, enc
 SAMPLE_DOCUMENT_SEQUENCES = 8
 
 
-def _record_shards(shards: list[dict], layout: OutputLayout) -> int:
-    write_shard_list(layout, shards)
-    return len(shards)
+def _record(items: list[dict], layout: OutputLayout, name: str) -> int:
+    write_staging_json(layout, name, items)
+    return len(items)
 
 
 def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
                    patterns: list[str], layout: OutputLayout) -> dict[str, beam.PCollection]:
     seed = config.random_seed
-    docs_by_key = p | "ReadDocuments" >> ReadDocuments(
+    read = p | "ReadDocuments" >> ReadDocuments(
         patterns=patterns, split_bytes=config.input_split_bytes)
+    docs_by_key = read[DOCUMENTS]
     tokenized_docs = docs_by_key | "Tokenize" >> beam.ParDo(TokenizeDocument(
         vocab_file=config.vocab_file, do_lower_case=config.do_lower_case))
     nsp_sample = tokenized_docs | "SampleRandomDocuments" >> SampleDocuments(
@@ -55,7 +57,10 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
         compression=config.compression)
     shard_list = (shards
                   | "CollectShards" >> beam.combiners.ToList()
-                  | "ListShards" >> beam.Map(_record_shards, layout))
+                  | "ListShards" >> beam.Map(_record, layout, SHARD_LIST_NAME))
+    problem_list = (read[PROBLEMS]
+                    | "CollectInputProblems" >> beam.combiners.ToList()
+                    | "ListInputProblems" >> beam.Map(_record, layout, PROBLEM_LIST_NAME))
     return {"docs_by_key": docs_by_key, "tokenized_docs": tokenized_docs,
             "nsp_sample": nsp_sample, "instances": masked, "shards": shards,
-            "shard_list": shard_list}
+            "shard_list": shard_list, "problem_list": problem_list}

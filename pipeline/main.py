@@ -30,7 +30,8 @@ from pipeline.build import build_pipeline
 from pipeline.compat import run_compat
 from pipeline.options import Config, ConfigError, Stages, default_num_shards, parse_args
 from pipeline.publish import (OutputLayout, check_output_location, output_layout, publish,
-                              read_shard_list, remove_tree)
+                              PROBLEM_LIST_NAME, SHARD_LIST_NAME, check_writable,
+                              read_staging_json, remove_tree)
 from transforms.documents import InputError, match_inputs
 from transforms.counters import NAMESPACE, known_names
 from transforms.tokenization import FullTokenizer
@@ -76,16 +77,37 @@ def run(argv: Sequence[str]) -> dict:
     layout = output_layout(config, _num_shards(config, inputs))
     replaces = check_output_location(config, layout, overwrite=config.overwrite)
     remove_tree(layout.staging_dir)  # whatever an interrupted run left
+    check_writable(layout)
     if config.reference_compatible:
         tokenizer = FullTokenizer(vocab, do_lower_case=config.do_lower_case)
         shards = run_compat(config, stages=stages, tokenizer=tokenizer, layout=layout)
         counters: dict[str, int] = {}
+        problems: list[dict] = []
     else:
         counters = _run_beam(config, stages, layout, beam_args)
-        shards = read_shard_list(layout)
+        shards = read_staging_json(layout, SHARD_LIST_NAME)
+        problems = read_staging_json(layout, PROBLEM_LIST_NAME)
     manifest = publish(layout, config=config, vocab_sha256=vocab.sha256, inputs=inputs,
-                       shards=shards, counters=counters, replaces=replaces)
+                       shards=shards, counters=counters, input_problems=problems,
+                       warnings=warnings(counters, problems), replaces=replaces)
     return dict(manifest, manifest_path=layout.manifest_path)
+
+
+def warnings(counters: dict[str, int], problems: list[dict]) -> list[str]:
+    """Signs of an input that is not what the user meant, in plain words."""
+    found = [f"{p['path']}: {p['message']}" for p in problems]
+    documents = counters.get("tokenized_documents", 0)
+    if counters and not documents:
+        found.append("the input holds no text: no document had a single token")
+    if documents and counters.get("sentences") == documents:
+        found.append("every document has a single sentence, so every instance is a "
+                     "random next: is the input one document per line? Put one sentence "
+                     "per line and a blank line between documents")
+    if counters.get("random_next_unavailable"):
+        found.append(f"{counters['random_next_unavailable']:,} chunk(s) needed a random "
+                     "next sentence but the corpus has no other document: they were "
+                     "paired with their actual next sentence, or dropped if they had none")
+    return found
 
 
 def summary(manifest: dict) -> str:
@@ -109,6 +131,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         sys.exit(2)
     print(summary(manifest))
+    for warning in manifest["warnings"]:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from pipeline.options import Config, ConfigError
 STAGING_NAME = ".staging"
 MANIFEST_NAME = "manifest.json"
 SHARD_LIST_NAME = "shards.json"
+PROBLEM_LIST_NAME = "input_problems.json"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +72,19 @@ def check_output_location(config: Config, layout: OutputLayout, *, overwrite: bo
     return existing
 
 
+def check_writable(layout: OutputLayout) -> None:
+    """Creates and deletes a file where the shards will be staged, so an
+    unwritable output fails now, in one line, not after hours of work."""
+    probe = FileSystems.join(layout.staging_dir, ".write-probe")
+    try:
+        FileSystems.create(probe).close()
+        FileSystems.delete([probe])
+    except Exception as err:  # the error types differ per filesystem
+        raise ConfigError(f"cannot write to the output location {layout.staging_dir} "
+                          f"({type(err).__name__}); check the path and its permissions, "
+                          "or choose another") from None
+
+
 def remove_tree(path: str) -> None:
     """Deletes everything under a local directory or an object-store prefix.
 
@@ -93,14 +107,14 @@ def _write_json(path: str, value: object) -> None:
         handle.write((json.dumps(value, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
 
-def write_shard_list(layout: OutputLayout, shards: Sequence[dict]) -> None:
-    """Records the written shards in staging (the pipeline's last step)."""
-    _write_json(FileSystems.join(layout.staging_dir, SHARD_LIST_NAME),
-                sorted(shards, key=lambda s: s["shard"]))
+def write_staging_json(layout: OutputLayout, name: str, items: list[dict]) -> None:
+    """What the pipeline's last steps hand to the publisher (sorted: deterministic)."""
+    _write_json(FileSystems.join(layout.staging_dir, name),
+                sorted(items, key=lambda item: json.dumps(item, sort_keys=True)))
 
 
-def read_shard_list(layout: OutputLayout) -> list[dict]:
-    with FileSystems.open(FileSystems.join(layout.staging_dir, SHARD_LIST_NAME)) as handle:
+def read_staging_json(layout: OutputLayout, name: str) -> list[dict]:
+    with FileSystems.open(FileSystems.join(layout.staging_dir, name)) as handle:
         return json.loads(handle.read())
 
 
@@ -117,7 +131,8 @@ def package_versions() -> dict[str, str]:
 
 def publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
             inputs: Sequence[tuple[str, int]], shards: Sequence[dict],
-            counters: dict[str, int], replaces: Sequence[str] = ()) -> dict:
+            counters: dict[str, int], input_problems: Sequence[dict] = (),
+            warnings: Sequence[str] = (), replaces: Sequence[str] = ()) -> dict:
     """Moves staged shards to their final paths, then writes the manifest.
 
     What an earlier run left (`replaces`) is deleted only now, after this run
@@ -136,9 +151,12 @@ def publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
         "flags": config.flags(),
         "vocab_sha256": vocab_sha256,
         "inputs": [{"path": p, "bytes": size} for p, size in inputs],
-        "shards": [dict(s, path=layout.final_paths[s["shard"]]) for s in shards],
+        "shards": [dict(s, path=layout.final_paths[s["shard"]])
+                   for s in sorted(shards, key=lambda s: s["shard"])],
         "total_instances": sum(s["records"] for s in shards),
         "counters": dict(sorted(counters.items())),
+        "input_problems": list(input_problems),
+        "warnings": list(warnings),
         "versions": package_versions(),
     }
     _write_json(layout.manifest_path, manifest)

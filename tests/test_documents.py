@@ -324,7 +324,8 @@ def test_read_documents_over_two_patterns_with_exact_counters(tmp_path):
     assert a_bad and b_bad
 
     p = test_pipeline.TestPipeline()
-    docs_by_key = p | ReadDocuments(patterns=[str(tmp_path / "x" / "*.txt"), b], split_bytes=16)
+    docs_by_key = (p | ReadDocuments(patterns=[str(tmp_path / "x" / "*.txt"), b],
+                                     split_bytes=16)).documents
     assert_that(docs_by_key, equal_to(keyed(a, a_expected) + keyed(b, b_expected)))
     result = p.run()
     result.wait_until_finish()

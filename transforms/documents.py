@@ -26,6 +26,7 @@ positions in the decompressed stream.
 from __future__ import annotations
 
 import dataclasses
+import zlib
 from typing import BinaryIO, Callable, Iterable, Iterator, Sequence
 
 import apache_beam as beam
@@ -37,6 +38,7 @@ from apache_beam.io.range_trackers import OffsetRangeTracker
 from transforms.counters import counter
 _BOM = b"\xef\xbb\xbf"
 _BACKWARD_CHUNK = 8192
+MAX_SENTENCE_CHARS = 1 << 16
 
 Document = tuple[int, list[str]]
 
@@ -45,17 +47,30 @@ class InputError(ValueError):
     """A bad --input_file; the message is one line saying what to fix."""
 
 
+@dataclasses.dataclass(frozen=True)
+class InputProblem:
+    """A file that could not be read to its end; reported in the manifest."""
+
+    path: str
+    message: str
+
+
+# What zlib, gzip and bz2 raise on damaged data, and our own truncation check.
+_DECOMPRESSION_ERRORS = (zlib.error, OSError, EOFError, ValueError)
+
+
 @dataclasses.dataclass
 class DecodeStats:
     """What decoding repaired, so that it can be reported instead of hidden.
 
-    `undecodable_bytes` counts only bytes inside emitted documents: each such
+    Everything is counted on lines inside emitted documents only: each such
     line belongs to exactly one document, so totals do not depend on how a
-    file was split. (Bytes on lines that are blank once decoded carry no text
-    and are dropped uncounted.)
+    file was split. (Lines that are blank once decoded carry no text.)
     """
     undecodable_bytes: int = 0
     bom_removed: int = 0
+    lone_cr_breaks: int = 0  # sentences that began after a lone CR
+    long_lines_cut: int = 0
 
 
 def _decode(raw: bytes) -> tuple[str, int]:
@@ -85,30 +100,71 @@ def split_documents(lines: Iterable[tuple[int, bytes]], *,
     stats = stats if stats is not None else DecodeStats()
     doc: list[str] | None = None
     doc_offset = 0
+    claimed_line = -1
     continuing = not after_blank
-    for offset, raw in lines:
-        if offset == 0 and raw[:3] == _BOM:
+    for line_offset, raw in lines:
+        if line_offset == 0 and raw[:3] == _BOM:
             raw = raw[3:]
             stats.bom_removed += 1
-        text, dropped = _decode(raw)
-        text = text.strip()
-        if not text:
-            if doc is not None:
-                yield doc_offset, doc
-                doc = None
-            continuing = False
-            continue
-        if doc is not None:
-            doc.append(text)
-        elif continuing:
-            continue
-        else:
-            if claim is not None and not claim(offset):
-                return
-            doc, doc_offset = [text], offset
-        stats.undecodable_bytes += dropped
+        for offset, piece, after_cr in _logical_lines(line_offset, raw):
+            text, dropped = _decode(piece)
+            text = text.strip()
+            if not text:
+                if doc is not None:
+                    yield doc_offset, doc
+                    doc = None
+                continuing = False
+                continue
+            if doc is None:
+                if continuing:
+                    continue
+                # Claims are physical line starts: the split points a reader
+                # starting mid-file can find.
+                if claim is not None and line_offset != claimed_line:
+                    if not claim(line_offset):
+                        return
+                    claimed_line = line_offset
+                doc, doc_offset = [], offset
+            doc.extend(_cut_long_line(text, stats))
+            stats.undecodable_bytes += dropped
+            stats.lone_cr_breaks += after_cr
     if doc is not None:
         yield doc_offset, doc
+
+
+def _logical_lines(offset: int, raw: bytes) -> Iterator[tuple[int, bytes, bool]]:
+    """A physical line (ending in \n) split at lone carriage returns:
+    (offset, bytes, whether a lone CR came right before).
+
+    CRLF ends a line like \n; a lone CR (old Mac files, or a CR left inside a
+    line) also ends one, rather than gluing two sentences together.
+    """
+    raw = raw[:-1] if raw.endswith(b"\n") else raw
+    raw = raw[:-1] if raw.endswith(b"\r") else raw
+    if b"\r" not in raw:
+        yield offset, raw, False
+        return
+    start = 0
+    for index, part in enumerate(raw.split(b"\r")):
+        yield offset + start, part, index > 0
+        start += len(part) + 1
+
+
+def _cut_long_line(text: str, stats: DecodeStats) -> list[str]:
+    """Lines over MAX_SENTENCE_CHARS become several sentences, cut at a space
+    where there is one: a sentence that long is a dump, not a sentence, and
+    tokenizing it whole would hold millions of tokens for one instance."""
+    if len(text) <= MAX_SENTENCE_CHARS:
+        return [text]
+    stats.long_lines_cut += 1
+    pieces = []
+    while len(text) > MAX_SENTENCE_CHARS:
+        cut = text.rfind(" ", MAX_SENTENCE_CHARS // 2, MAX_SENTENCE_CHARS)
+        cut = cut if cut > 0 else MAX_SENTENCE_CHARS
+        pieces.append(text[:cut].strip())
+        text = text[cut:].strip()
+    pieces.append(text)
+    return [p for p in pieces if p]
 
 
 def document_key(path: str, offset: int) -> str:
@@ -127,31 +183,31 @@ def _has_text(chunk: bytes) -> bool:
 
 
 def _line_before_is_blank(f: BinaryIO, line_start: int) -> bool:
-    """Whether the line ending just before `line_start` (> 0) is blank.
+    """Whether the logical line ending just before `line_start` (> 0) is blank.
 
-    Reads backwards in bounded chunks and stops at the first chunk that
-    shows text, so the cost is one small read for ordinary text.
+    That is the text after the last lone CR of the previous physical line (see
+    _logical_lines). Reads backwards in bounded chunks and stops at the first
+    chunk that shows text, so the cost is one small read for ordinary text.
     """
     pos = line_start - 1  # the b"\n" that ends the previous line
-    parts: list[bytes] = []
+    newer = b""
     while pos > 0:
         size = min(_BACKWARD_CHUNK, pos)
+        end = pos
         pos -= size
         f.seek(pos)
         chunk = f.read(size)
-        newline = chunk.rfind(b"\n")
-        if newline >= 0:
-            parts.append(chunk[newline + 1:])
-            pos += newline + 1
-            break
-        at_file_start = pos == 0 and chunk[:3] == _BOM
-        if _has_text(chunk[3:] if at_file_start else chunk):
+        if end == line_start - 1 and chunk.endswith(b"\r"):
+            chunk = chunk[:-1]  # the CR of a CRLF ending
+        cut = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
+        if cut >= 0:
+            return not _decode(chunk[cut + 1:] + newer)[0].strip()
+        newer = chunk + newer
+        if pos > 0 and _has_text(chunk):
             return False
-        parts.append(chunk)
-    line = b"".join(reversed(parts))
-    if pos == 0 and line[:3] == _BOM:
-        line = line[3:]
-    return not _decode(line)[0].strip()
+    if newer[:3] == _BOM:  # the line is the file's first
+        newer = newer[3:]
+    return not _decode(newer)[0].strip()
 
 
 def _read_lines(f: BinaryIO, offset: int) -> Iterator[tuple[int, bytes]]:
@@ -179,8 +235,8 @@ class DocumentSource(FileBasedSource):
         self._split_bytes = split_bytes
         self._documents = counter("documents")
         self._lines = counter("lines")
-        self._undecodable = counter("undecodable_bytes")
-        self._bom_removed = counter("bom_removed")
+        self._repairs = {f.name: counter(f.name) for f in dataclasses.fields(DecodeStats)}
+        self._problems = counter("unreadable_files")
 
     def split(self, desired_bundle_size: int | None = None,
               start_position=None, stop_position=None):
@@ -192,41 +248,67 @@ class DocumentSource(FileBasedSource):
 
     def read_records(self, file_name: str, range_tracker: OffsetRangeTracker
                      ) -> Iterator[tuple[str, list[str]]]:
-        """Claims and yields the documents that start in the tracker's range."""
-        start = range_tracker.start_position()
+        """Claims and yields the documents that start in the tracker's range.
+
+        A compressed file that is corrupt or truncated ends in an InputProblem
+        (after the documents read before the damage): the run goes on, and
+        the manifest names the file. Beam's reader does not notice a truncated
+        stream by itself, so the decompressor's end-of-stream flag is checked.
+        """
+        compressed = CompressionTypes.detect_compression_type(file_name) != \
+            CompressionTypes.UNCOMPRESSED
         stats = DecodeStats()
         reported = DecodeStats()
-        with self.open_file(file_name) as f:
-            if start > 0:
-                # The first line that starts at or after `start`.
-                f.seek(start - 1)
-                head = f.readline()
-                if not head.endswith(b"\n"):
-                    return  # no line starts in [start, end of file)
-                first = start - 1 + len(head)
-                if first >= range_tracker.stop_position():
-                    return  # every document here starts past our range
-                after_blank = _line_before_is_blank(f, first)
-                f.seek(first)
-            else:
-                f.seek(0)
-                first, after_blank = 0, True
-            for offset, lines in split_documents(
-                    _read_lines(f, first), stats=stats,
-                    after_blank=after_blank, claim=range_tracker.try_claim):
-                self._documents.inc()
-                self._lines.inc(len(lines))
-                self._report(stats, reported)
-                yield document_key(file_name, offset), lines
-            self._report(stats, reported)
+        documents = 0
+        try:
+            with self.open_file(file_name) as f:
+                for key, lines in self._documents_in_range(f, file_name, range_tracker, stats):
+                    documents += 1
+                    self._documents.inc()
+                    self._lines.inc(len(lines))
+                    self._report(stats, reported)
+                    yield key, lines
+                if compressed and not getattr(getattr(f, "_decompressor", None), "eof", True):
+                    raise EOFError("compressed stream ends early (truncated file)")
+        except _DECOMPRESSION_ERRORS as err:
+            if not compressed:
+                raise
+            self._problems.inc()
+            yield InputProblem(path=file_name, message=(
+                f"{type(err).__name__}: {err}; read {documents} document(s), skipped "
+                "the rest; re-create the file or remove it from --input_file"))
+        self._report(stats, reported)
+
+    @staticmethod
+    def _documents_in_range(f: BinaryIO, file_name: str, range_tracker: OffsetRangeTracker,
+                            stats: DecodeStats) -> Iterator[tuple[str, list[str]]]:
+        start = range_tracker.start_position()
+        if start > 0:
+            # The first line that starts at or after `start`.
+            f.seek(start - 1)
+            head = f.readline()
+            if not head.endswith(b"\n"):
+                return  # no line starts in [start, end of file)
+            first = start - 1 + len(head)
+            if first >= range_tracker.stop_position():
+                return  # every document here starts past our range
+            after_blank = _line_before_is_blank(f, first)
+            f.seek(first)
+        else:
+            f.seek(0)
+            first, after_blank = 0, True
+        for offset, lines in split_documents(
+                _read_lines(f, first), stats=stats,
+                after_blank=after_blank, claim=range_tracker.try_claim):
+            yield document_key(file_name, offset), lines
 
     def _report(self, stats: DecodeStats, reported: DecodeStats) -> None:
-        if stats.undecodable_bytes != reported.undecodable_bytes:
-            self._undecodable.inc(stats.undecodable_bytes - reported.undecodable_bytes)
-            reported.undecodable_bytes = stats.undecodable_bytes
-        if stats.bom_removed != reported.bom_removed:
-            self._bom_removed.inc(stats.bom_removed - reported.bom_removed)
-            reported.bom_removed = stats.bom_removed
+        """Adds what `stats` gained since the last report to the counters."""
+        for field in dataclasses.fields(DecodeStats):
+            gained = getattr(stats, field.name) - getattr(reported, field.name)
+            if gained:
+                self._repairs[field.name].inc(gained)
+                setattr(reported, field.name, getattr(stats, field.name))
 
 
 def _no_match(pattern: str) -> InputError:
@@ -256,8 +338,9 @@ def match_inputs(input_file: str) -> list[tuple[str, int]]:
 
 
 class ReadDocuments(beam.PTransform):
-    """Patterns (already split, e.g. by match_inputs' caller) ->
-    PCollection[(doc_key, [stripped non-blank lines])].
+    """Patterns (already split, e.g. by match_inputs' caller) -> outputs
+    `documents`: (doc_key, [stripped non-blank lines]) and `problems`: a dict
+    (path, message) per file that could not be read to its end.
 
     Overlapping patterns would read a shared file twice: pass disjoint ones.
     """
@@ -282,5 +365,19 @@ class ReadDocuments(beam.PTransform):
                 DocumentSource(pattern, split_bytes=self._split_bytes))
             for i, pattern in enumerate(self._patterns)
         ]
-        return tuple(reads) | "Flatten" >> beam.Flatten().with_output_types(
-            tuple[str, list[str]])
+        return (tuple(reads)
+                | "Flatten" >> beam.Flatten()
+                | "SeparateProblems" >> beam.ParDo(_SeparateProblems()).with_outputs(
+                    PROBLEMS, main=DOCUMENTS))
+
+
+DOCUMENTS = "documents"
+PROBLEMS = "problems"
+
+
+class _SeparateProblems(beam.DoFn):
+    def process(self, record):
+        if isinstance(record, InputProblem):
+            yield beam.pvalue.TaggedOutput(PROBLEMS, dataclasses.asdict(record))
+        else:
+            yield record

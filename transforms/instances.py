@@ -56,15 +56,25 @@ class InstanceStats:
 
 def truncate_seq_pair(tokens_a: list[int], tokens_b: list[int], max_num_tokens: int,
                       rng: random.Random) -> int:
-    """Trims the longer side, front or back at random; returns tokens removed."""
+    """Trims the longer side, front or back at random; returns tokens removed.
+
+    One draw per removed token, in the original's order, but each step only
+    moves a window bound: deleting from the front of a list is O(n), which
+    made the original quadratic on a very long sentence.
+    """
+    a_start, a_end, b_start, b_end = 0, len(tokens_a), 0, len(tokens_b)
     removed = 0
-    while len(tokens_a) + len(tokens_b) > max_num_tokens:
-        longer = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
-        if rng.random() < 0.5:
-            del longer[0]
+    while (a_end - a_start) + (b_end - b_start) > max_num_tokens:
+        trim_a = (a_end - a_start) > (b_end - b_start)
+        front = rng.random() < 0.5
+        if trim_a:
+            a_start, a_end = (a_start + 1, a_end) if front else (a_start, a_end - 1)
         else:
-            longer.pop()
+            b_start, b_end = (b_start + 1, b_end) if front else (b_start, b_end - 1)
         removed += 1
+    if removed:
+        tokens_a[:] = tokens_a[a_start:a_end]
+        tokens_b[:] = tokens_b[b_start:b_end]
     return removed
 
 

@@ -18,7 +18,7 @@ from transforms.instances import Instance, InstanceConfig, create_instances
 from transforms.masking import MaskingConfig, mask_tokens
 from transforms.randomness import derive_rng, stable_hash
 from transforms.sampling import random_document_from_sample
-from transforms.tokenization import FullTokenizer
+from transforms.tokenization import FullTokenizer, count_control_characters
 from transforms.vocabulary import load_vocabulary
 
 InstanceKey = tuple[str, int, int]  # (doc_key, dupe_index, instance_index)
@@ -35,7 +35,8 @@ class TokenizeDocument(beam.DoFn):
         self._vocab_file = vocab_file
         self._do_lower_case = do_lower_case
         self._count = _counters("sentences", "tokens", "unk_tokens", "empty_documents",
-                                "lines_without_tokens", "tokenized_documents")
+                                "lines_without_tokens", "tokenized_documents",
+                                "control_characters")
 
     def setup(self) -> None:
         vocab = load_vocabulary(self._vocab_file)
@@ -44,6 +45,7 @@ class TokenizeDocument(beam.DoFn):
 
     def process(self, element: tuple[str, list[str]]) -> Iterator[tuple[str, list[list[int]]]]:
         doc_key, lines = element
+        self._count["control_characters"].inc(sum(map(count_control_characters, lines)))
         sentences = self._tokenizer.tokenize_lines(lines)
         self._count["lines_without_tokens"].inc(len(lines) - len(sentences))
         if not sentences:

@@ -36,6 +36,9 @@ _CJK_RANGES = (
     (0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
     (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F),
 )
+# C0/C1 controls other than tab, LF and CR, DEL, and U+FFFD (a decoding
+# repair): the characters the tokenizer deletes that signal damaged text.
+_DAMAGE_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffd]")
 # An ASCII word after cleaning holds no space or control character, so every
 # non-alphanumeric character in it is one of the original's punctuation marks.
 _ASCII_PIECES_RE = re.compile(r"[0-9A-Za-z]+|[^0-9A-Za-z]")
@@ -63,6 +66,12 @@ def _character_table() -> dict[int, str | None]:
 def split_words(text: str) -> list[str]:
     """The original's text cleanup, CJK spacing and whitespace split."""
     return text.translate(_character_table()).split()
+
+
+def count_control_characters(text: str) -> int:
+    """Control characters (and U+FFFD) in a line, which tokenization deletes
+    exactly as the original does; counted so that damaged input shows."""
+    return len(_DAMAGE_RE.findall(text))
 
 
 def _is_punctuation(char: str) -> bool:
@@ -93,6 +102,16 @@ def _strip_accents(word: str) -> str:
         return word
     return "".join(c for c in unicodedata.normalize("NFD", word)
                    if unicodedata.category(c) != "Mn")
+
+
+def basic_pieces(word: str, *, do_lower_case: bool) -> list[str]:
+    """What the original's BasicTokenizer makes of one word of `split_words`:
+    lower-cased and accent-stripped if asked, split at punctuation. These are
+    the strings WordPiece segments (and that a vocabulary learner counts)."""
+    if do_lower_case:
+        word = _strip_accents(word.lower())
+    # The original re-splits its joined output on whitespace.
+    return [part for piece in _split_on_punctuation(word) for part in piece.split()]
 
 
 class FullTokenizer:
@@ -142,19 +161,13 @@ class FullTokenizer:
         cached = self._word_cache.get(word)
         if cached is not None:
             return cached
-        original = word
-        if self.do_lower_case:
-            word = _strip_accents(word.lower())
         ids: list[int] = []
-        for piece in _split_on_punctuation(word):
-            # The original re-splits its joined output on whitespace.
-            for part in piece.split():
-                piece_ids = self._piece_cache.get(part)
-                if piece_ids is None:
-                    piece_ids = self._remember(self._piece_cache, part,
-                                               self._wordpiece(part))
-                ids += piece_ids
-        return self._remember(self._word_cache, original, tuple(ids))
+        for part in basic_pieces(word, do_lower_case=self.do_lower_case):
+            piece_ids = self._piece_cache.get(part)
+            if piece_ids is None:
+                piece_ids = self._remember(self._piece_cache, part, self._wordpiece(part))
+            ids += piece_ids
+        return self._remember(self._word_cache, word, tuple(ids))
 
     @staticmethod
     def _remember(cache: dict, key: str, value: tuple[int, ...]) -> tuple[int, ...]:
