@@ -140,7 +140,8 @@ class FullTokenizer:
         try:  # all words seen before: the whole line runs in C
             return list(chain.from_iterable(map(self._word_cache.__getitem__, words)))
         except KeyError:
-            return [i for word in words for i in self._word_ids(word)]
+            cached = self._word_cache.get
+            return [i for word in words for i in (cached(word) or self._word_ids(word))]
 
     def tokenize(self, text: str) -> list[str]:
         """WordPiece tokens of one line of text, as the original returns them."""

@@ -1,0 +1,74 @@
+"""Killed runs publish nothing; reruns and retried DoFns give the same bytes."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import DATA, UNCASED_VOCAB
+from transforms.instances import InstanceConfig
+from transforms.masking import MaskingConfig
+from transforms.stages import CreateInstances, MaskTokens, TokenizeDocument
+
+FLAGS = [f"--input_file={DATA / 'wikitext2_valid.txt'}", f"--vocab_file={UNCASED_VOCAB}",
+         "--dupe_factor=4", "--num_shards=4"]
+
+
+def _command(out) -> list[str]:
+    return [sys.executable, "-m", "pipeline", f"--output_dir={out}", *FLAGS]
+
+
+def _digests(out) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(out.iterdir()) if p.name.startswith("part-")}
+
+
+@pytest.mark.slow
+def test_a_killed_run_publishes_nothing_and_the_rerun_is_byte_identical(tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.Popen(_command(out), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 240
+    buckets = out / ".staging" / "buckets"
+    while not buckets.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run ended before it could be killed mid-way"
+    os.killpg(proc.pid, signal.SIGKILL)  # the runner and any worker processes
+    proc.wait(timeout=60)
+    assert not (out / "manifest.json").exists()
+    assert not any(p.name.startswith("part-") for p in out.iterdir())
+
+    subprocess.run(_command(out), check=True, capture_output=True, timeout=600)
+    clean = tmp_path / "clean"
+    subprocess.run(_command(clean), check=True, capture_output=True, timeout=600)
+    assert (out / "manifest.json").exists() and not (out / ".staging").exists()
+    assert _digests(out) == _digests(clean) and len(_digests(out)) == 4
+
+
+def test_retried_dofns_emit_the_same_elements():
+    """A runner retries a failed bundle by running the DoFn on it again."""
+    tokenize = TokenizeDocument(vocab_file=str(UNCASED_VOCAB), do_lower_case=True)
+    tokenize.setup()
+    lines = (DATA / "sample_text.txt").read_text().split("\n\n")[0].splitlines()
+    [tokenized] = list(tokenize.process(("doc:0", lines)))
+    assert list(tokenize.process(("doc:0", lines))) == [tokenized]
+
+    create = CreateInstances(config=InstanceConfig(max_seq_length=32, short_seq_prob=0.3,
+                                                   cls_id=101, sep_id=102), seed=5)
+    sample = [("other:1", [[2000, 2001, 2002]] * 4), tokenized]
+    element = (("doc:0", 3), tokenized[1])
+    first = list(create.process(element, sample))
+    assert first and list(create.process(element, sample)) == first
+
+    mask = MaskTokens(config=MaskingConfig(masked_lm_prob=0.15, max_predictions_per_seq=5,
+                                           vocab_size=30522, mask_id=103, cls_id=101,
+                                           sep_id=102), seed=5)
+    masked = [list(mask.process(item)) for item in first]
+    assert [list(mask.process(item)) for item in first] == masked
+    assert any(m[0][1].masked_lm_positions for m in masked)
