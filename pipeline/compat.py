@@ -75,7 +75,8 @@ def create_all_instances(documents: list, *, config: Config, stages,
             made, _ = create_instances(
                 document, config=stages.instances,
                 random_document=_original_random_document(documents, index), rng=rng,
-                mask=lambda tokens: mask_tokens(tokens, stages.masking, rng))
+                mask=lambda tokens: mask_tokens(tokens, stages.masking, rng,
+                                                original_draws=True))
             instances.extend(made)
     rng.shuffle(instances)
     return instances
