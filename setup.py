@@ -8,7 +8,7 @@ setuptools.setup(
     description=("BERT pre-training data (masked LM + next sentence prediction) "
                  "on Apache Beam: a drop-in replacement for create_pretraining_data.py"),
     python_requires=">=3.11,<3.12",
-    packages=["pipeline", "transforms"],
+    packages=["pipeline", "transforms", "loaders"],
     install_requires=[
         "apache-beam[gcp]>=2.60,<3",
         "tensorflow>=2.16,<2.22",
@@ -17,11 +17,17 @@ setuptools.setup(
         "numpy>=1.26,<3",
     ],
     extras_require={
-        "test": ["pytest>=8,<10", "hypothesis>=6.100,<7"],
+        "test": ["pytest>=8,<10", "hypothesis>=6.100,<7",
+                 "torch==2.13.0", "matplotlib>=3.8,<4"],
+        # loaders.torch_data and loaders.d2l; the test extra pins the CPU build CI uses
+        "torch": ["torch>=2.1,<3"],
+        # inspect-pretraining-data --plot
+        "plot": ["matplotlib>=3.8,<4"],
     },
     entry_points={
         "console_scripts": [
             "create-pretraining-data=pipeline.main:main",
+            "inspect-pretraining-data=pipeline.inspect_data:main",
         ],
     },
 )

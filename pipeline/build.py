@@ -47,11 +47,14 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
     instances = dupes | "CreateInstances" >> beam.ParDo(
         CreateInstances(config=stages.instances, seed=seed),
         nsp_sample=beam.pvalue.AsSingleton(nsp_sample))
-    masked = instances | "MaskTokens" >> beam.ParDo(
-        MaskTokens(config=stages.masking, seed=seed))
+    masked = instances  # --masking=none: the loaders mask at load time, same function
+    if config.masking == "static":
+        masked = instances | "MaskTokens" >> beam.ParDo(
+            MaskTokens(config=stages.masking, seed=seed))
     records = masked | "Encode" >> beam.Map(
         encode, seed=seed, max_seq_length=config.max_seq_length,
-        max_predictions_per_seq=config.max_predictions_per_seq)
+        max_predictions_per_seq=config.max_predictions_per_seq,
+        padded=config.padding == "fixed")
     shards = records | "WriteShards" >> WriteShards(
         staging_dir=layout.staging_dir, shard_names=layout.shard_names,
         compression=config.compression)

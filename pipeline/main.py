@@ -71,6 +71,10 @@ def run(argv: Sequence[str]) -> dict:
     """Parses, validates, builds, runs and publishes; returns the manifest
     (plus `manifest_path`, where it was written)."""
     config, beam_args = parse_args(argv)
+    if config.recipe == "d2l":
+        from pipeline.d2l_recipe import run_d2l  # loads tf.Transform: this recipe only
+
+        return run_d2l(config, beam_args)
     inputs = match_inputs(config.input_file)
     vocab = load_vocabulary(config.vocab_file)
     stages = Stages.of(config, vocab)

@@ -36,7 +36,7 @@ class Config:
     input_file: str
     output_file: str | None
     output_dir: str | None
-    vocab_file: str
+    vocab_file: str | None
     do_lower_case: bool
     do_whole_word_mask: bool
     max_seq_length: int
@@ -52,6 +52,9 @@ class Config:
     reference_compatible: bool
     input_split_bytes: int | None
     overwrite: bool = False
+    recipe: str = "bert"
+    masking: str = "static"
+    padding: str = "fixed"
 
     def flags(self) -> dict[str, object]:
         """The flags as recorded in the manifest."""
@@ -71,13 +74,21 @@ class Stages:
             instances=InstanceConfig(
                 max_seq_length=config.max_seq_length, short_seq_prob=config.short_seq_prob,
                 cls_id=vocab.cls_id, sep_id=vocab.sep_id),
-            masking=MaskingConfig(
-                masked_lm_prob=config.masked_lm_prob,
+            masking=masking_config(
+                vocab, masked_lm_prob=config.masked_lm_prob,
                 max_predictions_per_seq=config.max_predictions_per_seq,
-                vocab_size=len(vocab), mask_id=vocab.mask_id, cls_id=vocab.cls_id,
-                sep_id=vocab.sep_id,
-                continuation=(tuple(vocab.continuation_flags())
-                              if config.do_whole_word_mask else None)))
+                do_whole_word_mask=config.do_whole_word_mask))
+
+
+def masking_config(vocab: Vocabulary, *, masked_lm_prob: float,
+                   max_predictions_per_seq: int, do_whole_word_mask: bool) -> MaskingConfig:
+    """Masking as the flags ask; the loaders' dynamic masking builds it from the
+    manifest's flags through this same function."""
+    return MaskingConfig(
+        masked_lm_prob=masked_lm_prob, max_predictions_per_seq=max_predictions_per_seq,
+        vocab_size=len(vocab), mask_id=vocab.mask_id, cls_id=vocab.cls_id,
+        sep_id=vocab.sep_id,
+        continuation=tuple(vocab.continuation_flags()) if do_whole_word_mask else None)
 
 
 def _bool(text: str) -> bool:
@@ -114,10 +125,11 @@ def _parser() -> argparse.ArgumentParser:
             help=f"{text} (default {default})")
         add(f"--no{name}", dest=name, action="store_false", help=argparse.SUPPRESS)
     add("--max_seq_length", type=int, default=128)
-    add("--max_predictions_per_seq", type=int, default=20)
+    add("--max_predictions_per_seq", type=int,
+        help="default 20; with --recipe=d2l round(max_seq_length * masked_lm_prob)")
     add("--random_seed", type=int, default=12345)
-    add("--dupe_factor", type=int, default=10,
-        help="copies of the data, each with different masks")
+    add("--dupe_factor", type=int, help="copies of the data, each with different "
+        "masks (default 10; 1 with --recipe=d2l, which makes one pass as d2l does)")
     add("--masked_lm_prob", type=float, default=0.15)
     add("--short_seq_prob", type=float, default=0.1)
     add("--num_shards", type=int, help="with --output_dir; default: one shard per "
@@ -135,6 +147,17 @@ def _parser() -> argparse.ArgumentParser:
     add("--overwrite", type=_bool, nargs="?", const=True, default=False,
         help="replace a dataset already at the output location (only once this "
              "run has succeeded)")
+    add("--recipe", choices=["bert", "d2l"], default="bert",
+        help="bert: the original's instances and features (default); d2l: the "
+             "WikiText-2 dataset of d2l.ai (one paragraph per line, word tokens, a "
+             "vocabulary computed from the corpus, written as vocab.txt)")
+    add("--masking", choices=["static", "none"], default="static",
+        help="static: mask here, as the original (default); none: leave instances "
+             "unmasked for dynamic masking at load time (loaders.torch_data)")
+    add("--padding", choices=["fixed", "none"], default="fixed",
+        help="fixed: pad to max_seq_length / max_predictions_per_seq, as the "
+             "original (default); none: variable-length features, padded per "
+             "batch at load time")
     add("--input_split_bytes", type=int, help=argparse.SUPPRESS)  # tests: many splits
     return parser
 
@@ -165,23 +188,39 @@ def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
         input_file=args.input_file, output_file=args.output_file,
         output_dir=args.output_dir, vocab_file=args.vocab_file,
         do_lower_case=args.do_lower_case, do_whole_word_mask=args.do_whole_word_mask,
-        max_seq_length=args.max_seq_length,
-        max_predictions_per_seq=args.max_predictions_per_seq,
-        random_seed=args.random_seed, dupe_factor=args.dupe_factor,
+        max_seq_length=args.max_seq_length, random_seed=args.random_seed,
+        **_recipe_defaults(args),
         masked_lm_prob=args.masked_lm_prob, short_seq_prob=args.short_seq_prob,
         num_shards=args.num_shards,
         compression=None if args.compression == "none" else args.compression,
         nsp_sample_size=args.nsp_sample_size,
         nsp_sample_max_bytes=args.nsp_sample_max_bytes,
         reference_compatible=args.reference_compatible,
-        input_split_bytes=args.input_split_bytes, overwrite=args.overwrite)
+        input_split_bytes=args.input_split_bytes, overwrite=args.overwrite,
+        recipe=args.recipe, masking=args.masking, padding=args.padding)
     validate(config)
     return config, beam_args
 
 
+def _recipe_defaults(args: argparse.Namespace) -> dict[str, int]:
+    """Flags whose default depends on --recipe: d2l makes one pass over the
+    corpus and pads its predictions to round(max_len * 0.15), as d2l does."""
+    if args.recipe == "d2l":
+        defaults = {"max_predictions_per_seq":
+                    max(1, round(args.max_seq_length * args.masked_lm_prob)),
+                    "dupe_factor": 1}
+    else:
+        defaults = {"max_predictions_per_seq": 20, "dupe_factor": 10}
+    given = {name: getattr(args, name) for name in defaults}
+    return {name: defaults[name] if value is None else value
+            for name, value in given.items()}
+
+
 def validate(config: Config) -> None:
     """Raises ConfigError for the first problem found, before any work starts."""
-    for flag in ("input_file", "vocab_file"):
+    # The d2l recipe computes its vocabulary from the corpus.
+    required = ("input_file",) if config.recipe == "d2l" else ("input_file", "vocab_file")
+    for flag in required:
         if not getattr(config, flag):
             raise ConfigError(f"--{flag} is required")
     if bool(config.output_file) == bool(config.output_dir):
@@ -208,7 +247,24 @@ def validate(config: Config) -> None:
         (not (config.reference_compatible and config.output_dir),
          "--reference_compatible writes exactly the --output_file list, as the "
          "original; use --output_file"),
+        (not config.reference_compatible or (config.masking, config.padding) == (
+            "static", "fixed"), "--reference_compatible writes the original's padded, "
+         "statically masked records; drop --masking and --padding"),
     ]
+    if config.recipe == "d2l":
+        checks += [
+            (not config.vocab_file, "--recipe=d2l computes its vocabulary from the "
+             "corpus (written as vocab.txt); drop --vocab_file"),
+            (bool(config.output_dir), "--recipe=d2l writes vocab.txt beside its "
+             "shards; use --output_dir"),
+            (not config.reference_compatible, "--reference_compatible reproduces the "
+             "original BERT script; drop it with --recipe=d2l"),
+            ((config.masking, config.padding) == ("static", "fixed"), "--recipe=d2l "
+             "writes d2l's padded, statically masked batches; --masking and "
+             "--padding apply to --recipe=bert"),
+            (not config.do_whole_word_mask, "--do_whole_word_mask has no effect with "
+             "--recipe=d2l, whose tokens are whole words; drop it"),
+        ]
     for ok, message in checks:
         if not ok:
             raise ConfigError(message)

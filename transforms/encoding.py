@@ -10,13 +10,16 @@ by hand also keeps TensorFlow out of the workers and is several times faster.
 
 Feature names, types and padding follow the original
 `write_instance_to_example_files`, so `run_pretraining.py` reads the records
-unchanged.
+unchanged. `--padding=none` writes the same features without padding (the
+loaders pad each batch to its longest sequence), and recipes with their own
+feature names use `encode_features`; all three share the writer below.
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+import struct
+from collections.abc import Iterable, Mapping, Sequence
 
 _FAST_VARINT_LIMIT = 1 << 15
 _VARINT_CACHE_LIMIT = 1 << 18
@@ -48,18 +51,6 @@ _TAG_1 = b"\x0a"  # Example.features, Features.feature, map key, *List.value
 _TAG_MAP_VALUE = b"\x12"  # map entry value (field 2)
 _TAG_FLOAT_LIST = b"\x12"  # Feature.float_list (field 2)
 _TAG_INT64_LIST = b"\x1a"  # Feature.int64_list (field 3)
-
-# Sorted, as deterministic serialization orders map entries by key:
-# input_ids, input_mask, masked_lm_ids, masked_lm_positions, masked_lm_weights,
-# next_sentence_labels, segment_ids.
-_FEATURE_KEYS = tuple(sorted((
-    "input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
-    "masked_lm_weights", "next_sentence_labels")))
-
-# Per key: the map entry's key field, ready to prepend to the value field.
-_KEY_FIELD = {
-    key: _TAG_1 + _VARINT[len(key)] + key.encode("ascii") for key in _FEATURE_KEYS
-}
 
 
 def _packed_varints(values: Sequence[int]) -> bytes:
@@ -107,34 +98,71 @@ def _make_header(key: str, list_tag: bytes, size: int) -> bytes:
     `Features.feature{ key, value=Feature{ <list_tag> *List{ value=[packed] } } }`.
     An empty packed field is omitted from the list, as protobuf does.
     """
+    name = key.encode("utf-8")
     values_field = (_TAG_1 + _varint_size_prefix(size)) if size else b""
     list_size = len(values_field) + size
     feature = list_tag + _varint_size_prefix(list_size)
     feature_size = len(feature) + list_size
-    entry = _KEY_FIELD[key] + _TAG_MAP_VALUE + _varint_size_prefix(feature_size)
+    entry = (_TAG_1 + _varint_size_prefix(len(name)) + name
+             + _TAG_MAP_VALUE + _varint_size_prefix(feature_size))
     entry_size = len(entry) + feature_size
     return _TAG_1 + _varint_size_prefix(entry_size) + entry + feature + values_field
 
 
-# (feature index, packed size) -> header; a few hundred entries per shape.
-_HEADERS: dict[tuple[int, int], bytes] = {}
-_LIST_TAGS = tuple(
-    _TAG_FLOAT_LIST if key == "masked_lm_weights" else _TAG_INT64_LIST
-    for key in _FEATURE_KEYS)
+# (key, list tag, packed size) -> header; a few hundred entries per shape.
+_HEADERS: dict[tuple[str, bytes, int], bytes] = {}
 
 
-def _header(index: int, size: int) -> bytes:
-    header = _HEADERS.get((index, size))
+def _header(key: str, list_tag: bytes, size: int) -> bytes:
+    header = _HEADERS.get((key, list_tag, size))
     if header is None:
-        header = _make_header(_FEATURE_KEYS[index], _LIST_TAGS[index], size)
-        _HEADERS[(index, size)] = header
+        header = _make_header(key, list_tag, size)
+        _HEADERS[(key, list_tag, size)] = header
     return header
+
+
+def _serialize(features: Iterable[tuple[str, bytes, bytes]]) -> bytes:
+    """Example bytes of (key, list tag, packed values) entries given in sorted
+    key order, the order deterministic serialization writes map entries in."""
+    parts = []
+    for key, list_tag, values in features:
+        parts.append(_header(key, list_tag, len(values)))
+        parts.append(values)
+    body = b"".join(parts)
+    return _TAG_1 + _varint_size_prefix(len(body)) + body
 
 
 def _as_list(values: Sequence[int]) -> Sequence[int]:
     """Numpy arrays become lists of Python ints (fast dict lookups)."""
     tolist = getattr(values, "tolist", None)
     return tolist() if tolist is not None else values
+
+
+def _checked_lists(input_ids: Sequence[int], segment_ids: Sequence[int],
+                   masked_lm_positions: Sequence[int], masked_lm_ids: Sequence[int],
+                   max_seq_length: int, max_predictions_per_seq: int) -> tuple[list, ...]:
+    """The four sequences as lists, after the checks both BERT layouts need."""
+    input_ids = _as_list(input_ids)
+    segment_ids = _as_list(segment_ids)
+    masked_lm_positions = _as_list(masked_lm_positions)
+    masked_lm_ids = _as_list(masked_lm_ids)
+    num_tokens = len(input_ids)
+    if num_tokens > max_seq_length:
+        raise ValueError(
+            f"input_ids has {num_tokens} tokens, more than max_seq_length={max_seq_length}")
+    if len(segment_ids) != num_tokens:
+        raise ValueError(
+            f"segment_ids has {len(segment_ids)} entries but input_ids has {num_tokens}")
+    num_predictions = len(masked_lm_positions)
+    if num_predictions > max_predictions_per_seq:
+        raise ValueError(
+            f"masked_lm_positions has {num_predictions} entries, more than "
+            f"max_predictions_per_seq={max_predictions_per_seq}")
+    if len(masked_lm_ids) != num_predictions:
+        raise ValueError(
+            f"masked_lm_ids has {len(masked_lm_ids)} entries but masked_lm_positions "
+            f"has {num_predictions}")
+    return input_ids, segment_ids, masked_lm_positions, masked_lm_ids
 
 
 def encode_example(
@@ -156,44 +184,75 @@ def encode_example(
       ValueError: a sequence is longer than its maximum, or the paired
         sequences (ids/segments, positions/ids) differ in length.
     """
-    input_ids = _as_list(input_ids)
-    segment_ids = _as_list(segment_ids)
-    masked_lm_positions = _as_list(masked_lm_positions)
-    masked_lm_ids = _as_list(masked_lm_ids)
-
+    input_ids, segment_ids, masked_lm_positions, masked_lm_ids = _checked_lists(
+        input_ids, segment_ids, masked_lm_positions, masked_lm_ids,
+        max_seq_length, max_predictions_per_seq)
     num_tokens = len(input_ids)
-    if num_tokens > max_seq_length:
-        raise ValueError(
-            f"input_ids has {num_tokens} tokens, more than max_seq_length={max_seq_length}")
-    if len(segment_ids) != num_tokens:
-        raise ValueError(
-            f"segment_ids has {len(segment_ids)} entries but input_ids has {num_tokens}")
     num_predictions = len(masked_lm_positions)
-    if num_predictions > max_predictions_per_seq:
-        raise ValueError(
-            f"masked_lm_positions has {num_predictions} entries, more than "
-            f"max_predictions_per_seq={max_predictions_per_seq}")
-    if len(masked_lm_ids) != num_predictions:
-        raise ValueError(
-            f"masked_lm_ids has {len(masked_lm_ids)} entries but masked_lm_positions "
-            f"has {num_predictions}")
-
     # Zero padding is one 0x00 byte per int64 and four per float.
     token_pad = b"\x00" * (max_seq_length - num_tokens)
     prediction_pad = b"\x00" * (max_predictions_per_seq - num_predictions)
-    # Values of each feature in sorted key order (see _FEATURE_KEYS).
-    packed = (
-        _packed_varints(input_ids) + token_pad,
-        b"\x01" * num_tokens + token_pad,
-        _packed_varints(masked_lm_ids) + prediction_pad,
-        _packed_small(masked_lm_positions) + prediction_pad,
-        _FLOAT_ONE * num_predictions + prediction_pad * 4,
-        _packed_small((next_sentence_label,)),
-        _packed_small(segment_ids) + token_pad,
-    )
-    parts = []
-    for index, values in enumerate(packed):
-        parts.append(_header(index, len(values)))
-        parts.append(values)
-    body = b"".join(parts)
-    return _TAG_1 + _varint_size_prefix(len(body)) + body
+    return _serialize((
+        ("input_ids", _TAG_INT64_LIST, _packed_varints(input_ids) + token_pad),
+        ("input_mask", _TAG_INT64_LIST, b"\x01" * num_tokens + token_pad),
+        ("masked_lm_ids", _TAG_INT64_LIST, _packed_varints(masked_lm_ids) + prediction_pad),
+        ("masked_lm_positions", _TAG_INT64_LIST,
+         _packed_small(masked_lm_positions) + prediction_pad),
+        ("masked_lm_weights", _TAG_FLOAT_LIST,
+         _FLOAT_ONE * num_predictions + prediction_pad * 4),
+        ("next_sentence_labels", _TAG_INT64_LIST, _packed_small((next_sentence_label,))),
+        ("segment_ids", _TAG_INT64_LIST, _packed_small(segment_ids) + token_pad),
+    ))
+
+
+def encode_unpadded_example(
+    *,
+    input_ids: Sequence[int],
+    segment_ids: Sequence[int],
+    masked_lm_positions: Sequence[int],
+    masked_lm_ids: Sequence[int],
+    next_sentence_label: int,
+    max_seq_length: int,
+    max_predictions_per_seq: int,
+) -> bytes:
+    """The same Example without padding (`--padding=none`), for dynamic padding.
+
+    Each feature holds only its real values; `input_mask` and
+    `masked_lm_weights`, all ones without padding, are left out (the loaders
+    rebuild them). Unmasked instances (`--masking=none`) have empty
+    masked_lm features. Deterministic bytes, like `encode_example`.
+
+    Raises:
+      ValueError: as `encode_example`.
+    """
+    input_ids, segment_ids, masked_lm_positions, masked_lm_ids = _checked_lists(
+        input_ids, segment_ids, masked_lm_positions, masked_lm_ids,
+        max_seq_length, max_predictions_per_seq)
+    return _serialize((
+        ("input_ids", _TAG_INT64_LIST, _packed_varints(input_ids)),
+        ("masked_lm_ids", _TAG_INT64_LIST, _packed_varints(masked_lm_ids)),
+        ("masked_lm_positions", _TAG_INT64_LIST, _packed_small(masked_lm_positions)),
+        ("next_sentence_labels", _TAG_INT64_LIST, _packed_small((next_sentence_label,))),
+        ("segment_ids", _TAG_INT64_LIST, _packed_small(segment_ids)),
+    ))
+
+
+def encode_features(*, int64: Mapping[str, Sequence[int]],
+                    float32: Mapping[str, Sequence[float]] | None = None) -> bytes:
+    """Any Example of int64 and float features, with deterministic bytes.
+
+    For recipes with their own feature names (the d2l recipe); equal to
+    `SerializeToString(deterministic=True)` of the same Example.
+
+    Raises:
+      ValueError: a name is used for both an int64 and a float feature.
+    """
+    float32 = float32 or {}
+    both = sorted(int64.keys() & float32.keys())
+    if both:
+        raise ValueError(f"feature {both[0]!r} is given as both int64 and float32")
+    entries = [(key, _TAG_INT64_LIST, _packed_varints(_as_list(values)))
+               for key, values in int64.items()]
+    entries += [(key, _TAG_FLOAT_LIST, struct.pack(f"<{len(values)}f", *values))
+                for key, values in float32.items()]
+    return _serialize(sorted(entries))

@@ -13,7 +13,7 @@ from typing import Iterator
 import apache_beam as beam
 
 from transforms.counters import counter
-from transforms.encoding import encode_example
+from transforms.encoding import encode_example, encode_unpadded_example
 from transforms.instances import Instance, InstanceConfig, create_instances
 from transforms.masking import MaskingConfig, mask_tokens
 from transforms.randomness import derive_rng, stable_hash
@@ -90,25 +90,32 @@ class CreateInstances(beam.DoFn):
 
 
 class MaskTokens(beam.DoFn):
-    """Masks each instance with an RNG of its own key."""
+    """Masks each instance with an RNG of its own key.
 
-    def __init__(self, *, config: MaskingConfig, seed: int) -> None:
+    The config is given here, or as the side input `config` when it depends
+    on the data (the d2l recipe's vocabulary size is known only at run time).
+    """
+
+    def __init__(self, *, config: MaskingConfig | None, seed: int) -> None:
         self._config = config
         self._seed = seed
         self._masked = counter("masked_tokens")
 
-    def process(self, element: tuple[InstanceKey, Instance]):
+    def process(self, element: tuple[InstanceKey, Instance],
+                config: MaskingConfig | None = None):
         key, instance = element
-        masked = mask_tokens(instance.tokens, self._config,
+        masked = mask_tokens(instance.tokens, config or self._config,
                              derive_rng(self._seed, "mask", *key))
         self._masked.inc(len(masked.positions))
         yield key, instance.with_mask(masked)
 
 
 def encode_instance(instance: Instance, *, max_seq_length: int,
-                    max_predictions_per_seq: int) -> bytes:
-    """The original's tf.train.Example for one masked instance."""
-    return encode_example(
+                    max_predictions_per_seq: int, padded: bool = True) -> bytes:
+    """The original's tf.train.Example for one instance; `padded=False` writes
+    it without padding (`--padding=none`)."""
+    encoder = encode_example if padded else encode_unpadded_example
+    return encoder(
         input_ids=instance.tokens, segment_ids=instance.segment_ids,
         masked_lm_positions=instance.masked_lm_positions,
         masked_lm_ids=instance.masked_lm_labels,
@@ -117,9 +124,10 @@ def encode_instance(instance: Instance, *, max_seq_length: int,
 
 
 def encode(element: tuple[InstanceKey, Instance], *, seed: int, max_seq_length: int,
-           max_predictions_per_seq: int) -> tuple[int, bytes]:
+           max_predictions_per_seq: int, padded: bool = True) -> tuple[int, bytes]:
     """(shuffle key, tf.train.Example bytes); the key orders the global shuffle."""
     key, instance = element
     record = encode_instance(instance, max_seq_length=max_seq_length,
-                             max_predictions_per_seq=max_predictions_per_seq)
+                             max_predictions_per_seq=max_predictions_per_seq,
+                             padded=padded)
     return stable_hash("shuffle", seed, *key), record

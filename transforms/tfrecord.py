@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 import google_crc32c
-from apache_beam.io.filesystems import FileSystems
 
 _LENGTH = struct.Struct("<Q")
 _CRC = struct.Struct("<I")
@@ -94,5 +93,8 @@ def read_records(handle: BinaryIO) -> Iterator[bytes]:
 
 def read_tfrecord_file(path: str) -> list[bytes]:
     """All records of one file on any Beam filesystem; `.gz` etc. by extension."""
+    # Imported here: the loaders read records with this module, without Beam.
+    from apache_beam.io.filesystems import FileSystems
+
     with FileSystems.open(path) as handle:
         return list(read_records(handle))

@@ -1,0 +1,36 @@
+"""Loading the pipeline's datasets for training: tf.data, PyTorch and d2l.
+
+    loaders.tf_dataset(dataset, batch_size=...)      tf.data, run_pretraining.py's features
+    loaders.PretrainingDataset(dataset)              a torch IterableDataset of instances
+    loaders.Collator.for_dataset(dataset)            dynamic padding (and dynamic masking)
+    loaders.make_dataloader(dataset, batch_size)     both, in a torch DataLoader
+    loaders.load_data_wiki(dataset, batch_size)      d2l's (batches, vocab)
+    loaders.read_manifest(dataset)                   shards, counts and flags
+
+Importing this package is cheap and needs neither Beam nor TensorFlow nor
+torch: each name is imported from its module on first use, so a PyTorch job
+never loads TensorFlow (except for gs:// paths) and a TF job never loads torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "tf_dataset": "loaders.tf_data",
+    "PretrainingDataset": "loaders.torch_data",
+    "Collator": "loaders.torch_data",
+    "make_dataloader": "loaders.torch_data",
+    "load_data_wiki": "loaders.d2l",
+    "Vocab": "loaders.d2l",
+    "read_manifest": "loaders.manifest",
+    "DatasetError": "loaders.manifest",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'loaders' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

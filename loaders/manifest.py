@@ -1,0 +1,134 @@
+"""A dataset as its manifest describes it: shards, record counts, flags, vocabulary.
+
+`manifest.json` is written last by the pipeline, so a location with one holds
+a finished dataset. The loaders read it so that a user does not repeat
+max_seq_length or max_predictions_per_seq, and so that every record has a
+global index (shard order, then position) that seeds dynamic masking.
+
+Shard paths are looked up beside the manifest first and at their recorded
+path second, so a dataset copied elsewhere (gs:// to local disk) still loads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from typing import Any
+
+from loaders import files
+
+MANIFEST_NAME = "manifest.json"
+VOCAB_NAME = "vocab.txt"  # the d2l recipe's vocabulary, beside its shards
+
+
+class DatasetError(ValueError):
+    """A dataset that cannot be loaded as asked; the message says what to fix."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Shard:
+    path: str
+    records: int
+    first_index: int  # global index of the shard's first record
+
+
+@dataclasses.dataclass(frozen=True)
+class Manifest:
+    path: str
+    data: dict[str, Any] = dataclasses.field(repr=False)
+    shards: tuple[Shard, ...]
+
+    @property
+    def flags(self) -> dict[str, Any]:
+        return self.data["flags"]
+
+    @property
+    def recipe(self) -> str:
+        return self.flags.get("recipe", "bert")  # manifests older than --recipe
+
+    @property
+    def masking(self) -> str:
+        return self.flags.get("masking", "static")
+
+    @property
+    def padding(self) -> str:
+        return self.flags.get("padding", "fixed")
+
+    @property
+    def max_seq_length(self) -> int:
+        return self.flags["max_seq_length"]
+
+    @property
+    def max_predictions_per_seq(self) -> int:
+        return self.flags["max_predictions_per_seq"]
+
+    @property
+    def total_instances(self) -> int:
+        return sum(s.records for s in self.shards)
+
+    @property
+    def vocab_path(self) -> str | None:
+        """d2l: the vocab.txt beside the shards; bert: the --vocab_file given."""
+        if self.recipe == "d2l":
+            return files.join(files.dirname(self.path), VOCAB_NAME)
+        return self.flags.get("vocab_file")
+
+
+def find_manifest(location: str) -> str:
+    """The manifest of a dataset directory, a manifest path, or a shard pattern
+    (looked up in the pattern's directory)."""
+    if location.endswith(".json"):
+        return location
+    directory = location if files.is_dir(location) else files.dirname(location)
+    return files.join(directory, MANIFEST_NAME)
+
+
+def _resolve_shard(recorded: str, base_dir: str, manifest_path: str) -> str:
+    beside = files.join(base_dir, files.basename(recorded))
+    for candidate in (beside, recorded):
+        if files.exists(candidate):
+            return candidate
+    raise DatasetError(f"{manifest_path}: shard {files.basename(recorded)} is missing "
+                       f"(looked in {base_dir} and at {recorded}); copy the whole dataset")
+
+
+def read_manifest(location: str) -> Manifest:
+    """Reads and checks the manifest at or for `location`."""
+    path = find_manifest(location)
+    if not files.exists(path):
+        raise DatasetError(f"no {files.basename(path)} at {path}: a dataset written by "
+                           "create-pretraining-data has one (it is written last, so a "
+                           "directory without one holds no finished dataset)")
+    try:
+        data = json.loads(files.read_bytes(path))
+        entries = sorted(data["shards"], key=lambda s: s["shard"])
+        data["flags"]["max_seq_length"]
+    except (ValueError, KeyError, TypeError) as err:
+        raise DatasetError(f"{path}: not a manifest of create-pretraining-data "
+                           f"({type(err).__name__}: {err})") from None
+    base_dir = files.dirname(path)
+    shards = []
+    first = 0
+    for entry in entries:
+        shards.append(Shard(_resolve_shard(entry["path"], base_dir, path),
+                            entry["records"], first))
+        first += entry["records"]
+    return Manifest(path=path, data=data, shards=tuple(shards))
+
+
+def read_vocabulary_bytes(manifest: Manifest, vocab_file: str | None = None) -> bytes:
+    """The vocabulary the dataset was made with, checked against its sha256.
+
+    `vocab_file` overrides the recorded path (e.g. a local copy of a gs:// file).
+    """
+    path = vocab_file or manifest.vocab_path
+    if not path or not files.exists(path):
+        raise DatasetError(f"{manifest.path}: vocabulary {path!r} not found; pass "
+                           "vocab_file= (--vocab_file) pointing at a copy of it")
+    data = files.read_bytes(path)
+    expected = manifest.data.get("vocab_sha256")
+    if expected and hashlib.sha256(data).hexdigest() != expected:
+        raise DatasetError(f"{path}: not the vocabulary this dataset was made with "
+                           f"(sha256 differs from {expected[:12]}... in {manifest.path})")
+    return data

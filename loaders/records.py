@@ -1,0 +1,209 @@
+"""Records of a dataset as unpadded instances, without TensorFlow or Beam.
+
+A PyTorch job reads the shards here: TFRecord framing comes from
+`transforms.tfrecord` (CRCs checked) and `tf.train.Example` is decoded by
+hand, with numpy doing the packed varints. Every layout the pipeline writes
+(padded or not, bert or d2l) becomes the same `Instance`: the real tokens and
+predictions only, which is what dynamic padding and dynamic masking start
+from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Iterator
+
+import numpy as np
+
+from loaders import files
+from loaders.manifest import DatasetError, Manifest, Shard
+from transforms.tfrecord import read_records
+
+Features = dict[str, "np.ndarray | list[bytes]"]
+
+_WIRE_VARINT, _WIRE_64BIT, _WIRE_LENGTH, _WIRE_32BIT = 0, 1, 2, 5
+
+
+def _varint_at(data: bytes, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, pos
+        shift += 7
+
+
+def _fields(data: bytes, start: int, end: int) -> Iterator[tuple[int, int, object]]:
+    """(field number, wire type, value) of one message; length-delimited and
+    fixed-width values are (start, end) spans into `data`."""
+    pos = start
+    while pos < end:
+        key, pos = _varint_at(data, pos)
+        wire = key & 7
+        if wire == _WIRE_VARINT:
+            value, pos = _varint_at(data, pos)
+        elif wire == _WIRE_LENGTH:
+            length, pos = _varint_at(data, pos)
+            value = (pos, pos + length)
+            pos += length
+        elif wire in (_WIRE_32BIT, _WIRE_64BIT):
+            width = 4 if wire == _WIRE_32BIT else 8
+            value = (pos, pos + width)
+            pos += width
+        else:
+            raise ValueError(f"unsupported protobuf wire type {wire} at byte {pos}")
+        yield key >> 3, wire, value
+    if pos != end:
+        raise ValueError("truncated protobuf message")
+
+
+def decode_varints(data: bytes) -> np.ndarray:
+    """Packed varints as int64 (negatives are 10-byte two's complement), vectorized."""
+    raw = np.frombuffer(data, dtype=np.uint8)
+    if raw.size == 0 or raw.max() < 0x80:
+        return raw.astype(np.int64)
+    ends = np.flatnonzero(raw < 0x80)
+    if ends.size == 0 or ends[-1] != raw.size - 1:
+        raise ValueError("truncated packed varint")
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    shifts = (np.arange(raw.size) - np.repeat(starts, ends - starts + 1)) * 7
+    parts = (raw & 0x7F).astype(np.uint64) << shifts.astype(np.uint64)
+    return np.add.reduceat(parts, starts).view(np.int64)
+
+
+def _list_values(data: bytes, span: tuple[int, int], kind: int) -> np.ndarray | list[bytes]:
+    """Values of a BytesList (1), FloatList (2) or Int64List (3), packed or not."""
+    packed: list[np.ndarray] = []
+    single: list = []
+    for field, wire, value in _fields(data, *span):
+        if field != 1:
+            continue
+        if kind == 1:
+            single.append(data[value[0]:value[1]])
+        elif wire == _WIRE_LENGTH:
+            chunk = data[value[0]:value[1]]
+            packed.append(np.frombuffer(chunk, "<f4") if kind == 2 else decode_varints(chunk))
+        elif kind == 2:
+            single.append(np.frombuffer(data[value[0]:value[1]], "<f4")[0])
+        else:
+            single.append(value - (1 << 64) if value >> 63 else value)  # two's complement
+    if kind == 1:
+        return single
+    dtype = np.float32 if kind == 2 else np.int64
+    return np.concatenate(packed + [np.asarray(single, dtype)]).astype(dtype, copy=False)
+
+
+def decode_example(data: bytes) -> Features:
+    """A serialized `tf.train.Example` as {name: int64 array | float32 array | [bytes]}."""
+    features: Features = {}
+    for field, _, span in _fields(data, 0, len(data)):
+        if field != 1:  # Example.features
+            continue
+        for entry_field, _, entry in _fields(data, *span):
+            if entry_field != 1:  # Features.feature map entry
+                continue
+            name, value = "", None
+            for part, _, part_span in _fields(data, *entry):
+                if part == 1:
+                    name = data[part_span[0]:part_span[1]].decode("utf-8")
+                elif part == 2:
+                    value = part_span
+            features[name] = np.zeros(0, np.int64)  # a Feature with no list set
+            if value is not None:
+                for kind, _, list_span in _fields(data, *value):
+                    if kind in (1, 2, 3):
+                        features[name] = _list_values(data, list_span, kind)
+    return features
+
+
+@dataclasses.dataclass
+class Instance:
+    """One training pair, unpadded; `next_sentence_label` is 1 for a random
+    next sentence (the original's convention) whatever the layout on disk."""
+
+    index: int  # global: shard order, then position in the shard
+    input_ids: np.ndarray
+    segment_ids: np.ndarray
+    masked_lm_positions: np.ndarray
+    masked_lm_ids: np.ndarray
+    next_sentence_label: int
+    epoch: int = 0
+
+
+def _bert_padded(f: Features, index: int) -> Instance:
+    length = int(np.count_nonzero(f["input_mask"]))
+    predictions = int(np.count_nonzero(f["masked_lm_weights"]))
+    return Instance(index, f["input_ids"][:length], f["segment_ids"][:length],
+                    f["masked_lm_positions"][:predictions], f["masked_lm_ids"][:predictions],
+                    int(f["next_sentence_labels"][0]))
+
+
+def _bert_unpadded(f: Features, index: int) -> Instance:
+    return Instance(index, f["input_ids"], f["segment_ids"], f["masked_lm_positions"],
+                    f["masked_lm_ids"], int(f["next_sentence_labels"][0]))
+
+
+def _d2l(f: Features, index: int) -> Instance:
+    length = int(f["valid_lens"][0])
+    predictions = int(np.count_nonzero(f["mlm_weights"]))
+    return Instance(index, f["tokens"][:length], f["segments"][:length],
+                    f["pred_positions"][:predictions], f["mlm_labels"][:predictions],
+                    1 - int(f["nsp_labels"][0]))  # d2l stores 1 for "is next"
+
+
+_LAYOUTS: dict[tuple[str, str], Callable[[Features, int], Instance]] = {
+    ("bert", "fixed"): _bert_padded,
+    ("bert", "none"): _bert_unpadded,
+    ("d2l", "fixed"): _d2l,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class InstanceDecoder:
+    """Record bytes -> Instance for one manifest's layout (picklable, for workers)."""
+
+    recipe: str
+    padding: str
+
+    @classmethod
+    def of(cls, manifest: Manifest) -> "InstanceDecoder":
+        if (manifest.recipe, manifest.padding) not in _LAYOUTS:
+            raise DatasetError(f"{manifest.path}: unknown layout recipe={manifest.recipe} "
+                               f"padding={manifest.padding}; upgrade the loaders")
+        return cls(manifest.recipe, manifest.padding)
+
+    def __call__(self, record: bytes, index: int, epoch: int = 0) -> Instance:
+        features = decode_example(record)
+        try:
+            instance = _LAYOUTS[(self.recipe, self.padding)](features, index)
+        except KeyError as err:
+            raise DatasetError(f"record {index} has no feature {err}: not a "
+                               f"{self.recipe} dataset with padding={self.padding}") from None
+        instance.epoch = epoch
+        return instance
+
+
+def read_shard(shard: Shard, start: int = 0,
+               stop: int | None = None) -> Iterator[tuple[int, bytes]]:
+    """(global index, record) of positions [start, stop) of one shard."""
+    stop = shard.records if stop is None else stop
+    with files.open_binary(shard.path) as handle:
+        for position, record in enumerate(read_records(handle)):
+            if position >= stop:
+                return
+            if position >= start:
+                yield shard.first_index + position, record
+
+
+def read_instances(manifest: Manifest, limit: int | None = None) -> Iterator[Instance]:
+    """Instances in manifest order (shard by shard), at most `limit` of them."""
+    decode = InstanceDecoder.of(manifest)
+    remaining = manifest.total_instances if limit is None else limit
+    for shard in manifest.shards:
+        if remaining <= 0:
+            return
+        for index, record in read_shard(shard, 0, min(shard.records, remaining)):
+            yield decode(record, index)
+        remaining -= shard.records

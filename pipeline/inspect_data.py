@@ -1,0 +1,195 @@
+"""inspect-pretraining-data: what a dataset holds, as text a person can read.
+
+    inspect-pretraining-data out/                     # summary, 20 instances, histogram
+    inspect-pretraining-data gs://b/bert-data/ --num_instances=5 --plot=lengths.png
+
+Prints the manifest's summary (instances, shards, flags, counters), the first
+instances decoded to tokens like the original script's "*** Example ***" log
+([MASK] where masked, the masked positions and their original tokens, the
+next-sentence label), and statistics over up to --max_records instances: mean
+tokens and predictions, the random-next share, how much of a padded batch is
+padding, and a histogram of sequence lengths (as text, and as a PNG with
+--plot, which needs matplotlib). It reads through `loaders`, without Beam.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from typing import Sequence
+
+import numpy as np
+
+from loaders.manifest import DatasetError, Manifest, read_manifest, read_vocabulary_bytes
+from loaders.records import Instance, read_instances
+
+PROG = "inspect-pretraining-data"
+HISTOGRAM_BINS = 16
+BAR_WIDTH = 40
+BATCH_SIZE = 32  # for the dynamic-padding estimate
+
+
+def vocabulary_tokens(manifest: Manifest, vocab_file: str | None) -> list[str] | None:
+    """Token per id, or None when the vocabulary is not at hand (ids are shown)."""
+    try:
+        return read_vocabulary_bytes(manifest, vocab_file).decode("utf-8").split("\n")
+    except DatasetError:
+        return None
+
+
+def _text(ids: Sequence[int], tokens: list[str] | None) -> str:
+    if tokens is None:
+        return " ".join(str(int(i)) for i in ids)
+    return " ".join(tokens[int(i)] if 0 <= i < len(tokens) else f"<id {int(i)}>" for i in ids)
+
+
+def describe(instance: Instance, tokens: list[str] | None, masking: str) -> str:
+    """One instance as the original's first-20 log shows it."""
+    lines = [f"*** Example {instance.index} ***",
+             f"tokens: {_text(instance.input_ids, tokens)}",
+             "segment_ids: " + " ".join(map(str, instance.segment_ids.tolist()))]
+    if masking == "none":
+        lines.append("masked_lm: none on disk (--masking=none: the loader masks each epoch)")
+    else:
+        lines.append("masked_lm_positions: "
+                     + " ".join(map(str, instance.masked_lm_positions.tolist())))
+        lines.append(f"masked_lm_labels: {_text(instance.masked_lm_ids, tokens)}")
+    meaning = "B is a random sentence" if instance.next_sentence_label else "B follows A"
+    lines.append(f"next_sentence_label: {instance.next_sentence_label} ({meaning})")
+    return "\n".join(lines)
+
+
+def summary(manifest: Manifest) -> str:
+    flags = manifest.flags
+    shown = ("max_seq_length", "max_predictions_per_seq", "masked_lm_prob", "dupe_factor",
+             "random_seed", "do_lower_case", "do_whole_word_mask", "compression")
+    lines = [f"dataset: {manifest.path}",
+             f"{manifest.total_instances:,} instances in {len(manifest.shards)} shard(s); "
+             f"recipe {manifest.recipe}, padding {manifest.padding}, "
+             f"masking {manifest.masking}",
+             "flags: " + " ".join(f"{name}={flags.get(name)}" for name in shown),
+             f"vocabulary: {manifest.vocab_path} (sha256 "
+             f"{str(manifest.data.get('vocab_sha256'))[:12]}...)"]
+    counters = manifest.data.get("counters") or {}
+    if counters:
+        lines.append("counters: " + ", ".join(f"{k}={v:,}" for k, v in counters.items()))
+    return "\n".join(lines)
+
+
+def statistics(lengths: Sequence[int], predictions: Sequence[int], random_next: int,
+               max_seq_length: int) -> str:
+    """Means over the sample; `predictions` empty for unmasked data."""
+    lengths = np.asarray(lengths)
+    masked = (f"predictions mean {np.mean(predictions):.1f}" if len(predictions)
+              else "predictions made at load time")
+    return "\n".join([
+        f"over {len(lengths):,} instances: tokens mean {lengths.mean():.1f}, median "
+        f"{np.median(lengths):.0f}, max {lengths.max()}; {masked}; random next "
+        f"{random_next / len(lengths):.1%}",
+        f"padding: {1 - lengths.mean() / max_seq_length:.1%} of the token slots when "
+        f"padded to max_seq_length={max_seq_length}, "
+        f"{dynamic_padding(lengths, BATCH_SIZE):.1%} when each batch of {BATCH_SIZE} is "
+        "padded to its longest (the loaders' dynamic padding)",
+    ])
+
+
+def dynamic_padding(lengths: Sequence[int], batch_size: int) -> float:
+    """Share of padding when consecutive batches are padded to their longest."""
+    slots = sum(max(lengths[start:start + batch_size]) * len(lengths[start:start + batch_size])
+                for start in range(0, len(lengths), batch_size))
+    return 1 - sum(lengths) / slots
+
+
+def histogram(lengths: Sequence[int], max_seq_length: int) -> tuple[list[int], list[int]]:
+    """(bin lower edges, counts) of lengths 0..max_seq_length in equal bins."""
+    width = math.ceil((max_seq_length + 1) / HISTOGRAM_BINS)
+    edges = list(range(0, max_seq_length + 1, width))
+    counts = [0] * len(edges)
+    for length in lengths:
+        counts[min(length // width, len(edges) - 1)] += 1
+    return edges, counts
+
+
+def histogram_text(edges: list[int], counts: list[int], max_seq_length: int) -> str:
+    peak = max(counts) or 1
+    uppers = [next_edge - 1 for next_edge in edges[1:]] + [max_seq_length]
+    rows = ["sequence length histogram:"]
+    for edge, upper, count in zip(edges, uppers, counts):
+        bar = "#" * math.ceil(BAR_WIDTH * count / peak) if count else ""
+        rows.append(f"  {edge:5d}-{upper:<5d} | {bar:<{BAR_WIDTH}} {count:,}")
+    return "\n".join(rows)
+
+
+def plot_histogram(lengths: Sequence[int], max_seq_length: int, path: str, title: str) -> None:
+    try:
+        import matplotlib
+    except ImportError:
+        raise DatasetError("--plot needs matplotlib: pip install "
+                           "'bert-pretraining-data[plot]'") from None
+    matplotlib.use("Agg")  # files only, no display
+    from matplotlib import pyplot
+
+    figure, axes = pyplot.subplots(figsize=(7, 4))
+    axes.hist(lengths, bins=range(0, max_seq_length + 2), color="#4472c4")
+    axes.axvline(max_seq_length, color="#c00000", linestyle="--", label="max_seq_length")
+    axes.set(xlabel="tokens per instance", ylabel="instances", title=title)
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    pyplot.close(figure)
+
+
+def report(dataset: str, *, num_instances: int = 20, max_records: int = 100_000,
+           vocab_file: str | None = None, plot: str | None = None) -> str:
+    """Everything `inspect` prints, as one string."""
+    manifest = read_manifest(dataset)
+    tokens = vocabulary_tokens(manifest, vocab_file)
+    parts = [summary(manifest)]
+    if tokens is None:
+        parts.append(f"(vocabulary {manifest.vocab_path} not found: showing ids; pass "
+                     "--vocab_file)")
+    lengths: list[int] = []
+    predictions: list[int] = []
+    random_next = 0
+    for instance in read_instances(manifest, limit=max(num_instances, max_records)):
+        if instance.index < num_instances:
+            parts.append(describe(instance, tokens, manifest.masking))
+        if len(lengths) < max_records:
+            lengths.append(len(instance.input_ids))
+            random_next += instance.next_sentence_label
+            if manifest.masking != "none":
+                predictions.append(len(instance.masked_lm_positions))
+    if lengths:
+        parts.append(statistics(lengths, predictions, random_next, manifest.max_seq_length))
+        parts.append(histogram_text(*histogram(lengths, manifest.max_seq_length),
+                                    manifest.max_seq_length))
+        if plot:
+            plot_histogram(lengths, manifest.max_seq_length, plot,
+                           f"{len(lengths):,} instances of {manifest.path}")
+            parts.append(f"histogram written to {plot}")
+    return "\n\n".join(parts)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    parser.add_argument("dataset", help="dataset directory or manifest.json (local or gs://)")
+    parser.add_argument("--num_instances", type=int, default=20,
+                        help="instances to print (default 20, as the original's log)")
+    parser.add_argument("--max_records", type=int, default=100_000,
+                        help="instances read for the statistics (default 100,000)")
+    parser.add_argument("--vocab_file", help="the vocabulary, when the recorded path is "
+                        "not readable from here")
+    parser.add_argument("--plot", help="also write the length histogram as a PNG here")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        print(report(args.dataset, num_instances=args.num_instances,
+                     max_records=args.max_records, vocab_file=args.vocab_file,
+                     plot=args.plot))
+    except DatasetError as err:
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()
