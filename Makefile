@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 OUT ?= out/sample
 
-.PHONY: install run test bench clean
+.PHONY: install run test bench clean template dataflow schedule
 
 install: $(STAMP)
 
@@ -29,3 +29,57 @@ bench: install
 
 clean:
 	rm -rf $(VENV) out *.egg-info
+
+# --- Dataflow (deploy/): build the Flex Template, launch a job, schedule refreshes.
+# Each docker/gcloud command is printed before it runs; DRY_RUN=1 only prints.
+#   make template PROJECT=p BUCKET=b TAG=v1
+#   make dataflow PROJECT=p BUCKET=b TAG=v1 INPUT='gs://b/wiki/*.txt' VOCAB=gs://b/vocab.txt OUTPUT=gs://b/bert-data/run-1
+#   make schedule PROJECT=p BUCKET=b TAG=v1 INPUT=... VOCAB=... OUTPUT_ROOT=gs://b/bert-data SERVICE_ACCOUNT=sa@p.iam.gserviceaccount.com
+RUN := deploy/run.sh
+REGION ?= us-central1
+REPOSITORY ?= bert-pretraining-data
+TAG ?= dev
+IMAGE ?= $(REGION)-docker.pkg.dev/$(PROJECT)/$(REPOSITORY)/bert-pretraining-data:$(TAG)
+TEMPLATE ?= gs://$(BUCKET)/templates/bert-pretraining-data-$(TAG).json
+JOB ?= bert-pretraining-data
+MACHINE_TYPE ?= n2-standard-4
+MAX_WORKERS ?= 32
+DISK_GB ?= 50
+PARAMS ?=
+SCHEDULE ?= 0 3 * * 1
+BODY ?= out/refresh_launch.json
+OUTPUT_PARAM = $(if $(OUTPUT_ROOT),output_root=$(OUTPUT_ROOT),output_dir=$(OUTPUT))
+empty :=
+space := $(empty) $(empty)
+EXTRA_PARAMS = $(subst $(space),,$(foreach p,$(PARAMS),~$(p)))
+require = $(if $($(1)),,$(error $(1) is not set; run: make $@ $(1)=VALUE))
+
+template:
+	$(call require,PROJECT)$(call require,BUCKET)
+	$(RUN) docker build -f deploy/Dockerfile -t $(IMAGE) .
+	$(RUN) docker push $(IMAGE)
+	$(RUN) gcloud dataflow flex-template build $(TEMPLATE) --project=$(PROJECT) \
+		--image=$(IMAGE) --sdk-language=PYTHON --metadata-file=deploy/metadata.json
+
+dataflow:
+	$(call require,PROJECT)$(call require,BUCKET)$(call require,INPUT)$(call require,VOCAB)
+	$(if $(OUTPUT)$(OUTPUT_ROOT),,$(error set OUTPUT=gs://... (one run) or OUTPUT_ROOT=gs://... (a refresh)))
+	$(RUN) gcloud dataflow flex-template run $(JOB)-$(shell date -u +%Y%m%d-%H%M%S) \
+		--project=$(PROJECT) --region=$(REGION) --template-file-gcs-location=$(TEMPLATE) \
+		--temp-location=gs://$(BUCKET)/tmp --worker-machine-type=$(MACHINE_TYPE) \
+		--max-workers=$(MAX_WORKERS) --additional-pipeline-options=disk_size_gb=$(DISK_GB) \
+		'--parameters=^~^input_file=$(INPUT)~vocab_file=$(VOCAB)~$(OUTPUT_PARAM)~sdk_container_image=$(IMAGE)$(EXTRA_PARAMS)'
+
+schedule:
+	$(call require,PROJECT)$(call require,BUCKET)$(call require,INPUT)$(call require,VOCAB)$(call require,OUTPUT_ROOT)$(call require,SERVICE_ACCOUNT)
+	@mkdir -p $(dir $(BODY))
+	JOB='$(JOB)' TEMPLATE='$(TEMPLATE)' INPUT='$(INPUT)' VOCAB='$(VOCAB)' OUTPUT_ROOT='$(OUTPUT_ROOT)' \
+	IMAGE='$(IMAGE)' BUCKET='$(BUCKET)' SERVICE_ACCOUNT='$(SERVICE_ACCOUNT)' \
+	MACHINE_TYPE='$(MACHINE_TYPE)' MAX_WORKERS='$(MAX_WORKERS)' DISK_GB='$(DISK_GB)' \
+		$(PYTHON) -c 'import os, string, sys; sys.stdout.write(string.Template(open(sys.argv[1]).read()).substitute(os.environ))' \
+		deploy/refresh_launch.json > $(BODY)
+	$(RUN) gcloud scheduler jobs create http $(JOB)-refresh --project=$(PROJECT) \
+		--location=$(REGION) '--schedule=$(SCHEDULE)' --time-zone=Etc/UTC \
+		--uri=https://dataflow.googleapis.com/v1b3/projects/$(PROJECT)/locations/$(REGION)/flexTemplates:launch \
+		--http-method=POST --headers=Content-Type=application/json \
+		--oauth-service-account-email=$(SERVICE_ACCOUNT) --message-body-from-file=$(BODY)

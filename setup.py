@@ -17,7 +17,9 @@ setuptools.setup(
         "numpy>=1.26,<3",
     ],
     extras_require={
+        # gcp-storage-emulator: a real GCS API on loopback for the gs:// tests.
         "test": ["pytest>=8,<10", "hypothesis>=6.100,<7",
+                 "gcp-storage-emulator>=2026.7.19,<2027",
                  "torch==2.13.0", "matplotlib>=3.8,<4"],
         # loaders.torch_data and loaders.d2l; the test extra pins the CPU build CI uses
         "torch": ["torch>=2.1,<3"],
@@ -27,6 +29,7 @@ setuptools.setup(
     entry_points={
         "console_scripts": [
             "create-pretraining-data=pipeline.main:main",
+            "create-pretraining-data-refresh=pipeline.refresh:main",
             "inspect-pretraining-data=pipeline.inspect_data:main",
         ],
     },

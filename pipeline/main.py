@@ -28,6 +28,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline.build import build_pipeline
 from pipeline.compat import run_compat
+from pipeline.dataflow import check_dataflow_options
 from pipeline.options import Config, ConfigError, Stages, default_num_shards, parse_args
 from pipeline.publish import (OutputLayout, check_output_location, output_layout, publish,
                               PROBLEM_LIST_NAME, SHARD_LIST_NAME, check_writable,
@@ -71,6 +72,7 @@ def run(argv: Sequence[str]) -> dict:
     """Parses, validates, builds, runs and publishes; returns the manifest
     (plus `manifest_path`, where it was written)."""
     config, beam_args = parse_args(argv)
+    check_dataflow_options(config, beam_args)
     if config.recipe == "d2l":
         from pipeline.d2l_recipe import run_d2l  # loads tf.Transform: this recipe only
 

@@ -1,0 +1,11 @@
+"""The Flex Template's main file (FLEX_TEMPLATE_PYTHON_PY_FILE in deploy/Dockerfile).
+
+The launcher runs it with the template's parameters as flags. It only builds
+and submits the job: a scheduled refresh when output_root is given, else a
+one-off run into output_dir; publishing is part of the job (pipeline/dataflow.py).
+"""
+
+from pipeline.refresh import main, template_main
+
+if __name__ == "__main__":
+    main(entry=template_main)

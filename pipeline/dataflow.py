@@ -1,0 +1,162 @@
+"""Dataflow wiring: our own checks of a Dataflow job's options, and the
+launch-only mode that a Flex Template needs.
+
+Checks (`check_dataflow_options`): Beam validates its options only when the
+Pipeline object is built, after the driver has matched the inputs, read the
+vocabulary and cleared the staging directory, and some mistakes it does not see
+at all (a local --input_file that no Dataflow worker can read, a job without our
+package on its workers, a missing --temp_location that Beam answers by creating
+a bucket). `main.run` calls the checks right after parsing, so each of these
+fails first, in one line that names the flag and the fix.
+
+Launch-only (`launch`): a Flex Template launcher builds the job and exits; it is
+gone long before the job ends, so nothing can publish the shards after
+`wait_until_finish` as `main.run` does. Here publishing is the job's own last
+step instead (`Publish`, after `ListShards`), using the same `publish` function:
+shards renamed out of staging, then manifest.json. A job cannot read its own
+final metrics, so such a manifest has empty `counters`; the counts are in the
+job's metrics (Dataflow console, `gcloud dataflow metrics list`).
+
+The template's entry point is `pipeline.refresh.template_main` (deploy/flex_main.py).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Sequence
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOptions,
+                                                  SetupOptions, StandardOptions, WorkerOptions)
+from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
+from apache_beam.runners.runner import PipelineResult
+
+from pipeline.build import build_pipeline
+from pipeline.options import Config, ConfigError, Stages, parse_args
+from pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME, OutputLayout,
+                              check_output_location, check_writable, output_layout, publish,
+                              read_staging_json, remove_tree)
+from transforms.documents import match_inputs
+from transforms.vocabulary import load_vocabulary
+
+DATAFLOW_RUNNERS = ("DataflowRunner", "TestDataflowRunner")
+
+
+def is_dataflow(beam_args: Sequence[str]) -> bool:
+    """Whether these Beam flags select a Dataflow runner (by name or class path)."""
+    runner = PipelineOptions(list(beam_args)).view_as(StandardOptions).runner or ""
+    return runner.rsplit(".", 1)[-1] in DATAFLOW_RUNNERS
+
+
+def _paths(config: Config) -> list[tuple[str, str]]:
+    """(flag, path) for every path the workers read or write."""
+    found = [("input_file", p.strip()) for p in config.input_file.split(",") if p.strip()]
+    if config.vocab_file:  # --recipe=d2l computes its vocabulary
+        found.append(("vocab_file", config.vocab_file))
+    outputs = config.output_dir or config.output_file
+    flag = "output_dir" if config.output_dir else "output_file"
+    found += [(flag, p.strip()) for p in outputs.split(",") if p.strip()]
+    return found
+
+
+def dataflow_option_errors(config: Config, beam_args: Sequence[str]) -> list[str]:
+    """Every problem Dataflow (or Beam, too late) would find in these options."""
+    options = PipelineOptions(list(beam_args))
+    cloud = options.view_as(GoogleCloudOptions)
+    setup = options.view_as(SetupOptions)
+    workers = options.view_as(WorkerOptions)
+    errors = []
+    if not cloud.project:
+        errors.append("--project is required on Dataflow (the Google Cloud project ID)")
+    elif not re.fullmatch(PipelineOptionsValidator.PROJECT_ID_PATTERN, cloud.project):
+        errors.append(f"--project={cloud.project} is not a project ID (lower-case letters, "
+                      "digits and dashes, starting with a letter)")
+    if not cloud.region:
+        errors.append("--region is required on Dataflow, e.g. --region=us-central1")
+    for flag in ("temp_location", "staging_location"):
+        value = getattr(cloud, flag)
+        if flag == "temp_location" and not value:
+            errors.append("--temp_location=gs://BUCKET/tmp is required on Dataflow "
+                          "(without it Beam would try to create a bucket)")
+        elif value and not value.startswith("gs://"):
+            errors.append(f"--{flag}={value} must be a gs:// path on Dataflow")
+    if cloud.job_name and not re.fullmatch(PipelineOptionsValidator.JOB_PATTERN, cloud.job_name):
+        errors.append(f"--job_name={cloud.job_name} is not a Dataflow job name (lower-case "
+                      "letters, digits and dashes, starting with a letter)")
+    for flag, path in _paths(config):
+        if not path.startswith("gs://"):
+            errors.append(f"--{flag}={path} must be a gs:// path on Dataflow: workers cannot "
+                          "read this machine's files; copy it with `gcloud storage cp`")
+    if not (setup.setup_file or workers.sdk_container_image or setup.extra_packages):
+        errors.append("Dataflow workers need this package: pass --setup_file=./setup.py "
+                      "or --sdk_container_image=IMAGE (see deploy/Dockerfile)")
+    if (workers.num_workers and workers.max_num_workers
+            and workers.num_workers > workers.max_num_workers):
+        errors.append(f"--num_workers={workers.num_workers} is above "
+                      f"--max_num_workers={workers.max_num_workers}")
+    if config.reference_compatible:
+        errors.append("--reference_compatible runs in this process, not on Dataflow; "
+                      "drop it or use the DirectRunner")
+    return errors
+
+
+def check_dataflow_options(config: Config, beam_args: Sequence[str]) -> None:
+    """Raises ConfigError for the first problem when the runner is Dataflow;
+    does nothing for other runners."""
+    if not is_dataflow(beam_args):
+        return
+    errors = dataflow_option_errors(config, beam_args)
+    if errors:
+        raise ConfigError(errors[0])
+
+
+def publish_in_job(shard_count: int, problem_count: int, *, layout: OutputLayout,
+                   config: Config, vocab_sha256: str, inputs: Sequence[tuple[str, int]],
+                   replaces: Sequence[str]) -> dict:
+    """The driver's publish step, run by the job once both staging lists exist."""
+    from pipeline.main import warnings  # main imports this module
+
+    shards = read_staging_json(layout, SHARD_LIST_NAME)
+    problems = read_staging_json(layout, PROBLEM_LIST_NAME)
+    if (len(shards), len(problems)) != (shard_count, problem_count):
+        raise RuntimeError(f"{layout.staging_dir}: the staging lists do not match what "
+                           "the job wrote; was the output location written by another run?")
+    return publish(layout, config=config, vocab_sha256=vocab_sha256, inputs=inputs,
+                   shards=shards, counters={}, input_problems=problems,
+                   warnings=warnings({}, problems), replaces=replaces)
+
+
+AfterPublish = Callable[[beam.PCollection], object]
+
+
+def launch(argv: Sequence[str], *, after_publish: AfterPublish | None = None
+           ) -> PipelineResult:
+    """Validates and prepares as `main.run` does, builds the job with publishing
+    as its last step (then `after_publish`, given the manifest PCollection),
+    submits it and returns without waiting. On the DirectRunner the job has
+    finished when this returns."""
+    from pipeline.main import _num_shards  # main imports this module
+
+    config, beam_args = parse_args(argv)
+    check_dataflow_options(config, beam_args)
+    if config.reference_compatible or config.recipe != "bert":
+        raise ConfigError("launch-only jobs (the Flex Template) build the bert recipe; "
+                          "run --reference_compatible or --recipe=d2l with "
+                          "create-pretraining-data")
+    inputs = match_inputs(config.input_file)
+    vocab = load_vocabulary(config.vocab_file)
+    stages = Stages.of(config, vocab)
+    layout = output_layout(config, _num_shards(config, inputs))
+    replaces = check_output_location(config, layout, overwrite=config.overwrite)
+    remove_tree(layout.staging_dir)  # whatever an interrupted run left
+    check_writable(layout)
+    pipeline = beam.Pipeline(options=PipelineOptions(beam_args))
+    outputs = build_pipeline(
+        pipeline, config=config, stages=stages, layout=layout,
+        patterns=[p.strip() for p in config.input_file.split(",") if p.strip()])
+    manifest = outputs["shard_list"] | "Publish" >> beam.Map(
+        publish_in_job, beam.pvalue.AsSingleton(outputs["problem_list"]), layout=layout,
+        config=config, vocab_sha256=vocab.sha256, inputs=inputs, replaces=replaces)
+    if after_publish is not None:
+        after_publish(manifest)
+    return pipeline.run()

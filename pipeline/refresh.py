@@ -1,0 +1,267 @@
+"""create-pretraining-data-refresh: rebuild a dataset only when its corpus changed.
+
+    create-pretraining-data-refresh --input_file=gs://b/wiki/*.txt.gz \\
+        --vocab_file=gs://b/vocab.txt --output_root=gs://b/bert-data \\
+        [any create-pretraining-data flag] [Beam flags, e.g. --runner=DataflowRunner ...]
+
+Layout under --output_root:
+
+    20250105T030000Z-1a2b3c4d/   one complete dataset: shards, manifest.json and
+                                 fingerprint.json (what it was built from)
+    LATEST                       one line: the name of the newest complete version
+
+A refresh fingerprints its inputs: every matched file's path, size and
+modification time (on GCS the object's `updated` time, which changes whenever
+the object is rewritten), the vocabulary's sha256, the flags (where the job
+runs is left out: the output does not depend on it) and the package versions.
+If the version named by LATEST has the same fingerprint, nothing runs.
+Otherwise the pipeline writes a new version directory and only after it
+succeeded are its fingerprint.json and then LATEST written. LATEST is written
+beside its final name and renamed over it: an atomic replace on a local disk,
+and on GCS a copy, which replaces the object whole. A reader of LATEST
+therefore sees the old version or the new one, each complete; a failed run
+leaves LATEST as it was.
+
+Two modes. By default this process runs the pipeline and waits (any runner;
+on Dataflow the driver polls the job), then publishes. With --launch_only (the
+Flex Template, see deploy/) the process only submits the job: publishing and
+the LATEST update are then the job's own last steps (pipeline/dataflow.py),
+and an unchanged corpus submits a one-element job that logs why it did nothing,
+since a template launch must produce a job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import hashlib
+import json
+import logging
+import sys
+import uuid
+from typing import Callable, Sequence
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipeline.dataflow import check_dataflow_options, launch
+from pipeline.main import run
+from pipeline.options import Config, ConfigError, parse_args
+from pipeline.publish import MANIFEST_NAME, package_versions, remove_tree
+from transforms.documents import InputError, match_inputs
+from transforms.vocabulary import VocabularyError, load_vocabulary
+
+PROG = "create-pretraining-data-refresh"
+LATEST_NAME = "LATEST"
+FINGERPRINT_NAME = "fingerprint.json"
+# Flags that say where the output goes, not what it holds.
+_PLACEMENT_FLAGS = ("output_dir", "output_file", "overwrite")
+
+
+@dataclasses.dataclass(frozen=True)
+class Fingerprint:
+    """What a dataset is built from, and the sha256 of it."""
+
+    record: dict
+    digest: str
+
+    @classmethod
+    def of(cls, record: dict) -> "Fingerprint":
+        text = json.dumps(record, sort_keys=True, separators=(",", ":"))
+        return cls(record=record, digest=hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+
+def input_states(input_file: str) -> list[dict]:
+    """(path, bytes, updated) of every input file, sorted by path.
+
+    match_inputs first: it fails in one line on a pattern that matches nothing.
+    """
+    match_inputs(input_file)
+    patterns = [p.strip() for p in input_file.split(",") if p.strip()]
+    states = {}
+    for pattern in patterns:  # one per call, as match_inputs does
+        for meta in FileSystems.match([pattern])[0].metadata_list:
+            states[meta.path] = {"path": meta.path, "bytes": meta.size_in_bytes,
+                                 "updated": meta.last_updated_in_seconds}
+    return [states[path] for path in sorted(states)]
+
+
+def fingerprint(config: Config) -> Fingerprint:
+    """Reads the vocabulary and lists the inputs (no input file is read)."""
+    flags = {k: v for k, v in config.flags().items() if k not in _PLACEMENT_FLAGS}
+    return Fingerprint.of({
+        "inputs": input_states(config.input_file),
+        "vocab_sha256": (load_vocabulary(config.vocab_file).sha256
+                         if config.vocab_file else None),  # --recipe=d2l computes it
+        "flags": flags,
+        "versions": package_versions(),
+    })
+
+
+def version_name(now: datetime.datetime, digest: str) -> str:
+    """Sorts by time; the digest keeps two runs in one second apart."""
+    return f"{now.astimezone(datetime.timezone.utc):%Y%m%dT%H%M%SZ}-{digest[:8]}"
+
+
+def read_latest(root: str) -> str | None:
+    """The version LATEST names, or None before the first refresh."""
+    path = FileSystems.join(root, LATEST_NAME)
+    if not FileSystems.exists(path):
+        return None
+    with FileSystems.open(path) as handle:
+        name = handle.read().decode("utf-8").strip()
+    if not name or "/" in name:
+        raise ConfigError(f"{path} holds {name!r}, not a version name; check "
+                          "--output_root, or delete LATEST to start over")
+    return name
+
+
+def published_digest(root: str, version: str) -> str | None:
+    """The fingerprint a published version was built from (None if unknown)."""
+    path = FileSystems.join(root, version, FINGERPRINT_NAME)
+    if not FileSystems.exists(path):
+        return None
+    with FileSystems.open(path) as handle:
+        return json.loads(handle.read()).get("digest")
+
+
+def _write_text(path: str, text: str) -> None:
+    with FileSystems.create(path) as handle:
+        handle.write(text.encode("utf-8"))
+
+
+def promote(root: str, version: str, built_from: Fingerprint) -> str:
+    """Records the fingerprint in the version, then points LATEST at it."""
+    _write_text(FileSystems.join(root, version, FINGERPRINT_NAME),
+                json.dumps({"digest": built_from.digest, **built_from.record}, indent=2,
+                           sort_keys=True) + "\n")
+    latest = FileSystems.join(root, LATEST_NAME)
+    temporary = FileSystems.join(root, f".{LATEST_NAME}.{uuid.uuid4().hex}")
+    _write_text(temporary, version + "\n")
+    FileSystems.rename([temporary], [latest])
+    return version
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """What a refresh found before doing anything."""
+
+    root: str
+    version: str
+    output_dir: str
+    fingerprint: Fingerprint
+    latest: str | None
+    latest_digest: str | None
+    pipeline_argv: list[str]
+    launch_only: bool
+
+    @property
+    def unchanged(self) -> bool:
+        return self.latest_digest == self.fingerprint.digest
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, add_help=False, allow_abbrev=False,
+                                     exit_on_error=False)
+    parser.add_argument("--output_root")
+    parser.add_argument("--launch_only", action="store_true")
+    return parser
+
+
+def plan(argv: Sequence[str], *, now: datetime.datetime | None = None) -> Plan:
+    """Validates every flag, fingerprints the inputs and reads LATEST; writes nothing."""
+    known, rest = _parser().parse_known_args(list(argv))
+    if not known.output_root:
+        raise ConfigError("--output_root is required: the directory that holds the "
+                          "versions and LATEST (local or gs://)")
+    for arg in rest:
+        flag = arg.split("=", 1)[0].lstrip("-")
+        if flag in _PLACEMENT_FLAGS or flag == "nooverwrite":
+            raise ConfigError(f"--{flag} is chosen by the refresh (a new directory under "
+                              "--output_root per version); drop it")
+    root = known.output_root.rstrip("/")
+    # Validate with a stand-in directory: the version name needs the fingerprint.
+    config, beam_args = parse_args([*rest, f"--output_dir={FileSystems.join(root, 'next')}"])
+    check_dataflow_options(config, beam_args)
+    current = fingerprint(config)
+    latest = read_latest(root)
+    version = version_name(now or datetime.datetime.now(datetime.timezone.utc),
+                           current.digest)
+    output_dir = FileSystems.join(root, version)
+    return Plan(root=root, version=version, output_dir=output_dir, fingerprint=current,
+                latest=latest,
+                latest_digest=published_digest(root, latest) if latest else None,
+                pipeline_argv=[*rest, f"--output_dir={output_dir}"],
+                launch_only=known.launch_only)
+
+
+Runner = Callable[[Sequence[str]], dict]
+
+
+def refresh(argv: Sequence[str], *, now: datetime.datetime | None = None,
+            run_pipeline: Runner = run) -> dict:
+    """One scheduled refresh; returns what it did ("status": unchanged,
+    published or launched) and the version LATEST names or will name."""
+    step = plan(argv, now=now)
+    digest = step.fingerprint.digest
+    if step.unchanged:
+        if step.launch_only:
+            _launch_nothing(step)
+        return {"status": "unchanged", "version": step.latest, "fingerprint": digest}
+    if step.launch_only:
+        launch(step.pipeline_argv, after_publish=lambda manifest: (
+            manifest | "PromoteToLatest" >> beam.Map(
+                _promote_after_publish, root=step.root, version=step.version,
+                built_from=step.fingerprint)))
+        return {"status": "launched", "version": step.version, "fingerprint": digest}
+    try:
+        manifest = run_pipeline(step.pipeline_argv)
+    except Exception:
+        remove_tree(step.output_dir)  # it has no manifest: nothing in it is a dataset
+        raise
+    promote(step.root, step.version, step.fingerprint)
+    return {"status": "published", "version": step.version, "fingerprint": digest,
+            "manifest": FileSystems.join(step.output_dir, MANIFEST_NAME),
+            "total_instances": manifest["total_instances"]}
+
+
+def _promote_after_publish(unused_manifest: dict, *, root: str, version: str,
+                           built_from: Fingerprint) -> str:
+    return promote(root, version, built_from)
+
+
+def _launch_nothing(step: Plan) -> None:
+    """A template launch must produce a job: one that only says why it is empty."""
+    _, beam_args = parse_args(step.pipeline_argv)
+    message = (f"corpus unchanged since version {step.latest} "
+               f"(fingerprint {step.fingerprint.digest[:12]}); nothing to build")
+    pipeline = beam.Pipeline(options=PipelineOptions(beam_args))
+    _ = (pipeline
+         | "CorpusUnchanged" >> beam.Create([message])
+         | "Report" >> beam.Map(logging.getLogger(__name__).warning))
+    pipeline.run()
+
+
+def template_main(argv: Sequence[str]) -> dict:
+    """The Flex Template's entry (deploy/flex_main.py): a launch-only refresh
+    when --output_root is given, else a launch-only run into --output_dir."""
+    if any(arg.split("=", 1)[0] == "--output_root" for arg in argv):
+        return refresh([*argv, "--launch_only"])
+    launch(argv)
+    return {"status": "launched"}
+
+
+def main(argv: Sequence[str] | None = None, *,
+         entry: Callable[[Sequence[str]], dict] = refresh) -> None:
+    try:
+        result = entry(sys.argv[1:] if argv is None else argv)
+    except (ConfigError, VocabularyError, InputError, argparse.ArgumentError) as err:
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        sys.exit(2)
+    print(json.dumps(result, indent=2, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

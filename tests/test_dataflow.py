@@ -1,0 +1,132 @@
+"""Dataflow: the job graph Beam's DataflowRunner builds (dry run: no credentials,
+nothing submitted), how workers get this package, and our checks that fail
+before Beam or Dataflow would."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import DATA, UNCASED_VOCAB
+from gcs_emulator import gcs  # noqa: F401  (fixture)
+from pipeline.dataflow import check_dataflow_options, is_dataflow, launch
+from pipeline.main import run
+from pipeline.options import ConfigError, parse_args
+from pipeline.refresh import LATEST_NAME, refresh
+
+# The design card's stages, as labelled in build.py, and the template's own step.
+STAGES = ["ReadDocuments", "Tokenize", "SampleRandomDocuments", "FanOutDupes",
+          "SpreadDupes", "CreateInstances", "MaskTokens", "Encode", "WriteShards",
+          "ListShards", "Publish"]
+IMAGE = "us-central1-docker.pkg.dev/my-project/beam/bert-pretraining-data:test"
+
+
+@pytest.fixture(scope="module")
+def paths(gcs):  # noqa: F811
+    return {"input": gcs.upload(DATA / "sample_text.txt", "df/corpus/sample_text.txt"),
+            "vocab": gcs.upload(UNCASED_VOCAB, "df/vocab.txt"),
+            "output": gcs.url("df/out"), "temp": gcs.url("df/tmp")}
+
+
+def _dataflow_flags(paths: dict, *extra: str) -> list[str]:
+    return [f"--input_file={paths['input']}", f"--vocab_file={paths['vocab']}",
+            f"--output_dir={paths['output']}", "--runner=DataflowRunner",
+            "--project=my-project", "--region=us-central1",
+            f"--temp_location={paths['temp']}", "--dry_run=True", *extra]
+
+
+def _environment(job):
+    (environment,) = job.proto_pipeline.components.environments.values()
+    return environment
+
+
+@pytest.mark.slow
+def test_dry_run_job_has_every_stage_and_stages_setup_py(gcs, paths):  # noqa: F811
+    result = launch(_dataflow_flags(paths, "--setup_file=./setup.py", "--num_workers=2",
+                                    "--max_num_workers=8", "--job_name=bert-data-test"))
+    job = result.job
+    top_level = {t.unique_name for t in job.proto_pipeline.components.transforms.values()
+                 if "/" not in t.unique_name}
+    assert set(STAGES) <= top_level
+    # The random-next sample reaches CreateInstances as a side input.
+    (create,) = [t for t in job.proto_pipeline.components.transforms.values()
+                 if t.unique_name == "CreateInstances"]
+    assert len(create.inputs) == 2
+    staged = {d.role_payload for d in _environment(job).dependencies}
+    assert any(b"workflow.tar.gz" in p for p in staged)  # setup.py's sdist
+    assert job.options.get_all_options()["num_workers"] == 2
+    assert gcs.names("df/out") == []  # a dry run writes nothing
+
+
+@pytest.mark.slow
+def test_dry_run_with_the_template_image_uses_it_for_workers(paths):
+    job = launch(_dataflow_flags(paths, f"--sdk_container_image={IMAGE}")).job
+    environment = _environment(job)
+    assert IMAGE.encode() in environment.payload
+    assert not any(b"workflow.tar.gz" in d.role_payload for d in environment.dependencies)
+
+
+@pytest.mark.slow
+def test_refresh_launch_only_builds_a_dataflow_job_and_moves_nothing(gcs, paths):  # noqa: F811
+    flags = [f for f in _dataflow_flags(paths, f"--sdk_container_image={IMAGE}")
+             if not f.startswith("--output_dir")]
+    result = refresh([*flags, f"--output_root={gcs.url('df/root')}", "--launch_only"])
+    assert result["status"] == "launched"
+    assert f"df/root/{LATEST_NAME}" not in gcs.names("df/root")
+
+
+GOOD = {"input_file": "gs://b/in/*.txt", "vocab_file": "gs://b/vocab.txt",
+        "output_dir": "gs://b/out", "runner": "DataflowRunner", "project": "my-project",
+        "region": "us-central1", "temp_location": "gs://b/tmp", "setup_file": "./setup.py"}
+
+
+def _argv(**changes) -> list[str]:
+    flags = dict(GOOD, **changes)
+    return [f"--{k}={v}" for k, v in flags.items() if v is not None]
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"project": None}, "--project is required"),
+    ({"project": "My_Project"}, "is not a project ID"),
+    ({"region": None}, "--region is required"),
+    ({"temp_location": None}, "--temp_location=gs://BUCKET/tmp is required"),
+    ({"temp_location": "/tmp/beam"}, "--temp_location=/tmp/beam must be a gs:// path"),
+    ({"staging_location": "/tmp/staging"}, "--staging_location=/tmp/staging must be"),
+    ({"input_file": "gs://b/a.txt,corpus/b.txt"}, "--input_file=corpus/b.txt must be a gs://"),
+    ({"vocab_file": "vocab.txt"}, "--vocab_file=vocab.txt must be a gs:// path"),
+    ({"output_dir": "out/"}, "--output_dir=out/ must be a gs:// path"),
+    ({"setup_file": None}, "workers need this package"),
+    ({"job_name": "BERT_data"}, "is not a Dataflow job name"),
+    ({"num_workers": 9, "max_num_workers": 4}, "--num_workers=9 is above --max_num_workers=4"),
+    ({"output_dir": None, "output_file": "gs://b/x.tfrecord", "reference_compatible": "true"},
+     "--reference_compatible runs in this process"),
+], ids=lambda value: str(value)[:40])
+def test_options_dataflow_would_reject_fail_first_in_one_line(changes, message):
+    config, beam_args = parse_args(_argv(**changes))
+    with pytest.raises(ConfigError, match=message.replace("*", r"\*")):
+        check_dataflow_options(config, beam_args)
+    # main.run checks before matching inputs (which would fail first on gs://b).
+    with pytest.raises(ConfigError, match=message.replace("*", r"\*")):
+        run(_argv(**changes))
+
+
+@pytest.mark.parametrize("extra", [
+    {"sdk_container_image": IMAGE, "setup_file": None},
+    {"extra_packages": "dist/bert-pretraining-data-0.1.0.tar.gz", "setup_file": None},
+])
+def test_ways_to_ship_the_package_are_accepted(extra):
+    config, beam_args = parse_args(_argv(**extra))
+    check_dataflow_options(config, beam_args)
+
+
+def test_other_runners_are_not_checked():
+    config, beam_args = parse_args(_argv(runner="DirectRunner", input_file="local/*.txt",
+                                         project=None, temp_location=None))
+    check_dataflow_options(config, beam_args)
+
+
+@pytest.mark.parametrize("runner, expected", [
+    ("DataflowRunner", True), ("TestDataflowRunner", True),
+    ("apache_beam.runners.dataflow.dataflow_runner.DataflowRunner", True),
+    ("DirectRunner", False), (None, False)])
+def test_is_dataflow(runner, expected):
+    assert is_dataflow([f"--runner={runner}"] if runner else []) is expected

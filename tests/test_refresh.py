@@ -1,0 +1,169 @@
+"""Scheduled refresh: unchanged corpus -> skipped; changed -> new version and
+LATEST; failed run -> LATEST untouched. Real pipeline runs on a tiny corpus."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import pathlib
+import shutil
+
+import pytest
+
+from conftest import DATA, UNCASED_VOCAB
+from gcs_emulator import gcs  # noqa: F401  (fixture)
+from pipeline.options import ConfigError
+from pipeline.refresh import (FINGERPRINT_NAME, LATEST_NAME, Fingerprint, input_states,
+                              promote, read_latest, refresh, version_name)
+from records import read_examples
+
+FLAGS = ["--dupe_factor=1", "--num_shards=2", "--max_seq_length=64",
+         "--max_predictions_per_seq=10"]
+MONDAY = datetime.datetime(2025, 1, 6, 3, 0, tzinfo=datetime.timezone.utc)
+NEXT_MONDAY = MONDAY + datetime.timedelta(days=7)
+
+
+@pytest.fixture
+def corpus(tmp_path) -> pathlib.Path:
+    directory = tmp_path / "corpus"
+    directory.mkdir()
+    shutil.copy(DATA / "sample_text.txt", directory / "a.txt")
+    return directory
+
+
+def _argv(corpus: pathlib.Path, root: pathlib.Path | str, *extra: str) -> list[str]:
+    return [f"--input_file={corpus}/*.txt", f"--vocab_file={UNCASED_VOCAB}",
+            f"--output_root={root}", *FLAGS, *extra]
+
+
+def _versions(root: pathlib.Path) -> list[str]:
+    return sorted(p.name for p in root.iterdir() if p.is_dir())
+
+
+def test_version_names_sort_by_time_and_keep_the_digest():
+    early = version_name(MONDAY, "ab" * 32)
+    late = version_name(NEXT_MONDAY, "00" * 32)
+    assert early == "20250106T030000Z-abababab"
+    assert early < late
+
+
+def test_promote_replaces_latest_and_records_the_fingerprint(tmp_path):
+    (tmp_path / "v1").mkdir()
+    (tmp_path / "v2").mkdir()
+    built_from = Fingerprint.of({"inputs": [], "flags": {"dupe_factor": 1}})
+    promote(str(tmp_path), "v1", built_from)
+    promote(str(tmp_path), "v2", built_from)
+    assert read_latest(str(tmp_path)) == "v2"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [LATEST_NAME, "v1", "v2"]
+    recorded = json.loads((tmp_path / "v2" / FINGERPRINT_NAME).read_text())
+    assert recorded["digest"] == built_from.digest and recorded["flags"] == {"dupe_factor": 1}
+
+
+def test_a_latest_that_names_no_version_is_an_error(tmp_path):
+    (tmp_path / LATEST_NAME).write_text("../elsewhere\n")
+    with pytest.raises(ValueError, match="not a version name"):
+        read_latest(str(tmp_path))
+
+
+def test_input_states_change_with_content_of_equal_size(corpus):
+    before = input_states(f"{corpus}/*.txt")
+    data = (corpus / "a.txt").read_bytes()
+    (corpus / "a.txt").write_bytes(data.upper())  # same size
+    after = input_states(f"{corpus}/*.txt")
+    assert [s["bytes"] for s in before] == [s["bytes"] for s in after] == [len(data)]
+    assert before != after
+
+
+@pytest.mark.parametrize("flag", ["--output_dir=/tmp/x", "--overwrite", "--output_file=x"])
+def test_placement_flags_are_refused(corpus, tmp_path, flag):
+    with pytest.raises(ConfigError, match="chosen by the refresh"):
+        refresh(_argv(corpus, tmp_path / "root", flag))
+
+
+@pytest.mark.slow
+def test_unchanged_corpus_is_skipped_and_a_change_makes_a_new_version(corpus, tmp_path):
+    root = tmp_path / "root"
+    first = refresh(_argv(corpus, root), now=MONDAY)
+    assert first["status"] == "published"
+    assert (root / LATEST_NAME).read_text() == first["version"] + "\n"
+    version_dir = root / first["version"]
+    shards = sorted(str(p) for p in version_dir.glob("part-*"))
+    assert len(read_examples(shards, 64, 10)) == first["total_instances"] > 0
+    assert (version_dir / "manifest.json").exists()
+
+    again = refresh(_argv(corpus, root), now=NEXT_MONDAY)
+    assert again == {"status": "unchanged", "version": first["version"],
+                     "fingerprint": first["fingerprint"]}
+    assert _versions(root) == [first["version"]]
+
+    with open(corpus / "a.txt", "a") as handle:
+        handle.write("\nA brand new document.\nWith two sentences.\n")
+    changed = refresh(_argv(corpus, root), now=NEXT_MONDAY)
+    assert changed["status"] == "published" and changed["version"] > first["version"]
+    assert read_latest(str(root)) == changed["version"]
+    assert _versions(root) == [first["version"], changed["version"]]
+    assert (version_dir / "manifest.json").exists()  # the old version stays whole
+
+    flags_changed = refresh(_argv(corpus, root, "--random_seed=7"), now=NEXT_MONDAY)
+    assert flags_changed["status"] == "published"
+    assert flags_changed["fingerprint"] != changed["fingerprint"]
+
+
+@pytest.mark.slow
+def test_failed_run_leaves_latest_untouched(corpus, tmp_path):
+    root = tmp_path / "root"
+    first = refresh(_argv(corpus, root), now=MONDAY)
+    (corpus / "b.txt").write_text("Another document.\nIt changes the fingerprint.\n")
+
+    def crash_midway(argv):
+        output_dir = pathlib.Path(argv[-1].split("=", 1)[1])
+        (output_dir / ".staging").mkdir(parents=True)
+        (output_dir / ".staging" / "shard-00000").write_bytes(b"half")
+        raise RuntimeError("worker lost")
+
+    with pytest.raises(RuntimeError, match="worker lost"):
+        refresh(_argv(corpus, root), now=NEXT_MONDAY, run_pipeline=crash_midway)
+    assert read_latest(str(root)) == first["version"]
+    assert _versions(root) == [first["version"]]  # the failed version was cleared
+
+
+@pytest.mark.slow
+def test_launch_only_publishes_and_promotes_inside_the_job(corpus, tmp_path):
+    """The Flex Template mode, on the DirectRunner: the job's own last steps
+    publish the version and move LATEST; an unchanged corpus runs an empty job."""
+    root = tmp_path / "root"
+    launched = refresh(_argv(corpus, root, "--launch_only"), now=MONDAY)
+    assert launched["status"] == "launched"
+    assert read_latest(str(root)) == launched["version"]
+    manifest = json.loads((root / launched["version"] / "manifest.json").read_text())
+    assert manifest["counters"] == {}  # a job cannot read its own final metrics
+    assert manifest["total_instances"] == sum(s["records"] for s in manifest["shards"]) > 0
+
+    driver = refresh(_argv(corpus, tmp_path / "driver-root"), now=MONDAY)
+    assert driver["fingerprint"] == launched["fingerprint"]
+    assert [s["sha256"] for s in manifest["shards"]] == [
+        s["sha256"] for s in json.loads(pathlib.Path(driver["manifest"]).read_text())["shards"]]
+
+    again = refresh(_argv(corpus, root, "--launch_only"), now=NEXT_MONDAY)
+    assert again["status"] == "unchanged"
+    assert _versions(root) == [launched["version"]]
+
+
+@pytest.mark.slow
+def test_refresh_on_gcs(gcs, corpus):  # noqa: F811
+    gcs.upload(corpus / "a.txt", "refresh/corpus/a.txt")
+    argv = [f"--input_file={gcs.url('refresh/corpus/*.txt')}",
+            f"--vocab_file={gcs.upload(UNCASED_VOCAB, 'refresh/vocab.txt')}",
+            f"--output_root={gcs.url('refresh/data')}", *FLAGS]
+    first = refresh(argv, now=MONDAY)
+    assert gcs.read("refresh/data/LATEST") == (first["version"] + "\n").encode()
+    assert refresh(argv, now=NEXT_MONDAY)["status"] == "unchanged"
+
+    gcs.upload_bytes(b"A new document on the bucket.\nIt has two lines.\n",
+                     "refresh/corpus/b.txt")
+    second = refresh(argv, now=NEXT_MONDAY)
+    assert second["status"] == "published"
+    assert gcs.read("refresh/data/LATEST") == (second["version"] + "\n").encode()
+    top = {name.split("/")[2] for name in gcs.names("refresh/data/")}
+    assert top == {LATEST_NAME, first["version"], second["version"]}  # no temporary left
+    assert f"refresh/data/{second['version']}/{FINGERPRINT_NAME}" in gcs.names("refresh/data/")
