@@ -18,9 +18,10 @@ setuptools.setup(
     ],
     extras_require={
         # gcp-storage-emulator: a real GCS API on loopback for the gs:// tests.
+        # tokenizers: HF's WordPiece trainer, the baseline create-vocab is compared with.
         "test": ["pytest>=8,<10", "hypothesis>=6.100,<7",
                  "gcp-storage-emulator>=2026.7.19,<2027",
-                 "torch==2.13.0", "matplotlib>=3.8,<4"],
+                 "torch==2.13.0", "matplotlib>=3.8,<4", "tokenizers>=0.20,<1"],
         # loaders.torch_data and loaders.d2l; the test extra pins the CPU build CI uses
         "torch": ["torch>=2.1,<3"],
         # inspect-pretraining-data --plot
@@ -31,6 +32,7 @@ setuptools.setup(
             "create-pretraining-data=pipeline.main:main",
             "create-pretraining-data-refresh=pipeline.refresh:main",
             "inspect-pretraining-data=pipeline.inspect_data:main",
+            "create-vocab=pipeline.create_vocab:main",
         ],
     },
 )
