@@ -42,7 +42,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipeline.options import ConfigError, _bool, _OneLineParser, unknown_flags
+from pipeline.options import ConfigError, OneLineParser, parse_bool, split_known_args
 from pipeline.publish import OutputLayout, check_writable, remove_tree
 from transforms.documents import DOCUMENTS, PROBLEMS, InputError, ReadDocuments, match_inputs
 from transforms.word_counts import (CountCharacters, CountWords, MeasureVocabulary,
@@ -91,7 +91,7 @@ class VocabConfig:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _OneLineParser(
+    parser = OneLineParser(
         prog=PROG, allow_abbrev=False,
         description="Learn a BERT WordPiece vocabulary from a corpus on Apache Beam. "
                     "Unknown flags are Beam pipeline options (--runner, ...).")
@@ -103,7 +103,7 @@ def _parser() -> argparse.ArgumentParser:
         f"beside it, to <output_file>{METRICS_SUFFIX}")
     add("--vocab_size", type=int, default=30522,
         help="tokens in the vocabulary, reserved ones included (default 30522, BERT-Base's)")
-    add("--do_lower_case", type=_bool, nargs="?", const=True, default=True,
+    add("--do_lower_case", type=parse_bool, nargs="?", const=True, default=True,
         help="lower-case and strip accents, for uncased models (default True)")
     add("--nodo_lower_case", dest="do_lower_case", action="store_false",
         help=argparse.SUPPRESS)
@@ -118,18 +118,14 @@ def _parser() -> argparse.ArgumentParser:
     add("--max_words", type=int, default=200_000,
         help="learn from at most this many of the most frequent distinct words (the "
              "learner's work grows with it; characters always come from all words)")
-    add("--overwrite", type=_bool, nargs="?", const=True, default=False,
+    add("--overwrite", type=parse_bool, nargs="?", const=True, default=False,
         help="replace an existing vocabulary file (only once this run has succeeded)")
     return parser
 
 
 def parse_args(argv: Sequence[str]) -> tuple[VocabConfig, list[str]]:
     """Parses and validates; returns the config and the flags left for Beam."""
-    args, beam_args = _parser().parse_known_args(list(argv))
-    unknown = unknown_flags(beam_args)
-    if unknown:
-        raise ConfigError(f"unknown flag {unknown[0].split('=')[0]}: not a flag of this "
-                          "tool nor a Beam pipeline option; see --help")
+    args, beam_args = split_known_args(_parser(), argv)
     for flag in ("input_file", "output_file"):
         if not getattr(args, flag):
             raise ConfigError(f"--{flag} is required")

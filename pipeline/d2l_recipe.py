@@ -64,12 +64,10 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
 from pipeline.build import SAMPLE_DOCUMENT_SEQUENCES
-from pipeline.main import _counters, _num_shards
 from pipeline.options import Config
-from pipeline.publish import (SHARD_LIST_NAME, OutputLayout, check_output_location,
-                              check_writable, output_layout, publish, read_staging_json,
-                              remove_tree, write_staging_json)
-from transforms.counters import counter
+from pipeline.publish import (SHARD_LIST_NAME, OutputLayout, prepare_output, publish,
+                              read_staging_json, write_staging_json)
+from transforms.counters import counter, read_counters
 from transforms.documents import document_key, match_inputs
 from transforms.encoding import encode_features
 from transforms.instances import Instance
@@ -381,16 +379,13 @@ def warnings(counters: dict[str, int]) -> list[str]:
 def run_d2l(config: Config, beam_args: list[str]) -> dict:
     """`main.run` for --recipe=d2l: no vocabulary to load, one to publish."""
     inputs = match_inputs(config.input_file)
-    layout = output_layout(config, _num_shards(config, inputs))
-    replaces = check_output_location(config, layout, overwrite=config.overwrite)
-    remove_tree(layout.staging_dir)  # whatever an interrupted run left
-    check_writable(layout)
+    layout, replaces = prepare_output(config, inputs)
     pipeline = beam.Pipeline(options=PipelineOptions(beam_args))
     build_d2l_pipeline(pipeline, config=config, layout=layout,
                        patterns=[p.strip() for p in config.input_file.split(",") if p.strip()])
     result = pipeline.run()
     result.wait_until_finish()
-    counters = _counters(result)
+    counters = read_counters(result)
     shards = read_staging_json(layout, SHARD_LIST_NAME)
     vocab_path, vocab_sha256 = _publish_vocabulary(layout, replaces)
     manifest = publish(layout, config=config, vocab_sha256=vocab_sha256, inputs=inputs,

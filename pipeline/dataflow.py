@@ -34,8 +34,7 @@ from apache_beam.runners.runner import PipelineResult
 from pipeline.build import build_pipeline
 from pipeline.options import Config, ConfigError, Stages, parse_args
 from pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME, OutputLayout,
-                              check_output_location, check_writable, output_layout, publish,
-                              read_staging_json, remove_tree)
+                              dataset_warnings, prepare_output, publish, read_staging_json)
 from transforms.documents import match_inputs
 from transforms.vocabulary import load_vocabulary
 
@@ -114,8 +113,6 @@ def publish_in_job(shard_count: int, problem_count: int, *, layout: OutputLayout
                    config: Config, vocab_sha256: str, inputs: Sequence[tuple[str, int]],
                    replaces: Sequence[str]) -> dict:
     """The driver's publish step, run by the job once both staging lists exist."""
-    from pipeline.main import warnings  # main imports this module
-
     shards = read_staging_json(layout, SHARD_LIST_NAME)
     problems = read_staging_json(layout, PROBLEM_LIST_NAME)
     if (len(shards), len(problems)) != (shard_count, problem_count):
@@ -123,7 +120,7 @@ def publish_in_job(shard_count: int, problem_count: int, *, layout: OutputLayout
                            "the job wrote; was the output location written by another run?")
     return publish(layout, config=config, vocab_sha256=vocab_sha256, inputs=inputs,
                    shards=shards, counters={}, input_problems=problems,
-                   warnings=warnings({}, problems), replaces=replaces)
+                   warnings=dataset_warnings({}, problems), replaces=replaces)
 
 
 AfterPublish = Callable[[beam.PCollection], object]
@@ -135,8 +132,6 @@ def launch(argv: Sequence[str], *, after_publish: AfterPublish | None = None
     as its last step (then `after_publish`, given the manifest PCollection),
     submits it and returns without waiting. On the DirectRunner the job has
     finished when this returns."""
-    from pipeline.main import _num_shards  # main imports this module
-
     config, beam_args = parse_args(argv)
     check_dataflow_options(config, beam_args)
     if config.reference_compatible or config.recipe != "bert":
@@ -146,10 +141,7 @@ def launch(argv: Sequence[str], *, after_publish: AfterPublish | None = None
     inputs = match_inputs(config.input_file)
     vocab = load_vocabulary(config.vocab_file)
     stages = Stages.of(config, vocab)
-    layout = output_layout(config, _num_shards(config, inputs))
-    replaces = check_output_location(config, layout, overwrite=config.overwrite)
-    remove_tree(layout.staging_dir)  # whatever an interrupted run left
-    check_writable(layout)
+    layout, replaces = prepare_output(config, inputs)
     pipeline = beam.Pipeline(options=PipelineOptions(beam_args))
     outputs = build_pipeline(
         pipeline, config=config, stages=stages, layout=layout,

@@ -23,38 +23,20 @@ import sys
 from typing import Sequence
 
 import apache_beam as beam
-from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline.build import build_pipeline
 from pipeline.compat import run_compat
 from pipeline.dataflow import check_dataflow_options
-from pipeline.options import Config, ConfigError, Stages, default_num_shards, parse_args
-from pipeline.publish import (OutputLayout, check_output_location, output_layout, publish,
-                              PROBLEM_LIST_NAME, SHARD_LIST_NAME, check_writable,
-                              read_staging_json, remove_tree)
+from pipeline.options import Config, ConfigError, Stages, parse_args
+from pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME, OutputLayout,
+                              dataset_warnings, prepare_output, publish, read_staging_json)
+from transforms.counters import read_counters
 from transforms.documents import InputError, match_inputs
-from transforms.counters import NAMESPACE, known_names
 from transforms.tokenization import FullTokenizer
 from transforms.vocabulary import VocabularyError, load_vocabulary
 
 PROG = "create-pretraining-data"
-
-
-def _num_shards(config: Config, inputs: Sequence[tuple[str, int]]) -> int:
-    if config.output_file:
-        return len([p for p in config.output_file.split(",") if p.strip()])
-    return config.num_shards or default_num_shards(sum(s for _, s in inputs),
-                                                   config.dupe_factor)
-
-
-def _counters(result: beam.runners.runner.PipelineResult) -> dict[str, int]:
-    found = result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))
-    totals = dict.fromkeys(known_names(), 0)
-    for counter in found["counters"]:
-        value = counter.committed if counter.committed is not None else counter.attempted
-        totals[counter.key.metric.name] += value
-    return totals
 
 
 def _run_beam(config: Config, stages: Stages, layout: OutputLayout,
@@ -65,7 +47,7 @@ def _run_beam(config: Config, stages: Stages, layout: OutputLayout,
                    layout=layout)
     result = pipeline.run()
     result.wait_until_finish()
-    return _counters(result)
+    return read_counters(result)
 
 
 def run(argv: Sequence[str]) -> dict:
@@ -80,10 +62,7 @@ def run(argv: Sequence[str]) -> dict:
     inputs = match_inputs(config.input_file)
     vocab = load_vocabulary(config.vocab_file)
     stages = Stages.of(config, vocab)
-    layout = output_layout(config, _num_shards(config, inputs))
-    replaces = check_output_location(config, layout, overwrite=config.overwrite)
-    remove_tree(layout.staging_dir)  # whatever an interrupted run left
-    check_writable(layout)
+    layout, replaces = prepare_output(config, inputs)
     if config.reference_compatible:
         tokenizer = FullTokenizer(vocab, do_lower_case=config.do_lower_case)
         shards = run_compat(config, stages=stages, tokenizer=tokenizer, layout=layout)
@@ -95,25 +74,8 @@ def run(argv: Sequence[str]) -> dict:
         problems = read_staging_json(layout, PROBLEM_LIST_NAME)
     manifest = publish(layout, config=config, vocab_sha256=vocab.sha256, inputs=inputs,
                        shards=shards, counters=counters, input_problems=problems,
-                       warnings=warnings(counters, problems), replaces=replaces)
+                       warnings=dataset_warnings(counters, problems), replaces=replaces)
     return dict(manifest, manifest_path=layout.manifest_path)
-
-
-def warnings(counters: dict[str, int], problems: list[dict]) -> list[str]:
-    """Signs of an input that is not what the user meant, in plain words."""
-    found = [f"{p['path']}: {p['message']}" for p in problems]
-    documents = counters.get("tokenized_documents", 0)
-    if counters and not documents:
-        found.append("the input holds no text: no document had a single token")
-    if documents and counters.get("sentences") == documents:
-        found.append("every document has a single sentence, so every instance is a "
-                     "random next: is the input one document per line? Put one sentence "
-                     "per line and a blank line between documents")
-    if counters.get("random_next_unavailable"):
-        found.append(f"{counters['random_next_unavailable']:,} chunk(s) needed a random "
-                     "next sentence but the corpus has no other document: they were "
-                     "paired with their actual next sentence, or dropped if they had none")
-    return found
 
 
 def summary(manifest: dict) -> str:

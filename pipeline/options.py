@@ -91,7 +91,7 @@ def masking_config(vocab: Vocabulary, *, masked_lm_prob: float,
         continuation=tuple(vocab.continuation_flags()) if do_whole_word_mask else None)
 
 
-def _bool(text: str) -> bool:
+def parse_bool(text: str) -> bool:
     lowered = text.lower()
     if lowered in ("true", "t", "1", "yes"):
         return True
@@ -100,13 +100,13 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
-class _OneLineParser(argparse.ArgumentParser):
+class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse would print usage and exit
         raise ConfigError(message)
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _OneLineParser(
+    parser = OneLineParser(
         prog="create-pretraining-data", allow_abbrev=False,
         description="BERT masked-LM + next-sentence-prediction TFRecords on Apache Beam. "
                     "Unknown flags are Beam pipeline options (--runner, ...).")
@@ -121,7 +121,7 @@ def _parser() -> argparse.ArgumentParser:
     for name, default, text in (
             ("do_lower_case", True, "lower-case and strip accents (uncased models)"),
             ("do_whole_word_mask", False, "mask whole words instead of WordPieces")):
-        add(f"--{name}", type=_bool, nargs="?", const=True, default=default,
+        add(f"--{name}", type=parse_bool, nargs="?", const=True, default=default,
             help=f"{text} (default {default})")
         add(f"--no{name}", dest=name, action="store_false", help=argparse.SUPPRESS)
     add("--max_seq_length", type=int, default=128)
@@ -140,11 +140,11 @@ def _parser() -> argparse.ArgumentParser:
         help="documents in the random-next sample (a side input)")
     add("--nsp_sample_max_bytes", type=int, default=DEFAULT_NSP_SAMPLE_MAX_BYTES,
         help="cap on the sample's token bytes")
-    add("--reference_compatible", type=_bool, nargs="?", const=True, default=False,
+    add("--reference_compatible", type=parse_bool, nargs="?", const=True, default=False,
         help="reproduce the original script record for record: one process, one "
              "random.Random, the whole corpus and all instances in memory like the "
              "original; for migration checks, not for large corpora")
-    add("--overwrite", type=_bool, nargs="?", const=True, default=False,
+    add("--overwrite", type=parse_bool, nargs="?", const=True, default=False,
         help="replace a dataset already at the output location (only once this "
              "run has succeeded)")
     add("--recipe", choices=["bert", "d2l"], default="bert",
@@ -160,6 +160,17 @@ def _parser() -> argparse.ArgumentParser:
              "batch at load time")
     add("--input_split_bytes", type=int, help=argparse.SUPPRESS)  # tests: many splits
     return parser
+
+
+def split_known_args(parser: argparse.ArgumentParser,
+                     argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
+    """This tool's flags and the Beam options; an unknown flag is an error."""
+    args, beam_args = parser.parse_known_args(list(argv))
+    unknown = unknown_flags(beam_args)
+    if unknown:
+        raise ConfigError(f"unknown flag {unknown[0].split('=')[0]}: not a flag of this "
+                          "tool nor a Beam pipeline option; see --help")
+    return args, beam_args
 
 
 def unknown_flags(beam_args: Sequence[str]) -> list[str]:
@@ -179,11 +190,7 @@ def unknown_flags(beam_args: Sequence[str]) -> list[str]:
 
 def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
     """Parses and validates; returns the config and the flags left for Beam."""
-    args, beam_args = _parser().parse_known_args(list(argv))
-    unknown = unknown_flags(beam_args)
-    if unknown:
-        raise ConfigError(f"unknown flag {unknown[0].split('=')[0]}: not a flag of this "
-                          "tool nor a Beam pipeline option; see --help")
+    args, beam_args = split_known_args(_parser(), argv)
     config = Config(
         input_file=args.input_file, output_file=args.output_file,
         output_dir=args.output_dir, vocab_file=args.vocab_file,

@@ -13,7 +13,7 @@ from typing import Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.options import Config, ConfigError
+from pipeline.options import Config, ConfigError, default_num_shards
 
 STAGING_NAME = ".staging"
 MANIFEST_NAME = "manifest.json"
@@ -33,6 +33,42 @@ class OutputLayout:
     def shard_names(self) -> list[str]:
         """Staging file names, one per final path, in shard order."""
         return [f"shard-{i:05d}" for i in range(len(self.final_paths))]
+
+
+def num_shards(config: Config, inputs: Sequence[tuple[str, int]]) -> int:
+    """One file per `--output_file` name, else `--num_shards` or sized from the input."""
+    if config.output_file:
+        return len([p for p in config.output_file.split(",") if p.strip()])
+    return config.num_shards or default_num_shards(sum(s for _, s in inputs),
+                                                   config.dupe_factor)
+
+
+def prepare_output(config: Config, inputs: Sequence[tuple[str, int]]
+                   ) -> tuple[OutputLayout, list[str]]:
+    """Before any work: the layout, what an `--overwrite` will replace, a clean
+    and writable staging directory. Every entry point starts here."""
+    layout = output_layout(config, num_shards(config, inputs))
+    replaces = check_output_location(config, layout, overwrite=config.overwrite)
+    remove_tree(layout.staging_dir)  # whatever an interrupted run left
+    check_writable(layout)
+    return layout, replaces
+
+
+def dataset_warnings(counters: dict[str, int], problems: Sequence[dict]) -> list[str]:
+    """Signs of an input that is not what the user meant, in plain words."""
+    found = [f"{p['path']}: {p['message']}" for p in problems]
+    documents = counters.get("tokenized_documents", 0)
+    if counters and not documents:
+        found.append("the input holds no text: no document had a single token")
+    if documents and counters.get("sentences") == documents:
+        found.append("every document has a single sentence, so every instance is a "
+                     "random next: is the input one document per line? Put one sentence "
+                     "per line and a blank line between documents")
+    if counters.get("random_next_unavailable"):
+        found.append(f"{counters['random_next_unavailable']:,} chunk(s) needed a random "
+                     "next sentence but the corpus has no other document: they were "
+                     "paired with their actual next sentence, or dropped if they had none")
+    return found
 
 
 def output_layout(config: Config, num_shards: int) -> OutputLayout:

@@ -10,7 +10,8 @@ import pathlib
 import pytest
 
 from conftest import DATA, UNCASED_VOCAB
-from pipeline.main import run, warnings
+from pipeline.main import run
+from pipeline.publish import dataset_warnings
 from records import read_examples
 from transforms.documents import MAX_SENTENCE_CHARS
 
@@ -172,5 +173,5 @@ def test_warnings_are_printed_by_the_cli(tmp_path, capsys):
 
 def test_warnings_name_each_problem_file():
     problems = [{"path": "gs://b/x.gz", "message": "EOFError: ..."}]
-    assert warnings({"tokenized_documents": 2, "sentences": 9}, problems) == [
+    assert dataset_warnings({"tokenized_documents": 2, "sentences": 9}, problems) == [
         "gs://b/x.gz: EOFError: ..."]

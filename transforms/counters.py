@@ -22,3 +22,15 @@ def counter(name: str):
 
 def known_names() -> list[str]:
     return sorted(_NAMES)
+
+
+def read_counters(result) -> dict[str, int]:
+    """Final values from a finished PipelineResult, summed over steps, with a
+    zero for every counter created while the pipeline was built."""
+    from apache_beam.metrics.metric import MetricsFilter
+
+    totals = dict.fromkeys(known_names(), 0)
+    for found in result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))["counters"]:
+        value = found.committed if found.committed is not None else found.attempted
+        totals[found.key.metric.name] = totals.get(found.key.metric.name, 0) + value
+    return totals
