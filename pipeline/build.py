@@ -1,14 +1,16 @@
 """The pipeline, narrated as the design card draws it.
 
     ReadDocuments -> Tokenize -> SampleRandomDocuments (side input)
-                              -> FanOutDupes -> CreateInstances -> MaskTokens
-                              -> Encode -> WriteShards -> ListShards
+                              -> SpreadDocuments -> FanOutDupes -> CreateInstances
+                              -> MaskTokens -> Encode -> WriteShards -> ListShards
 
 `build_pipeline` only adds transforms to `p`; it runs nothing and returns the
 PCollections a test may want to inspect.
 """
 
 from __future__ import annotations
+
+import functools
 
 import apache_beam as beam
 
@@ -18,7 +20,8 @@ from pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME, OutputLayout,
 from transforms.documents import DOCUMENTS, PROBLEMS, ReadDocuments
 from transforms.sampling import SampleDocuments
 from transforms.sharding import WriteShards
-from transforms.stages import CreateInstances, MaskTokens, TokenizeDocument, encode, fan_out
+from transforms.stages import (CreateInstances, MaskTokens, TokenizeDocument, encode,
+                               encode_instance, fan_out)
 
 # A sampled document keeps about this many tokens per max_seq_length.
 SAMPLE_DOCUMENT_SEQUENCES = 8
@@ -41,9 +44,11 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
         seed=seed, size=config.nsp_sample_size, max_bytes=config.nsp_sample_max_bytes,
         max_tokens_per_document=SAMPLE_DOCUMENT_SEQUENCES * config.max_seq_length)
     dupes = (tokenized_docs
-             | "FanOutDupes" >> beam.FlatMap(fan_out, config.dupe_factor)
-             # The fan-out multiplies work by dupe_factor: spread it over workers.
-             | "SpreadDupes" >> beam.Reshuffle())
+             # Spread documents over workers before the fan-out multiplies the
+             # work: a runner holding shuffled data in memory (the DirectRunner)
+             # then holds the tokenized corpus once, not dupe_factor times.
+             | "SpreadDocuments" >> beam.Reshuffle()
+             | "FanOutDupes" >> beam.FlatMap(fan_out, config.dupe_factor))
     instances = dupes | "CreateInstances" >> beam.ParDo(
         CreateInstances(config=stages.instances, seed=seed),
         nsp_sample=beam.pvalue.AsSingleton(nsp_sample))
@@ -51,10 +56,10 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
     if config.masking == "static":
         masked = instances | "MaskTokens" >> beam.ParDo(
             MaskTokens(config=stages.masking, seed=seed))
-    records = masked | "Encode" >> beam.Map(
-        encode, seed=seed, max_seq_length=config.max_seq_length,
+    records = masked | "Encode" >> beam.FlatMap(encode, seed=seed, to_record=functools.partial(
+        encode_instance, max_seq_length=config.max_seq_length,
         max_predictions_per_seq=config.max_predictions_per_seq,
-        padded=config.padding == "fixed")
+        padded=config.padding == "fixed"))
     shards = records | "WriteShards" >> WriteShards(
         staging_dir=layout.staging_dir, shard_names=layout.shard_names,
         compression=config.compression)

@@ -49,6 +49,7 @@ the output is deterministic.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 from typing import Callable, Iterator, Sequence
@@ -72,10 +73,10 @@ from transforms.documents import document_key, match_inputs
 from transforms.encoding import encode_features
 from transforms.instances import Instance
 from transforms.masking import MaskingConfig
-from transforms.randomness import derive_rng, stable_hash
+from transforms.randomness import derive_rng
 from transforms.sampling import SampleDocuments, random_document_from_sample
 from transforms.sharding import WriteShards
-from transforms.stages import MaskTokens, fan_out
+from transforms.stages import MaskTokens, encode, fan_out
 
 UNK = "<unk>"
 RESERVED_TOKENS = (UNK, "<pad>", "<mask>", "<cls>", "<sep>")  # ids 0..4, as d2l's Vocab
@@ -264,7 +265,7 @@ class EncodeParagraphs(beam.DoFn):
 
 
 class CreatePairs(beam.DoFn):
-    """((key, dupe), paragraph) + sample -> ((key, dupe, index), unmasked Instance)."""
+    """((key, dupe), paragraph) + sample -> ((key, dupe), [unmasked Instance])."""
 
     def __init__(self, *, max_len: int, seed: int) -> None:
         self._max_len = max_len
@@ -286,14 +287,8 @@ class CreatePairs(beam.DoFn):
         self._count["instances"].inc(len(instances))
         self._count["random_next_instances"].inc(sum(i.is_random_next for i in instances))
         self._count["long_pairs_dropped"].inc(dropped)
-        for index, instance in enumerate(instances):
-            yield (key, dupe, index), instance
-
-
-def _encode(element, *, seed: int, max_len: int, max_predictions: int) -> tuple[int, bytes]:
-    key, instance = element
-    return stable_hash("shuffle", seed, *key), d2l_example(
-        instance, max_len=max_len, max_predictions=max_predictions)
+        if instances:
+            yield (key, dupe), instances
 
 
 def _write_vocabulary(tokens: list[str], path: str) -> int:
@@ -334,8 +329,8 @@ def build_d2l_pipeline(p: beam.Pipeline, *, config: Config, patterns: list[str],
                                           max_predictions=config.max_predictions_per_seq))
     masked = instances | "MaskTokens" >> beam.ParDo(
         MaskTokens(config=None, seed=seed), config=beam.pvalue.AsSingleton(masking))
-    records = masked | "Encode" >> beam.Map(
-        _encode, seed=seed, max_len=max_len, max_predictions=config.max_predictions_per_seq)
+    records = masked | "Encode" >> beam.FlatMap(encode, seed=seed, to_record=functools.partial(
+        d2l_example, max_len=max_len, max_predictions=config.max_predictions_per_seq))
     shards = records | "WriteShards" >> WriteShards(
         staging_dir=layout.staging_dir, shard_names=layout.shard_names,
         compression=config.compression)

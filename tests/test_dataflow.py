@@ -14,8 +14,8 @@ from pipeline.options import ConfigError, parse_args
 from pipeline.refresh import LATEST_NAME, refresh
 
 # The design card's stages, as labelled in build.py, and the template's own step.
-STAGES = ["ReadDocuments", "Tokenize", "SampleRandomDocuments", "FanOutDupes",
-          "SpreadDupes", "CreateInstances", "MaskTokens", "Encode", "WriteShards",
+STAGES = ["ReadDocuments", "Tokenize", "SampleRandomDocuments", "SpreadDocuments",
+          "FanOutDupes", "CreateInstances", "MaskTokens", "Encode", "WriteShards",
           "ListShards", "Publish"]
 IMAGE = "us-central1-docker.pkg.dev/my-project/beam/bert-pretraining-data:test"
 

@@ -69,6 +69,6 @@ def test_retried_dofns_emit_the_same_elements():
     mask = MaskTokens(config=MaskingConfig(masked_lm_prob=0.15, max_predictions_per_seq=5,
                                            vocab_size=30522, mask_id=103, cls_id=101,
                                            sep_id=102), seed=5)
-    masked = [list(mask.process(item)) for item in first]
-    assert [list(mask.process(item)) for item in first] == masked
-    assert any(m[0][1].masked_lm_positions for m in masked)
+    [masked] = list(mask.process(first[0]))
+    assert list(mask.process(first[0])) == [masked]
+    assert all(instance.masked_lm_positions for instance in masked[1])

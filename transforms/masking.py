@@ -58,6 +58,26 @@ def num_to_predict(length: int, config: MaskingConfig) -> int:
                max(1, int(round(length * config.masked_lm_prob))))
 
 
+def _candidates(tokens: Sequence[int], config: MaskingConfig) -> list[int]:
+    """Positions other than [CLS]/[SEP], in order; the few special positions
+    are found by C-level `list.index` scans instead of a Python loop."""
+    tokens = list(tokens)
+    specials = []
+    for special in {config.cls_id, config.sep_id}:
+        start = 0
+        while True:
+            try:
+                start = tokens.index(special, start)
+            except ValueError:
+                break
+            specials.append(start)
+            start += 1
+    candidates = list(range(len(tokens)))
+    for position in sorted(specials, reverse=True):
+        del candidates[position]
+    return candidates
+
+
 def _whole_word_choice(groups: list[list[int]], budget: int) -> list[int]:
     """The original's walk over shuffled groups: a word that does not fit the
     remaining budget is skipped, and a later, shorter one may still fit."""
@@ -82,7 +102,7 @@ def mask_tokens(tokens: Sequence[int], config: MaskingConfig, rng: random.Random
     """
     budget = num_to_predict(len(tokens), config)
     if config.continuation is None:
-        chosen = [i for i, t in enumerate(tokens) if t != config.cls_id and t != config.sep_id]
+        chosen = _candidates(tokens, config)
         if original_draws:
             rng.shuffle(chosen)
             del chosen[budget:]

@@ -8,7 +8,7 @@ keys (transforms.randomness), so retries and re-bundling change nothing.
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Callable, Iterator
 
 import apache_beam as beam
 
@@ -16,12 +16,13 @@ from transforms.counters import counter
 from transforms.encoding import encode_example, encode_unpadded_example
 from transforms.instances import Instance, InstanceConfig, create_instances
 from transforms.masking import MaskingConfig, mask_tokens
-from transforms.randomness import derive_rng, stable_hash
+from transforms.randomness import Keyed, derive_rng
 from transforms.sampling import random_document_from_sample
 from transforms.tokenization import FullTokenizer, count_control_characters
 from transforms.vocabulary import load_vocabulary
 
-InstanceKey = tuple[str, int, int]  # (doc_key, dupe_index, instance_index)
+# ((doc_key, dupe_index), the instances of that document copy, in order)
+InstanceBatch = tuple[tuple[str, int], list[Instance]]
 
 
 def _counters(*names: str) -> dict[str, object]:
@@ -67,7 +68,11 @@ def fan_out(element: tuple[str, list[list[int]]],
 
 
 class CreateInstances(beam.DoFn):
-    """((doc_key, dupe), document) + sample -> (instance key, unmasked Instance)."""
+    """((doc_key, dupe), document) + sample -> ((doc_key, dupe), [unmasked Instance]).
+
+    The instances of one document copy travel as one element: per-element
+    costs of the runner are paid per document, not per instance.
+    """
 
     def __init__(self, *, config: InstanceConfig, seed: int) -> None:
         self._config = config
@@ -75,7 +80,7 @@ class CreateInstances(beam.DoFn):
         self._count = _counters("instances", "random_next_instances",
                                 "truncated_tokens", "random_next_unavailable")
 
-    def process(self, element, nsp_sample) -> Iterator[tuple[InstanceKey, Instance]]:
+    def process(self, element, nsp_sample) -> Iterator[InstanceBatch]:
         (doc_key, dupe_index), document = element
         instances, stats = create_instances(
             document, config=self._config,
@@ -85,12 +90,12 @@ class CreateInstances(beam.DoFn):
         self._count["random_next_instances"].inc(sum(i.is_random_next for i in instances))
         self._count["truncated_tokens"].inc(stats.truncated_tokens)
         self._count["random_next_unavailable"].inc(stats.random_next_unavailable)
-        for index, instance in enumerate(instances):
-            yield (doc_key, dupe_index, index), instance
+        if instances:
+            yield (doc_key, dupe_index), instances
 
 
 class MaskTokens(beam.DoFn):
-    """Masks each instance with an RNG of its own key.
+    """Masks each instance with an RNG of its own key (doc_key, dupe, index).
 
     The config is given here, or as the side input `config` when it depends
     on the data (the d2l recipe's vocabulary size is known only at run time).
@@ -101,13 +106,15 @@ class MaskTokens(beam.DoFn):
         self._seed = seed
         self._masked = counter("masked_tokens")
 
-    def process(self, element: tuple[InstanceKey, Instance],
-                config: MaskingConfig | None = None):
-        key, instance = element
-        masked = mask_tokens(instance.tokens, config or self._config,
-                             derive_rng(self._seed, "mask", *key))
-        self._masked.inc(len(masked.positions))
-        yield key, instance.with_mask(masked)
+    def process(self, batch: InstanceBatch, config: MaskingConfig | None = None
+                ) -> Iterator[InstanceBatch]:
+        (doc_key, dupe_index), instances = batch
+        config = config or self._config
+        keyed = Keyed(self._seed, "mask", doc_key, dupe_index)
+        masked = [instance.with_mask(mask_tokens(instance.tokens, config, keyed.rng(index)))
+                  for index, instance in enumerate(instances)]
+        self._masked.inc(sum(len(m.masked_lm_positions) for m in masked))
+        yield (doc_key, dupe_index), masked
 
 
 def encode_instance(instance: Instance, *, max_seq_length: int,
@@ -123,11 +130,11 @@ def encode_instance(instance: Instance, *, max_seq_length: int,
         max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq)
 
 
-def encode(element: tuple[InstanceKey, Instance], *, seed: int, max_seq_length: int,
-           max_predictions_per_seq: int, padded: bool = True) -> tuple[int, bytes]:
-    """(shuffle key, tf.train.Example bytes); the key orders the global shuffle."""
-    key, instance = element
-    record = encode_instance(instance, max_seq_length=max_seq_length,
-                             max_predictions_per_seq=max_predictions_per_seq,
-                             padded=padded)
-    return stable_hash("shuffle", seed, *key), record
+def encode(batch: InstanceBatch, *, seed: int,
+           to_record: Callable[[Instance], bytes]) -> Iterator[tuple[int, bytes]]:
+    """(shuffle key, record bytes) per instance; the key, a hash of
+    (doc_key, dupe, index), orders the global shuffle."""
+    (doc_key, dupe_index), instances = batch
+    keyed = Keyed("shuffle", seed, doc_key, dupe_index)
+    for index, instance in enumerate(instances):
+        yield keyed.hash(index), to_record(instance)
