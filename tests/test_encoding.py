@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from transforms.encoding import encode_example
+from records import pretraining_feature_spec
 
 
 def reference_bytes(*, input_ids, segment_ids, masked_lm_positions, masked_lm_ids,
@@ -144,16 +145,7 @@ def test_run_pretraining_parse_spec_reads_the_padded_values():
         masked_lm_positions=[2, 5], masked_lm_ids=[2088, 1012],
         next_sentence_label=1,
         max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq)
-    # Exactly the name_to_features of run_pretraining.input_fn_builder.
-    name_to_features = {
-        "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "masked_lm_positions": tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
-        "masked_lm_ids": tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
-        "masked_lm_weights": tf.io.FixedLenFeature([max_predictions_per_seq], tf.float32),
-        "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
-    }
+    name_to_features = pretraining_feature_spec(max_seq_length, max_predictions_per_seq)
     parsed = tf.io.parse_single_example(encode_example(**instance), name_to_features)
     values = {k: v.numpy().tolist() for k, v in parsed.items()}
     assert values == {
