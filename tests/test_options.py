@@ -70,6 +70,8 @@ def test_default_shards_scale_with_input():
     (["--max_seq_length=3"], "--max_seq_length must be at least 5"),
     ([f"--input_file={DATA / 'nothing-*.txt'}"], "matches no files"),
     ([f"--vocab_file={DATA / 'sample_text.txt'}"], "duplicate entry '' on lines 4 and 18"),
+    ([f"--output_dir={DATA / 'sample_text.txt'}/out"], "cannot write to the output location"),
+    (["--dupe_factr=2"], "unknown flag --dupe_factr"),
 ])
 def test_cli_exits_2_with_one_line_and_writes_nothing(tmp_path, flags, fragment):
     out = tmp_path / "out"
