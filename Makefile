@@ -24,8 +24,10 @@ run: install
 test: install
 	$(PY) -m pytest -q
 
+# Small sizes; bench/README.md has the full runs (200 MB, the original beside).
 bench: install
 	$(PY) bench/tokenizer.py
+	$(PY) bench/pipeline.py --sizes 1,5 --workers 1,2 --stages
 
 clean:
 	rm -rf $(VENV) out *.egg-info

@@ -19,9 +19,11 @@ setuptools.setup(
     extras_require={
         # gcp-storage-emulator: a real GCS API on loopback for the gs:// tests.
         # tokenizers: HF's WordPiece trainer, the baseline create-vocab is compared with.
+        # psutil: peak RSS of a run's whole process tree (bench/pipeline.py).
         "test": ["pytest>=8,<10", "hypothesis>=6.100,<7",
                  "gcp-storage-emulator>=2026.7.19,<2027",
-                 "torch==2.13.0", "matplotlib>=3.8,<4", "tokenizers>=0.20,<1"],
+                 "torch==2.13.0", "matplotlib>=3.8,<4", "tokenizers>=0.20,<1",
+                 "psutil>=5.9,<8"],
         # loaders.torch_data and loaders.d2l; the test extra pins the CPU build CI uses
         "torch": ["torch>=2.1,<3"],
         # inspect-pretraining-data --plot

@@ -1,0 +1,265 @@
+"""End-to-end throughput and memory of the pipeline, beside the original script.
+
+Not a test: it prints figures. Each run is a subprocess on a corpus of N MB
+(bench/corpus.py: WikiText-2 documents repeated in seeded shuffled order,
+cached in /tmp/bert-bench-cache) with the original's default flags. Measured
+per run: wall seconds; CPU seconds (user + sys) of the whole process tree,
+from wait4, which includes every descendant the run waited for; the peak of
+the summed RSS of the tree and of its largest process (psutil, every 50 ms).
+
+    python bench/pipeline.py --sizes 1,5,20 --workers 1,2 --stages
+    python bench/pipeline.py --sizes 1,5 --reference path/to/bert     # + ratios
+    python bench/pipeline.py --sizes 20 --memory-size 200            # several minutes
+
+`--reference DIR` runs the original create_pretraining_data.py from a local
+checkout of google-research/bert (under TF2 through tf.compat.v1) on the same
+corpus with the same flags; `--reference-sizes` limits it (it holds every
+instance in memory: 2.2 GB and 3 CPU-minutes at 20 MB). `--stages` times each
+stage of the functional core in this process, without Beam, on the 1 MB corpus.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import heapq
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+import psutil
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT)]  # before bench/: `pipeline` is the package, not this file
+
+from bench.corpus import MB, corpus_path, read_documents  # noqa: E402
+from pipeline.build import SAMPLE_DOCUMENT_SEQUENCES  # noqa: E402
+from pipeline.options import Stages, parse_args  # noqa: E402
+from transforms.sampling import bound_sample, cap_document, sample_rank  # noqa: E402
+from transforms.stages import (CreateInstances, MaskTokens, TokenizeDocument,  # noqa: E402
+                               encode, encode_instance, fan_out)
+from transforms.tfrecord import write_record  # noqa: E402
+from transforms.vocabulary import load_vocabulary  # noqa: E402
+
+VOCAB = ROOT / "tests" / "data" / "bert-base-uncased-vocab.txt"
+# The original's defaults, spelled out so that both tools surely get the same.
+FLAGS = ["--do_lower_case=True", "--max_seq_length=128", "--max_predictions_per_seq=20",
+         "--random_seed=12345", "--dupe_factor=10", "--masked_lm_prob=0.15",
+         "--short_seq_prob=0.1"]
+STAGES = ("setup", "read", "tokenize", "sample", "instances", "masking", "encode", "write")
+_ORIGINAL = ("import runpy, sys, tensorflow; sys.modules['tensorflow'] = tensorflow.compat.v1; "
+             "sys.path.insert(0, sys.argv[1]); script = sys.argv[1] + '/create_pretraining_data.py'; "
+             "sys.argv = [script] + sys.argv[2:]; runpy.run_path(script, run_name='__main__')")
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    label: str
+    megabytes: float
+    instances: int
+    wall: float
+    cpu: float
+    rss_sum: int  # peak of the summed RSS of the process tree, bytes
+    rss_max: int  # peak RSS of its largest process, bytes
+    load: float  # 1-minute load average at the end: above the CPU count, the run shared them
+
+
+def _tree_rss(root: psutil.Process) -> tuple[int, int]:
+    sizes = []
+    for proc in [root, *root.children(recursive=True)]:
+        try:
+            sizes.append(proc.memory_info().rss)
+        except psutil.Error:  # exited between listing and reading
+            pass
+    return sum(sizes), max(sizes, default=0)
+
+
+def measure(command: list[str], log: pathlib.Path, *, poll: float = 0.05
+            ) -> tuple[float, float, int, int, float]:
+    """(wall s, CPU s, peak summed RSS, peak single RSS, load) of one command's tree."""
+    start = time.perf_counter()
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+    root = psutil.Process(proc.pid)
+    rss_sum = rss_max = 0
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        total, largest = _tree_rss(root)
+        rss_sum, rss_max = max(rss_sum, total), max(rss_max, largest)
+        time.sleep(poll)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        tail = log.read_text(errors="replace").splitlines()[-15:]
+        raise RuntimeError(f"{command[:4]} failed ({proc.returncode}):\n" + "\n".join(tail))
+    return wall, usage.ru_utime + usage.ru_stime, rss_sum, rss_max, os.getloadavg()[0]
+
+
+def run_ours(corpus: pathlib.Path, workers: int) -> Run:
+    mode = ("--direct_running_mode=in_memory" if workers == 1
+            else "--direct_running_mode=multi_processing")
+    with tempfile.TemporaryDirectory(prefix="bert-bench-") as tmp:
+        out = pathlib.Path(tmp) / "out"
+        command = [sys.executable, "-m", "pipeline", f"--input_file={corpus}",
+                   f"--output_dir={out}", f"--vocab_file={VOCAB}", *FLAGS,
+                   mode, f"--direct_num_workers={workers}"]
+        figures = measure(command, pathlib.Path(tmp) / "log")
+        instances = json.loads((out / "manifest.json").read_text())["total_instances"]
+    return Run(f"ours, {workers} worker{'s' * (workers > 1)}",
+               corpus.stat().st_size / MB, instances, *figures)
+
+
+def run_original(corpus: pathlib.Path, reference: pathlib.Path) -> Run:
+    with tempfile.TemporaryDirectory(prefix="bert-bench-") as tmp:
+        log = pathlib.Path(tmp) / "log"
+        command = [sys.executable, "-c", _ORIGINAL, str(reference.resolve()),
+                   f"--input_file={corpus}", f"--output_file={tmp}/out.tfrecord",
+                   f"--vocab_file={VOCAB}", *FLAGS]
+        figures = measure(command, log)
+        wrote = [line for line in log.read_text(errors="replace").splitlines()
+                 if "total instances" in line]
+    instances = int(wrote[-1].split("Wrote ")[1].split()[0])
+    return Run("original", corpus.stat().st_size / MB, instances, *figures)
+
+
+def _row(run: Run) -> str:
+    return (f"{run.label:<16}{run.megabytes:>8.2f}{run.instances:>12,}{run.wall:>9.1f}"
+            f"{run.cpu:>9.1f}{run.instances / run.cpu:>11,.0f}{run.megabytes / run.cpu:>9.3f}"
+            f"{run.rss_sum / 2**20:>10,.0f}{run.rss_max / 2**20:>10,.0f}{run.load:>6.1f}")
+
+
+HEADER = (f"{'run':<16}{'MB':>8}{'instances':>12}{'wall s':>9}{'CPU s':>9}"
+          f"{'inst/CPU-s':>11}{'MB/CPU-s':>9}{'RSS sum':>10}{'RSS max':>10}{'load':>6}  (RSS in MiB)")
+
+
+def stage_breakdown(corpus: pathlib.Path, *, vocab_file: pathlib.Path = VOCAB
+                    ) -> tuple[dict[str, float], int]:
+    """CPU seconds per stage, and the instances made.
+
+    The pipeline's per-element work without the runner, in one process: its
+    own DoFns and functions (counters included) with its own RNG keys, so the
+    instances are the pipeline's. What the pipeline costs beyond this total is
+    the runner, the shuffle, the sorted shard write and start-up.
+    """
+    seconds = dict.fromkeys(STAGES, 0.0)
+    clock = time.process_time
+    start = clock()
+    config, _ = parse_args([f"--input_file={corpus}", "--output_dir=unused",
+                            f"--vocab_file={vocab_file}", *FLAGS])
+    stages = Stages.of(config, load_vocabulary(str(vocab_file)))
+    tokenize = TokenizeDocument(vocab_file=str(vocab_file), do_lower_case=config.do_lower_case)
+    tokenize.setup()
+    create = CreateInstances(config=stages.instances, seed=config.random_seed)
+    mask = MaskTokens(config=stages.masking, seed=config.random_seed)
+    to_record = functools.partial(encode_instance, max_seq_length=config.max_seq_length,
+                                  max_predictions_per_seq=config.max_predictions_per_seq)
+    seconds["setup"] = clock() - start
+
+    start = clock()
+    documents = read_documents(corpus)
+    seconds["read"] = clock() - start
+
+    start = clock()
+    tokenized = [out for document in documents for out in tokenize.process(document)]
+    seconds["tokenize"] = clock() - start
+
+    start = clock()  # SampleDocuments' steps: rank, keep the K smallest, bound the bytes
+    max_tokens = SAMPLE_DOCUMENT_SEQUENCES * config.max_seq_length
+    ranked = [(sample_rank(config.random_seed, key), key, cap_document(doc, max_tokens))
+              for key, doc in tokenized]
+    sample = bound_sample(heapq.nsmallest(config.nsp_sample_size, ranked),
+                          config.nsp_sample_max_bytes)
+    seconds["sample"] = clock() - start
+
+    count = 0
+    with open(os.devnull, "wb") as sink:
+        for copy in (c for doc in tokenized for c in fan_out(doc, config.dupe_factor)):
+            t0 = clock()
+            batches = list(create.process(copy, sample))
+            t1 = clock()
+            masked = [out for batch in batches for out in mask.process(batch)]
+            t2 = clock()
+            records = [record for batch in masked
+                       for _, record in encode(batch, seed=config.random_seed,
+                                               to_record=to_record)]
+            t3 = clock()
+            for record in records:
+                write_record(sink, record)
+            t4 = clock()
+            for stage, spent in zip(STAGES[4:], (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
+                seconds[stage] += spent
+            count += len(records)
+    return seconds, count
+
+
+def print_stages(corpus: pathlib.Path) -> None:
+    seconds, count = stage_breakdown(corpus)
+    total = sum(seconds.values())
+    print(f"\nstages, one process, no runner: {corpus.stat().st_size / MB:.2f} MB, "
+          f"{count:,} instances, {total:.2f} CPU s")
+    print(f"{'stage':<12}{'CPU s':>8}{'share':>8}{'µs/instance':>13}")
+    for stage, spent in seconds.items():
+        print(f"{stage:<12}{spent:>8.2f}{spent / total:>8.1%}{spent / count * 1e6:>13.1f}")
+    print(f"{'total':<12}{total:>8.2f}{1:>8.0%}{total / count * 1e6:>13.1f}")
+
+
+def print_ratios(ours: Run, original: Run) -> None:
+    print(f"  {ours.megabytes:.2f} MB, {ours.label} / original: instances/CPU-s "
+          f"{ours.instances / ours.cpu / (original.instances / original.cpu):.1f}x, "
+          f"wall {ours.wall / original.wall:.3f}x, peak RSS (sum) "
+          f"{ours.rss_sum / original.rss_sum:.3f}x, instances "
+          f"{ours.instances / original.instances:.3f}x")
+
+
+def _sizes(text: str) -> list[float]:
+    return [float(s) for s in text.split(",") if s.strip()]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=_sizes, default=[1.0, 5.0, 20.0], help="MB, e.g. 1,5,20")
+    parser.add_argument("--workers", type=lambda t: [int(w) for w in t.split(",")],
+                        default=[1], help="DirectRunner worker counts, e.g. 1,2")
+    parser.add_argument("--reference", type=pathlib.Path,
+                        help="checkout of google-research/bert: run the original too")
+    parser.add_argument("--reference-sizes", type=_sizes, default=[1.0, 5.0],
+                        help="sizes the original runs on (default 1,5)")
+    parser.add_argument("--memory-size", type=float,
+                        help="one more run of this many MB on 1 worker (200: minutes)")
+    parser.add_argument("--stages", action="store_true",
+                        help="per-stage CPU time of the pipeline's work, no runner, on 1 MB")
+    parser.add_argument("--seed", type=int, default=0, help="corpus shuffle seed")
+    args = parser.parse_args(argv)
+
+    print(f"{os.cpu_count()} CPUs, {psutil.virtual_memory().total / 2**30:.0f} GiB; flags: "
+          + " ".join(FLAGS))
+    print(HEADER, flush=True)
+    for size in args.sizes:
+        corpus = corpus_path(size, seed=args.seed)
+        runs = [run_ours(corpus, workers) for workers in args.workers]
+        for run in runs:
+            print(_row(run), flush=True)
+        if args.reference and size in args.reference_sizes:
+            original = run_original(corpus, args.reference)
+            print(_row(original), flush=True)
+            for run in runs:
+                print_ratios(run, original)
+        if 1 in args.workers and len(runs) > 1:
+            one = runs[args.workers.index(1)]
+            print(f"  {size:g} MB, wall speed-up over 1 worker: " + ", ".join(
+                f"{run.label}: {one.wall / run.wall:.2f}x" for run in runs if run is not one))
+    if args.memory_size:
+        print(_row(run_ours(corpus_path(args.memory_size, seed=args.seed), 1)), flush=True)
+    if args.stages:
+        print_stages(corpus_path(1, seed=args.seed))
+
+
+if __name__ == "__main__":
+    main()
