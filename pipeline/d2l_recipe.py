@@ -73,6 +73,7 @@ from transforms.documents import document_key, match_inputs
 from transforms.encoding import encode_features
 from transforms.instances import Instance
 from transforms.masking import MaskingConfig
+from transforms.packing import pack_document
 from transforms.randomness import derive_rng
 from transforms.sampling import SampleDocuments, random_document_from_sample
 from transforms.sharding import WriteShards
@@ -261,7 +262,7 @@ class EncodeParagraphs(beam.DoFn):
         encoded = encode_paragraph(paragraph, self._ids)
         self._tokens.inc(sum(map(len, encoded)))
         self._unk.inc(sum(sentence.count(UNK_ID) for sentence in encoded))
-        yield key, encoded
+        yield key, pack_document(encoded)
 
 
 class CreatePairs(beam.DoFn):

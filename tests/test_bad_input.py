@@ -103,8 +103,10 @@ def test_only_blank_input_publishes_an_empty_dataset_with_a_warning(tmp_path):
 
 
 def test_one_document_corpus_never_labels_its_own_text_random(tmp_path):
+    # short_seq_prob=0: a short target (drawn once per document copy) could
+    # make every chunk a lone sentence, all of them dropped, for some paths.
     manifest, records = run_on(tmp_path, {"one.txt": text(corpus(1, 40)).encode()},
-                               short_seq_prob=0.5)
+                               short_seq_prob=0)
     assert records and all(r["next_sentence_labels"] == [0] for r in records)
     assert manifest["counters"]["random_next_unavailable"] > 0
     assert any("no other document" in w for w in manifest["warnings"])

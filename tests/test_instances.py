@@ -8,6 +8,7 @@ import pytest
 
 from transforms.instances import InstanceConfig, create_instances, truncate_seq_pair
 from transforms.masking import MaskingConfig, mask_tokens, num_to_predict
+from transforms.packing import pack_document, packed_token_count, unpack_document
 from transforms.sampling import bound_sample, cap_document, random_document_from_sample
 
 CLS, SEP, MASK = 101, 102, 103
@@ -102,19 +103,29 @@ def test_no_other_document_never_pairs_a_document_with_itself():
 
 
 def test_chooser_from_sample_skips_the_own_document():
-    sample = [("own", [[1]]), ("other", [[2]])]
+    sample = [("own", pack_document([[1]])), ("other", pack_document([[2]]))]
     choose = random_document_from_sample(sample, "own")
-    assert all(choose(random.Random(s)) == [[2]] for s in range(50))
-    assert random_document_from_sample([("own", [[1]])], "own")(random.Random(0)) is None
+    assert all(list(choose(random.Random(s))[0:]) == [[2]] for s in range(50))
+    alone = [("own", pack_document([[1]]))]
+    assert random_document_from_sample(alone, "own")(random.Random(0)) is None
     assert random_document_from_sample([], "own")(random.Random(0)) is None
 
 
 def test_sample_is_bounded_by_bytes_in_rank_order():
-    ranked = [(3, "c", [[1] * 10]), (1, "a", [[1] * 10]), (2, "b", [[1] * 10])]
+    ranked = [(rank, key, pack_document([[1] * 10]))
+              for rank, key in ((3, "c"), (1, "a"), (2, "b"))]
     assert [k for k, _ in bound_sample(ranked, max_bytes=80)] == ["a", "b"]
     assert [k for k, _ in bound_sample(ranked, max_bytes=1)] == ["a"]
-    assert cap_document([[1] * 5, [2] * 5, [3] * 5], 10) == [[1] * 5, [2] * 5]
-    assert cap_document([[1] * 50], 10) == [[1] * 50]
+    capped = cap_document(pack_document([[1] * 5, [2] * 5, [3] * 5]), 10)
+    assert unpack_document(capped) == [[1] * 5, [2] * 5]
+    assert unpack_document(cap_document(pack_document([[1] * 50]), 10)) == [[1] * 50]
+
+
+@pytest.mark.parametrize("document", [[], [[]], [[1, 2, 3], [30521], [], [7] * 5]])
+def test_packed_documents_round_trip(document):
+    packed = pack_document(document)
+    assert unpack_document(packed) == document
+    assert packed_token_count(packed) == sum(map(len, document))
 
 
 @pytest.mark.parametrize("length, prob, cap, expected", [

@@ -14,6 +14,7 @@ import pytest
 from conftest import DATA, UNCASED_VOCAB
 from transforms.instances import InstanceConfig
 from transforms.masking import MaskingConfig
+from transforms.packing import pack_document, unpack_document
 from transforms.stages import CreateInstances, MaskTokens, TokenizeDocument
 
 FLAGS = [f"--input_file={DATA / 'wikitext2_valid.txt'}", f"--vocab_file={UNCASED_VOCAB}",
@@ -61,8 +62,8 @@ def test_retried_dofns_emit_the_same_elements():
 
     create = CreateInstances(config=InstanceConfig(max_seq_length=32, short_seq_prob=0.3,
                                                    cls_id=101, sep_id=102), seed=5)
-    sample = [("other:1", [[2000, 2001, 2002]] * 4), tokenized]
-    element = (("doc:0", 3), tokenized[1])
+    sample = [("other:1", pack_document([[2000, 2001, 2002]] * 4)), tokenized]
+    element = (("doc:0", 3), unpack_document(tokenized[1]))
     first = list(create.process(element, sample))
     assert first and list(create.process(element, sample)) == first
 

@@ -14,16 +14,18 @@ from typing import Sequence
 import apache_beam as beam
 
 from transforms.instances import Document, RandomDocumentFn
+from transforms.packing import (PackedDocument, PackedView, pack_document,
+                                packed_token_count, unpack_document)
 from transforms.randomness import stable_hash
 
-SampledDocument = tuple[str, list[list[int]]]
+SampledDocument = tuple[str, PackedDocument]
 
 
 def sample_rank(seed: int, doc_key: str) -> int:
     return stable_hash("nsp-sample", seed, doc_key)
 
 
-def cap_document(document: Sequence[Sequence[int]], max_tokens: int) -> list[list[int]]:
+def cap_document(packed: PackedDocument, max_tokens: int) -> PackedDocument:
     """The leading whole sentences of a document, about `max_tokens` long.
 
     A random-next segment needs at most max_seq_length tokens from a random
@@ -32,21 +34,21 @@ def cap_document(document: Sequence[Sequence[int]], max_tokens: int) -> list[lis
     """
     kept: list[list[int]] = []
     total = 0
-    for sentence in document:
+    for sentence in unpack_document(packed):
         if kept and total + len(sentence) > max_tokens:
             break
-        kept.append(list(sentence))
+        kept.append(sentence)
         total += len(sentence)
-    return kept
+    return pack_document(kept)
 
 
-def bound_sample(ranked: list[tuple[int, str, list[list[int]]]],
+def bound_sample(ranked: list[tuple[int, str, PackedDocument]],
                  max_bytes: int) -> list[SampledDocument]:
     """Orders by rank and keeps the prefix that fits `max_bytes` (4 bytes per id)."""
     sample: list[SampledDocument] = []
     used = 0
     for _, key, document in sorted(ranked):
-        size = 4 * sum(len(s) for s in document)
+        size = 4 * packed_token_count(document)
         if sample and used + size > max_bytes:
             break
         sample.append((key, document))
@@ -65,15 +67,16 @@ def random_document_from_sample(sample: Sequence[SampledDocument],
         for _ in range(10):
             key, document = sample[rng.randint(0, len(sample) - 1)]
             if key != own_key:
-                return document
+                return PackedView(document)
         others = [document for key, document in sample if key != own_key]
-        return others[rng.randint(0, len(others) - 1)] if others else None
+        return PackedView(others[rng.randint(0, len(others) - 1)]) if others else None
 
     return choose
 
 
 class SampleDocuments(beam.PTransform):
-    """(doc_key, document) -> a singleton list of up to K sampled documents."""
+    """(doc_key, packed document) -> a singleton list of up to K sampled
+    (doc_key, packed document), each cut to its leading sentences."""
 
     def __init__(self, *, seed: int, size: int, max_bytes: int,
                  max_tokens_per_document: int) -> None:

@@ -16,6 +16,7 @@ from transforms.counters import counter
 from transforms.encoding import encode_example, encode_unpadded_example
 from transforms.instances import Instance, InstanceConfig, create_instances
 from transforms.masking import MaskingConfig, mask_tokens
+from transforms.packing import PackedDocument, pack_document, unpack_document
 from transforms.randomness import Keyed, derive_rng
 from transforms.sampling import random_document_from_sample
 from transforms.tokenization import FullTokenizer, count_control_characters
@@ -30,7 +31,7 @@ def _counters(*names: str) -> dict[str, object]:
 
 
 class TokenizeDocument(beam.DoFn):
-    """(doc_key, [line]) -> (doc_key, [[token id]]); lines without tokens dropped."""
+    """(doc_key, [line]) -> (doc_key, packed [[token id]]); lines without tokens dropped."""
 
     def __init__(self, *, vocab_file: str, do_lower_case: bool) -> None:
         self._vocab_file = vocab_file
@@ -44,7 +45,7 @@ class TokenizeDocument(beam.DoFn):
         self._tokenizer = FullTokenizer(vocab, do_lower_case=self._do_lower_case)
         self._unk = vocab.unk_id
 
-    def process(self, element: tuple[str, list[str]]) -> Iterator[tuple[str, list[list[int]]]]:
+    def process(self, element: tuple[str, list[str]]) -> Iterator[tuple[str, PackedDocument]]:
         doc_key, lines = element
         self._count["control_characters"].inc(sum(map(count_control_characters, lines)))
         sentences = self._tokenizer.tokenize_lines(lines)
@@ -56,13 +57,18 @@ class TokenizeDocument(beam.DoFn):
         self._count["sentences"].inc(len(sentences))
         self._count["tokens"].inc(sum(map(len, sentences)))
         self._count["unk_tokens"].inc(sum(s.count(self._unk) for s in sentences))
-        yield doc_key, sentences
+        yield doc_key, pack_document(sentences)
 
 
-def fan_out(element: tuple[str, list[list[int]]],
+def fan_out(element: tuple[str, PackedDocument],
             dupe_factor: int) -> Iterator[tuple[tuple[str, int], list[list[int]]]]:
-    """One copy per dupe index: each gets its own RNG, hence its own instances."""
-    doc_key, document = element
+    """One copy per dupe index: each gets its own RNG, hence its own instances.
+
+    The document is unpacked once and the copies share it (instance creation
+    only reads it); fused with CreateInstances, nothing is copied.
+    """
+    doc_key, packed = element
+    document = unpack_document(packed)
     for dupe_index in range(dupe_factor):
         yield (doc_key, dupe_index), document
 
