@@ -139,9 +139,14 @@ class FullTokenizer:
         words = split_words(text)
         try:  # all words seen before: the whole line runs in C
             return list(chain.from_iterable(map(self._word_cache.__getitem__, words)))
-        except KeyError:
-            cached = self._word_cache.get
-            return [i for word in words for i in (cached(word) or self._word_ids(word))]
+        except KeyError:  # compute the new words, then the line runs in C again
+            cache = self._word_cache
+            missing = [word for word in words if word not in cache]
+            if len(cache) + len(missing) >= _CACHE_LIMIT:  # the cache will be cleared
+                return [i for word in words for i in self._word_ids(word)]
+            for word in missing:
+                self._word_ids(word)
+            return list(chain.from_iterable(map(cache.__getitem__, words)))
 
     def tokenize(self, text: str) -> list[str]:
         """WordPiece tokens of one line of text, as the original returns them."""
