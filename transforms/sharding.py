@@ -62,7 +62,7 @@ def bucket_root(staging_dir: str) -> str:
 
 def bucket_dir(staging_dir: str, shard_index: int) -> str:
     """The directory of one shard's temporary bucket files."""
-    return FileSystems.join(staging_dir, _BUCKETS, f"shard-{shard_index:05d}")
+    return FileSystems.join(bucket_root(staging_dir), f"shard-{shard_index:05d}")
 
 
 def bucket_path(staging_dir: str, shard_index: int, token: str) -> str:
