@@ -69,7 +69,7 @@ from pipeline.options import Config
 from pipeline.publish import (SHARD_LIST_NAME, OutputLayout, prepare_output, publish,
                               read_staging_json, write_staging_json)
 from transforms.counters import counter, read_counters
-from transforms.documents import document_key, match_inputs
+from transforms.documents import document_key, key_root, match_inputs
 from transforms.encoding import encode_features
 from transforms.instances import Instance
 from transforms.masking import MaskingConfig
@@ -171,13 +171,14 @@ class LineSource(FileBasedSource):
     """Splittable source of (path:offset, line without its newline) for
     one-paragraph-per-line text (local, gs://, .gz/.bz2).
 
-    The key is a pure function of the input bytes (stable across runs and
-    runners), and a line belongs to the bundle whose range holds its offset.
+    The key is documents.py's (stable across runs, runners and corpus moves),
+    and a line belongs to the bundle whose range holds its offset.
     """
 
-    def __init__(self, pattern: str) -> None:
+    def __init__(self, pattern: str, root: str) -> None:
         super().__init__(pattern, compression_type=CompressionTypes.AUTO,
                          splittable=True, validate=False)
+        self._root = root
         self._undecodable = counter("undecodable_bytes")
 
     def read_records(self, file_name: str, range_tracker) -> Iterator[tuple[str, str]]:
@@ -196,7 +197,7 @@ class LineSource(FileBasedSource):
                 except UnicodeDecodeError:  # dropped, as documents.py does, and counted
                     text = raw.decode("utf-8", "ignore")
                     self._undecodable.inc(len(raw) - len(text.encode("utf-8")))
-                yield document_key(file_name, offset), text.rstrip("\n")
+                yield document_key(file_name, offset, self._root), text.rstrip("\n")
                 offset += len(raw)
 
 
@@ -307,7 +308,8 @@ def build_d2l_pipeline(p: beam.Pipeline, *, config: Config, patterns: list[str],
                        layout: OutputLayout) -> dict[str, beam.PCollection]:
     """Adds the recipe to `p` (runs nothing); returns PCollections for tests."""
     seed, max_len = config.random_seed, config.max_seq_length
-    lines = tuple(p | f"ReadLines{i}" >> beam.io.Read(LineSource(pattern))
+    root = key_root(patterns)
+    lines = tuple(p | f"ReadLines{i}" >> beam.io.Read(LineSource(pattern, root))
                   for i, pattern in enumerate(patterns)) | "ReadParagraphs" >> beam.Flatten()
     paragraphs = lines | "SplitParagraphs" >> beam.ParDo(
         SplitParagraphs(lower=config.do_lower_case))

@@ -164,9 +164,10 @@ def test_line_source_splits_anywhere_without_losing_or_repeating_lines(tmp_path)
 
     text = tmp_path / "wiki.txt"
     text.write_bytes(CORPUS.read_bytes()[:40_000] + b"no final newline . x")
-    source = LineSource(str(text))
+    source = LineSource(str(text), root=f"{tmp_path}/")
     reference = source_test_utils.read_from_source(source)
     assert [line for _, line in reference] == text.read_text().split("\n")
+    assert reference[0][0] == "wiki.txt:000000000000"
     splits = [(s.source, s.start_position, s.stop_position) for s in source.split(997)]
     assert len(splits) > 30
     source_test_utils.assert_sources_equal_reference_source((source, None, None), splits)

@@ -15,7 +15,8 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from transforms import documents
 from transforms.documents import (DecodeStats, DocumentSource, InputError, ReadDocuments,
-                                  document_key, match_inputs, split_documents)
+                                  document_key, key_root, match_inputs,
+                                  split_documents)
 
 BOM = b"\xef\xbb\xbf"
 
@@ -125,6 +126,37 @@ def test_document_key_is_zero_padded_and_sorts_in_file_order():
     assert sorted(keys) == [document_key("/a.txt", o) for o in (2, 9, 10, 100)]
 
 
+@pytest.mark.parametrize("patterns, root", [
+    (["/data/wiki/a.txt"], "/data/wiki/"),
+    (["gs://b/wiki/*.txt"], "gs://b/wiki/"),
+    (["/data/wiki/a*.txt", "/data/wiki/ab/*.txt"], "/data/wiki/"),
+    (["/data/wi*/a.txt", "/data/wiki/b.txt"], "/data/"),
+    (["/data/w[io]ki/a.txt"], "/data/"),
+    (["gs://b/x/a.txt", "/local/a.txt"], ""),
+    (["a.txt"], ""),
+])
+def test_key_root_is_the_shared_directory_before_any_wildcard(patterns, root):
+    assert key_root(patterns) == root
+
+
+def test_document_key_names_the_file_relative_to_the_root():
+    assert document_key("gs://b/wiki/sub/a.txt", 7, "gs://b/wiki/") == "sub/a.txt:000000000007"
+    assert document_key("/data/wiki/sub/a.txt", 7, "/data/wiki/") == "sub/a.txt:000000000007"
+    # a path outside the root (never produced by a match) keeps its full name
+    assert document_key("/elsewhere/a.txt", 7, "/data/") == "/elsewhere/a.txt:000000000007"
+
+
+def test_moving_a_corpus_keeps_every_key(tmp_path):
+    for place in ("one", "two/deeper"):
+        (tmp_path / place / "sub").mkdir(parents=True)
+        (tmp_path / place / "sub" / "a.txt").write_bytes(b"a1\n\na2\n")
+        (tmp_path / place / "b.txt").write_bytes(b"b1\n")
+    reads = [sorted(read_all(str(tmp_path / place / "**.txt"))) for place in ("one", "two/deeper")]
+    assert reads[0] == reads[1] == [("b.txt:000000000000", ["b1"]),
+                                    ("sub/a.txt:000000000000", ["a1"]),
+                                    ("sub/a.txt:000000000004", ["a2"])]
+
+
 # ------------------------------------------------------- corpora with truth
 
 WORDS = ["the", "cat", "naïve", "中文", "日本語", "😀", "Ω", "l'été", "x" * 30, "\u200b"]
@@ -175,8 +207,10 @@ def build_corpus(seed: int, n_docs: int = 40, *, long_lines: bool = False,
     return bytes(out), expected, undecodable
 
 
-def keyed(path: str, expected: list[tuple[int, list[str]]]) -> list[tuple[str, list[str]]]:
-    return [(document_key(path, offset), lines) for offset, lines in expected]
+def keyed(path: str, expected: list[tuple[int, list[str]]],
+          root: str | None = None) -> list[tuple[str, list[str]]]:
+    root = key_root([path]) if root is None else root
+    return [(document_key(path, offset, root), lines) for offset, lines in expected]
 
 
 @pytest.fixture(params=[0, 1, 2])
@@ -209,11 +243,10 @@ def test_unsplit_read_matches_the_truth(small_corpus, long_corpus):
 def test_end_of_file_ends_a_document(tmp_path):
     (tmp_path / "a.txt").write_bytes(b"a1\na2")
     (tmp_path / "b.txt").write_bytes(b"b1\n\nb2\n")
-    a, b = str(tmp_path / "a.txt"), str(tmp_path / "b.txt")
     assert sorted(read_all(str(tmp_path / "*.txt"))) == [
-        (document_key(a, 0), ["a1", "a2"]),
-        (document_key(b, 0), ["b1"]),
-        (document_key(b, 4), ["b2"]),
+        (document_key("a.txt", 0), ["a1", "a2"]),
+        (document_key("b.txt", 0), ["b1"]),
+        (document_key("b.txt", 4), ["b2"]),
     ]
 
 
@@ -255,8 +288,8 @@ def test_reader_after_a_bom_only_first_line_sees_it_as_blank(tmp_path, backward_
     path = tmp_path / "bom.txt"
     path.write_bytes(BOM + b" \ndoc\n\n" + BOM + b"\nnext\n")
     records = [r for s in bundles(str(path), 1) for r in source_test_utils.read_from_source(*s)]
-    assert records == [(document_key(str(path), 5), ["doc"]),
-                       (document_key(str(path), 10), ["\ufeff", "next"])]
+    assert records == [(document_key("bom.txt", 5), ["doc"]),
+                       (document_key("bom.txt", 10), ["\ufeff", "next"])]
 
 
 class CountingReader(io.BytesIO):
@@ -326,7 +359,8 @@ def test_read_documents_over_two_patterns_with_exact_counters(tmp_path):
     p = test_pipeline.TestPipeline()
     docs_by_key = (p | ReadDocuments(patterns=[str(tmp_path / "x" / "*.txt"), b],
                                      split_bytes=16)).documents
-    assert_that(docs_by_key, equal_to(keyed(a, a_expected) + keyed(b, b_expected)))
+    root = f"{tmp_path}/"  # the directory the two patterns share
+    assert_that(docs_by_key, equal_to(keyed(a, a_expected, root) + keyed(b, b_expected, root)))
     result = p.run()
     result.wait_until_finish()
 

@@ -1,12 +1,11 @@
 """gs:// end to end, against a real GCS emulator on loopback (tests/gcs_emulator.py).
 
-Document keys hold the input path, so a run reading gs:// draws differently from
-one reading a local file. Each byte comparison therefore keeps the input path
-fixed and varies the other side:
+Document keys name files relative to the input patterns' directory, so the
+same corpus gives the same bytes wherever it lives:
 - local input, output local vs gs://: the write path (bucket files, shards,
   renames, manifest) gives byte-identical shards on both;
-- gs:// input, output local vs gs://: the same, for the read path, and the
-  read-side counters equal the all-local run's.
+- gs:// input and vocabulary vs all local: the read path gives byte-identical
+  shards and equal read-side counters.
 """
 
 from __future__ import annotations
@@ -74,7 +73,7 @@ def test_gs_input_vocab_and_output_match_local_runs(gcs, corpus, tmp_path):  # n
     all_local = _run(str(DATA / "sample_text.txt"), str(UNCASED_VOCAB), str(tmp_path / "local"))
 
     shards = _gcs_shards(gcs, "all-gs")
-    assert shards == _local_shards(tmp_path / "out")
+    assert shards == _local_shards(tmp_path / "out") == _local_shards(tmp_path / "local")
     for name in READ_COUNTERS:
         assert everything_gs["counters"][name] == all_local["counters"][name], name
     assert everything_gs["counters"]["tokenized_documents"] == 3

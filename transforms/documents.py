@@ -17,15 +17,19 @@ Why a splittable FileBasedSource of our own:
   to know whether the line before its first line is blank. So bundles split
   anywhere (initially and dynamically) and no document is ever cut.
 
-doc_key is f"{path}:{offset:012d}", a pure function of the input bytes: the
-same on every runner, worker count and bundle size, and it sorts in file
-order. Compressed files (.gz, .bz2) are read whole; their offsets are
-positions in the decompressed stream.
+doc_key is f"{name}:{offset:012d}", where name is the file's path relative to
+the directory the input patterns share (key_root): a pure function of the
+input bytes and names, the same on every runner, worker count and bundle size,
+and the same after the corpus moves (local to gs://, one checkout to another),
+so every draw and every output byte is too. Keys sort in file order.
+Compressed files (.gz, .bz2) are read whole; their offsets are positions in
+the decompressed stream.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import zlib
 from typing import BinaryIO, Callable, Iterable, Iterator, Sequence
 
@@ -167,9 +171,20 @@ def _cut_long_line(text: str, stats: DecodeStats) -> list[str]:
     return [p for p in pieces if p]
 
 
-def document_key(path: str, offset: int) -> str:
-    """Stable key; zero padding makes string order equal file order."""
-    return f"{path}:{offset:012d}"
+def key_root(patterns: Sequence[str]) -> str:
+    """The directory all patterns share before their first wildcard
+    ("/data/wiki/*.txt" and "gs://b/wiki/*.txt" both give their wiki/)."""
+    fixed = [p[:min((p.find(c) for c in "*?[" if c in p), default=len(p))]
+             for p in patterns]
+    common = os.path.commonprefix(fixed)
+    return common[:common.rfind("/") + 1]
+
+
+def document_key(path: str, offset: int, root: str = "") -> str:
+    """Stable key naming `path` relative to `root` (see key_root); zero
+    padding makes string order equal file order."""
+    name = path[len(root):] if path.startswith(root) else path
+    return f"{name}:{offset:012d}"
 
 
 def _has_text(chunk: bytes) -> bool:
@@ -225,7 +240,7 @@ class DocumentSource(FileBasedSource):
     """
 
     def __init__(self, file_pattern: str, *, min_bundle_size: int = 0,
-                 split_bytes: int | None = None) -> None:
+                 split_bytes: int | None = None, root: str | None = None) -> None:
         # validate=False: match_inputs reports unmatched patterns in one line.
         super().__init__(file_pattern, min_bundle_size=min_bundle_size,
                          compression_type=CompressionTypes.AUTO,
@@ -233,6 +248,7 @@ class DocumentSource(FileBasedSource):
         if split_bytes is not None and split_bytes < 1:
             raise ValueError(f"split_bytes must be >= 1, got {split_bytes}")
         self._split_bytes = split_bytes
+        self._root = key_root([file_pattern]) if root is None else root
         self._documents = counter("documents")
         self._lines = counter("lines")
         self._repairs = {f.name: counter(f.name) for f in dataclasses.fields(DecodeStats)}
@@ -279,9 +295,8 @@ class DocumentSource(FileBasedSource):
                 "the rest; re-create the file or remove it from --input_file"))
         self._report(stats, reported)
 
-    @staticmethod
-    def _documents_in_range(f: BinaryIO, file_name: str, range_tracker: OffsetRangeTracker,
-                            stats: DecodeStats) -> Iterator[tuple[str, list[str]]]:
+    def _documents_in_range(self, f: BinaryIO, file_name: str,
+                            range_tracker: OffsetRangeTracker, stats: DecodeStats) -> Iterator[tuple[str, list[str]]]:
         start = range_tracker.start_position()
         if start > 0:
             # The first line that starts at or after `start`.
@@ -300,7 +315,7 @@ class DocumentSource(FileBasedSource):
         for offset, lines in split_documents(
                 _read_lines(f, first), stats=stats,
                 after_blank=after_blank, claim=range_tracker.try_claim):
-            yield document_key(file_name, offset), lines
+            yield document_key(file_name, offset, self._root), lines
 
     def _report(self, stats: DecodeStats, reported: DecodeStats) -> None:
         """Adds what `stats` gained since the last report to the counters."""
@@ -360,9 +375,10 @@ class ReadDocuments(beam.PTransform):
         for pattern in self._patterns:  # fail at construction, in one line
             if not FileSystems.match([pattern], limits=[1])[0].metadata_list:
                 raise _no_match(pattern)
+        root = key_root(self._patterns)
         reads = [
             pbegin | f"ReadPattern{i}" >> beam.io.Read(
-                DocumentSource(pattern, split_bytes=self._split_bytes))
+                DocumentSource(pattern, split_bytes=self._split_bytes, root=root))
             for i, pattern in enumerate(self._patterns)
         ]
         return (tuple(reads)
