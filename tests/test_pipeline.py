@@ -119,19 +119,18 @@ def test_gzip_input_and_output_match_plain(reference_run, tmp_path):
 @pytest.mark.slow
 def test_statistics_match_the_original_on_wikitext(tmp_path):
     """Distributed mode draws differently from the original but must build the
-    same distribution: counts and fractions within 2% of the original's."""
+    same distribution: every statistic within 4 run-to-run standard deviations
+    of the original's mean over ten seeds. Document keys do not depend on where
+    the corpus lives, so this run gives the same figures on every checkout."""
     golden = json.loads((GOLDEN / "wikitext2_valid_stats.json").read_text())
-    flags = dict(golden["flags"], input_file=DATA / golden["corpus"],
+    flags = dict(golden["flags"], input_file=DATA / golden["corpus"], random_seed=12345,
                  vocab_file=UNCASED_VOCAB, output_dir=tmp_path / "out", num_shards=2)
     run(_flags(**flags))
     shards = sorted(str(p) for p in (tmp_path / "out").glob("part-*"))
     ours = instance_stats(read_examples(shards, 128, 20), 128, golden["mask_id"])
-    theirs = golden["stats"]
-    for name in ("instances", "mean_tokens", "mean_predictions"):
-        assert ours[name] == pytest.approx(theirs[name], rel=0.02), name
-    for name in ("random_next_fraction", "mask_fraction", "kept_fraction",
-                 "random_fraction", "short_fraction"):
-        assert ours[name] == pytest.approx(theirs[name], abs=0.02), name
+    assert len(golden["runs"]) >= 8
+    for name, mean in golden["mean"].items():
+        assert abs(ours[name] - mean) <= 4 * golden["sd"][name], (name, ours[name], mean)
 
 
 def test_output_file_list_gets_exactly_those_files(tmp_path):
