@@ -24,7 +24,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from transforms.documents import document_key, split_documents  # noqa: E402
+from transforms.documents import document_key, key_root, split_documents  # noqa: E402
 from transforms.randomness import derive_rng  # noqa: E402
 
 MB = 1_000_000
@@ -43,7 +43,8 @@ def read_documents(path: pathlib.Path) -> list[tuple[str, list[str]]]:
     """(doc_key, [lines]) of one file, split and keyed exactly as ReadDocuments
     does for an unsplit file, so draws match the pipeline's."""
     data = path.read_bytes()
-    return [(document_key(str(path), offset), lines)
+    root = key_root([str(path)])
+    return [(document_key(str(path), offset, root), lines)
             for offset, lines in split_documents(_lines_with_offsets(data))]
 
 
