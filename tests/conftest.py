@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import pathlib
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from transforms.tokenization import FullTokenizer
 from transforms.vocabulary import Vocabulary, parse_vocabulary
@@ -12,6 +14,14 @@ from transforms.vocabulary import Vocabulary, parse_vocabulary
 DATA = pathlib.Path(__file__).parent / "data"
 UNCASED_VOCAB = DATA / "bert-base-uncased-vocab.txt"
 CHINESE_VOCAB = DATA / "bert-base-chinese-vocab.txt"
+
+# Every property test: a fixed seed by default, so CI never meets a new random
+# case; HYPOTHESIS_PROFILE=long explores many more, with fresh randomness.
+settings.register_profile("ci", max_examples=200, derandomize=True, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("long", max_examples=5000, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 import tensorflow as tf
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from transforms.encoding import encode_example
@@ -124,7 +124,6 @@ def instances(draw):
     )
 
 
-@settings(max_examples=200, deadline=None)
 @given(instances())
 def test_any_instance_equals_tf_deterministic_bytes(instance):
     assert encode_example(**instance) == reference_bytes(**instance)

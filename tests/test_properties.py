@@ -1,27 +1,19 @@
 """Invariants of the pure core under random documents, vocabularies and flags.
 
 CI runs a fixed-seed profile in seconds; `HYPOTHESIS_PROFILE=long pytest
-tests/test_properties.py` explores far more cases locally.
+tests/test_properties.py` explores far more cases locally (profiles: conftest.py).
 """
 
 from __future__ import annotations
 
-import os
-
 import tensorflow as tf
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from transforms.encoding import encode_example
 from transforms.instances import InstanceConfig, create_instances
 from transforms.masking import MaskingConfig, mask_tokens, num_to_predict
 from transforms.randomness import derive_rng
-
-settings.register_profile("ci", max_examples=200, derandomize=True, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("long", max_examples=5000, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 CLS, SEP, MASK = 2, 3, 4  # ids 0..4 are special in the generated vocabularies
 

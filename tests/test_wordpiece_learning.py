@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from transforms.tokenization import FullTokenizer
@@ -85,7 +85,6 @@ def test_gain_of_a_candidate_is_the_real_reduction_in_tokens():
     assert gains["lower"] == 5 * 2  # lo ##w ##er -> lower, 5 times
 
 
-@settings(max_examples=200, deadline=None)
 @given(st.lists(st.text(alphabet="abcdefgh", min_size=1, max_size=14), min_size=1,
                 max_size=30))
 def test_segmenter_agrees_with_full_tokenizer(words):
