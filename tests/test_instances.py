@@ -8,7 +8,7 @@ import pytest
 
 from transforms.instances import InstanceConfig, create_instances, truncate_seq_pair
 from transforms.masking import MaskingConfig, mask_tokens, num_to_predict
-from transforms.packing import pack_document, packed_token_count, unpack_document
+from transforms.packing import PackedView, pack_document, packed_token_count, unpack_document
 from transforms.sampling import bound_sample, cap_document, random_document_from_sample
 
 CLS, SEP, MASK = 101, 102, 103
@@ -121,11 +121,20 @@ def test_sample_is_bounded_by_bytes_in_rank_order():
     assert unpack_document(cap_document(pack_document([[1] * 50]), 10)) == [[1] * 50]
 
 
-@pytest.mark.parametrize("document", [[], [[]], [[1, 2, 3], [30521], [], [7] * 5]])
-def test_packed_documents_round_trip(document):
+@pytest.mark.parametrize("document, bytes_per_token", [
+    ([], 2), ([[]], 2), ([[1, 2, 3], [30521], [], [7] * 5], 2), ([[0, 65535]], 2),
+    ([[1, 2], [65536, 3]], 4), ([[119546, 0]] * 3, 4), ([[5]] * 70_000, 2),
+])
+def test_packed_documents_round_trip(document, bytes_per_token):
     packed = pack_document(document)
+    tokens = sum(map(len, document))
     assert unpack_document(packed) == document
-    assert packed_token_count(packed) == sum(map(len, document))
+    assert packed_token_count(packed) == tokens
+    assert len(packed) == 1 + 4 * (1 + len(document)) + bytes_per_token * tokens
+    view = PackedView(packed)
+    assert len(view) == len(document)
+    assert [view[i] for i in range(len(view))] == document
+    assert list(view[len(document) // 2:]) == document[len(document) // 2:]
 
 
 @pytest.mark.parametrize("length, prob, cap, expected", [

@@ -2,9 +2,15 @@
 
 A list of lists of Python ints costs ~36 bytes per token once decoded (a
 pointer plus an int object); runners that hold shuffled data or side inputs
-in memory (the DirectRunner) hold every document that way. Packed, a token
-costs 4 bytes, decoded or not. Documents are unpacked only where an
-algorithm walks them, one document at a time.
+in memory (the DirectRunner) hold every document that way, and the
+DirectRunner holds it in several copies (shuffle buffer, data channel). Packed,
+a token costs 2 bytes when every id of the document fits in 16 bits (any BERT
+vocabulary: 21k-120k entries mostly below 65,536) and 4 bytes otherwise.
+Documents are unpacked only where an algorithm walks them, one at a time.
+
+Layout: one typecode byte ("H" or "i", the array module's), then int32
+sentence count and lengths (a document may hold more than 65,535 sentences),
+then every token id at the typecode's width.
 """
 
 from __future__ import annotations
@@ -15,45 +21,61 @@ from typing import Iterator, Sequence
 
 PackedDocument = bytes
 
+_NARROW, _WIDE = "H", "i"
+_HEADER = "i"
+_HEADER_SIZE = array(_HEADER).itemsize
+
 
 def pack_document(sentences: Sequence[Sequence[int]]) -> PackedDocument:
-    """[sentence count, each sentence's length..., every token id...] as int32."""
-    packed = array("i", [len(sentences)])
-    packed.extend(len(s) for s in sentences)
-    for sentence in sentences:
-        packed.extend(sentence)
-    return packed.tobytes()
+    header = array(_HEADER, [len(sentences)])
+    header.extend(len(s) for s in sentences)
+    tokens = array(_NARROW)
+    try:
+        for sentence in sentences:
+            tokens.extend(sentence)
+    except OverflowError:  # an id of 65,536 or more
+        tokens = array(_WIDE)
+        for sentence in sentences:
+            tokens.extend(sentence)
+    return tokens.typecode.encode() + header.tobytes() + tokens.tobytes()
+
+
+def _unpacked(packed: PackedDocument) -> tuple[array, array]:
+    """(sentence lengths, token ids) as arrays."""
+    count = array(_HEADER, packed[1:1 + _HEADER_SIZE])[0]
+    body = 1 + _HEADER_SIZE * (1 + count)
+    lengths = array(_HEADER)
+    lengths.frombytes(packed[1 + _HEADER_SIZE:body])
+    tokens = array(packed[:1].decode())
+    tokens.frombytes(packed[body:])
+    return lengths, tokens
 
 
 def unpack_document(packed: PackedDocument) -> list[list[int]]:
-    values = array("i")
-    values.frombytes(packed)
-    count = values[0]
+    lengths, tokens = _unpacked(packed)
     sentences = []
-    start = 1 + count
-    for length in values[1:1 + count]:
-        sentences.append(values[start:start + length].tolist())
+    start = 0
+    for length in lengths:
+        sentences.append(tokens[start:start + length].tolist())
         start += length
     return sentences
 
 
 def packed_token_count(packed: PackedDocument) -> int:
     """Tokens in a packed document, without unpacking it."""
-    count = array("i", packed[:4])[0]
-    return len(packed) // 4 - 1 - count
+    count = array(_HEADER, packed[1:1 + _HEADER_SIZE])[0]
+    return (len(packed) - 1 - _HEADER_SIZE * (1 + count)) // array(packed[:1].decode()).itemsize
 
 
 class PackedView:
     """Sentences of a packed document, unpacked only when read: a random-next
     segment reads a few sentences of a sampled document, not all of them."""
 
-    __slots__ = ("_values", "_starts")
+    __slots__ = ("_tokens", "_starts")
 
     def __init__(self, packed: PackedDocument) -> None:
-        self._values = array("i")
-        self._values.frombytes(packed)
-        count = self._values[0]
-        self._starts = list(accumulate(self._values[1:1 + count], initial=1 + count))
+        lengths, self._tokens = _unpacked(packed)
+        self._starts = list(accumulate(lengths, initial=0))
 
     def __len__(self) -> int:
         return len(self._starts) - 1
@@ -63,4 +85,4 @@ class PackedView:
         if isinstance(index, slice):
             return (self[i] for i in range(*index.indices(len(self))))
         start, end = self._starts[index], self._starts[index + 1]
-        return self._values[start:end].tolist()
+        return self._tokens[start:end].tolist()
