@@ -15,6 +15,7 @@ setuptools.setup(
         "tensorflow-transform>=1.16,<1.22",
         "google-cloud-storage>=2.14,<4",
         "numpy>=1.26,<3",
+        "numba>=0.60,<1",
     ],
     extras_require={
         # gcp-storage-emulator: a real GCS API on loopback for the gs:// tests.

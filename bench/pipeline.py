@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
 import heapq
 import json
 import os
@@ -41,8 +40,8 @@ from bench.corpus import MB, corpus_path, read_documents  # noqa: E402
 from pipeline.build import SAMPLE_DOCUMENT_SEQUENCES  # noqa: E402
 from pipeline.options import Stages, parse_args  # noqa: E402
 from transforms.sampling import bound_sample, cap_document, sample_rank  # noqa: E402
-from transforms.stages import (CreateInstances, MaskTokens, TokenizeDocument,  # noqa: E402
-                               encode, encode_instance, fan_out)
+from transforms.stages import (CreateMaskedRecords, TokenizeDocument,  # noqa: E402
+                               fan_out_packed)
 from transforms.tfrecord import write_record  # noqa: E402
 from transforms.vocabulary import load_vocabulary  # noqa: E402
 
@@ -51,7 +50,8 @@ VOCAB = ROOT / "tests" / "data" / "bert-base-uncased-vocab.txt"
 FLAGS = ["--do_lower_case=True", "--max_seq_length=128", "--max_predictions_per_seq=20",
          "--random_seed=12345", "--dupe_factor=10", "--masked_lm_prob=0.15",
          "--short_seq_prob=0.1"]
-STAGES = ("setup", "read", "tokenize", "sample", "instances", "masking", "encode", "write")
+# "records" is CreateMaskedRecords: instance creation, masking and encoding (compiled).
+STAGES = ("setup", "read", "tokenize", "sample", "records", "write")
 _ORIGINAL = ("import runpy, sys, tensorflow; sys.modules['tensorflow'] = tensorflow.compat.v1; "
              "sys.path.insert(0, sys.argv[1]); script = sys.argv[1] + '/create_pretraining_data.py'; "
              "sys.argv = [script] + sys.argv[2:]; runpy.run_path(script, run_name='__main__')")
@@ -156,10 +156,10 @@ def stage_breakdown(corpus: pathlib.Path, *, vocab_file: pathlib.Path = VOCAB
     stages = Stages.of(config, load_vocabulary(str(vocab_file)))
     tokenize = TokenizeDocument(vocab_file=str(vocab_file), do_lower_case=config.do_lower_case)
     tokenize.setup()
-    create = CreateInstances(config=stages.instances, seed=config.random_seed)
-    mask = MaskTokens(config=stages.masking, seed=config.random_seed)
-    to_record = functools.partial(encode_instance, max_seq_length=config.max_seq_length,
-                                  max_predictions_per_seq=config.max_predictions_per_seq)
+    records_fn = CreateMaskedRecords(
+        instances=stages.instances, masking=stages.masking, seed=config.random_seed,
+        max_predictions_per_seq=config.max_predictions_per_seq, padded=True)
+    records_fn.setup()
     seconds["setup"] = clock() - start
 
     start = clock()
@@ -180,21 +180,16 @@ def stage_breakdown(corpus: pathlib.Path, *, vocab_file: pathlib.Path = VOCAB
 
     count = 0
     with open(os.devnull, "wb") as sink:
-        for copy in (c for doc in tokenized for c in fan_out(doc, config.dupe_factor)):
+        for copy in (c for doc in tokenized for c in fan_out_packed(doc, config.dupe_factor)):
             t0 = clock()
-            batches = list(create.process(copy, sample))
+            records = [record for pairs in records_fn.process(copy, sample)
+                       for _, record in pairs]
             t1 = clock()
-            masked = [out for batch in batches for out in mask.process(batch)]
-            t2 = clock()
-            records = [record for batch in masked
-                       for _, record in encode(batch, seed=config.random_seed,
-                                               to_record=to_record)]
-            t3 = clock()
             for record in records:
                 write_record(sink, record)
-            t4 = clock()
-            for stage, spent in zip(STAGES[4:], (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
-                seconds[stage] += spent
+            t2 = clock()
+            seconds["records"] += t1 - t0
+            seconds["write"] += t2 - t1
             count += len(records)
     return seconds, count
 

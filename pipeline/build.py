@@ -1,8 +1,11 @@
 """The pipeline, narrated as the design card draws it.
 
     ReadDocuments -> Tokenize -> SampleRandomDocuments (side input)
-                              -> SpreadDocuments -> FanOutDupes -> CreateInstances
-                              -> MaskTokens -> Encode -> WriteShards -> ListShards
+                              -> SpreadDocuments -> FanOutDupes -> CreateMaskedRecords
+                              -> WriteShards -> ListShards
+
+CreateMaskedRecords is CreateInstances -> MaskTokens -> Encode compiled into
+one step; with --masking=none the Python CreateInstances -> Encode run.
 
 `build_pipeline` only adds transforms to `p`; it runs nothing and returns the
 PCollections a test may want to inspect.
@@ -20,8 +23,8 @@ from pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME, OutputLayout,
 from transforms.documents import DOCUMENTS, PROBLEMS, ReadDocuments
 from transforms.sampling import SampleDocuments
 from transforms.sharding import WriteShards
-from transforms.stages import (CreateInstances, MaskTokens, TokenizeDocument, encode,
-                               encode_instance, fan_out)
+from transforms.stages import (CreateInstances, CreateMaskedRecords, TokenizeDocument,
+                               encode, encode_instance, fan_out, fan_out_packed)
 
 # A sampled document keeps about this many tokens per max_seq_length.
 SAMPLE_DOCUMENT_SEQUENCES = 8
@@ -43,23 +46,30 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
     nsp_sample = tokenized_docs | "SampleRandomDocuments" >> SampleDocuments(
         seed=seed, size=config.nsp_sample_size, max_bytes=config.nsp_sample_max_bytes,
         max_tokens_per_document=SAMPLE_DOCUMENT_SEQUENCES * config.max_seq_length)
-    dupes = (tokenized_docs
-             # Spread documents over workers before the fan-out multiplies the
-             # work: a runner holding shuffled data in memory (the DirectRunner)
-             # then holds the tokenized corpus once, not dupe_factor times.
-             | "SpreadDocuments" >> beam.Reshuffle()
-             | "FanOutDupes" >> beam.FlatMap(fan_out, config.dupe_factor))
-    instances = dupes | "CreateInstances" >> beam.ParDo(
-        CreateInstances(config=stages.instances, seed=seed),
-        nsp_sample=beam.pvalue.AsSingleton(nsp_sample))
-    masked = instances  # --masking=none: the loaders mask at load time, same function
-    if config.masking == "static":
-        masked = instances | "MaskTokens" >> beam.ParDo(
-            MaskTokens(config=stages.masking, seed=seed))
-    records = masked | "Encode" >> beam.FlatMap(encode, seed=seed, to_record=functools.partial(
-        encode_instance, max_seq_length=config.max_seq_length,
-        max_predictions_per_seq=config.max_predictions_per_seq,
-        padded=config.padding == "fixed"))
+    # Spread documents over workers before the fan-out multiplies the work: a
+    # runner holding shuffled data in memory (the DirectRunner) then holds the
+    # tokenized corpus once, not dupe_factor times.
+    spread = tokenized_docs | "SpreadDocuments" >> beam.Reshuffle()
+    padded = config.padding == "fixed"
+    if config.masking == "static":  # the default: one compiled step
+        records = (spread
+                   | "FanOutDupes" >> beam.FlatMap(fan_out_packed, config.dupe_factor)
+                   | "CreateMaskedRecords" >> beam.ParDo(
+                       CreateMaskedRecords(
+                           instances=stages.instances, masking=stages.masking, seed=seed,
+                           max_predictions_per_seq=config.max_predictions_per_seq,
+                           padded=padded),
+                       nsp_sample=beam.pvalue.AsSingleton(nsp_sample)))
+    else:  # --masking=none: the loaders mask at load time, with the same function
+        records = (spread
+                   | "FanOutDupes" >> beam.FlatMap(fan_out, config.dupe_factor)
+                   | "CreateInstances" >> beam.ParDo(
+                       CreateInstances(config=stages.instances, seed=seed),
+                       nsp_sample=beam.pvalue.AsSingleton(nsp_sample))
+                   | "Encode" >> beam.Map(encode, seed=seed, to_record=functools.partial(
+                       encode_instance, max_seq_length=config.max_seq_length,
+                       max_predictions_per_seq=config.max_predictions_per_seq,
+                       padded=padded)))
     shards = records | "WriteShards" >> WriteShards(
         staging_dir=layout.staging_dir, shard_names=layout.shard_names,
         compression=config.compression)
@@ -70,5 +80,5 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
                     | "CollectInputProblems" >> beam.combiners.ToList()
                     | "ListInputProblems" >> beam.Map(_record, layout, PROBLEM_LIST_NAME))
     return {"docs_by_key": docs_by_key, "tokenized_docs": tokenized_docs,
-            "nsp_sample": nsp_sample, "instances": masked, "shards": shards,
+            "nsp_sample": nsp_sample, "records": records, "shards": shards,
             "shard_list": shard_list, "problem_list": problem_list}

@@ -332,7 +332,7 @@ def build_d2l_pipeline(p: beam.Pipeline, *, config: Config, patterns: list[str],
                                           max_predictions=config.max_predictions_per_seq))
     masked = instances | "MaskTokens" >> beam.ParDo(
         MaskTokens(config=None, seed=seed), config=beam.pvalue.AsSingleton(masking))
-    records = masked | "Encode" >> beam.FlatMap(encode, seed=seed, to_record=functools.partial(
+    records = masked | "Encode" >> beam.Map(encode, seed=seed, to_record=functools.partial(
         d2l_example, max_len=max_len, max_predictions=config.max_predictions_per_seq))
     shards = records | "WriteShards" >> WriteShards(
         staging_dir=layout.staging_dir, shard_names=layout.shard_names,

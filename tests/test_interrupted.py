@@ -15,7 +15,7 @@ from conftest import DATA, UNCASED_VOCAB
 from transforms.instances import InstanceConfig
 from transforms.masking import MaskingConfig
 from transforms.packing import pack_document, unpack_document
-from transforms.stages import CreateInstances, MaskTokens, TokenizeDocument
+from transforms.stages import CreateInstances, CreateMaskedRecords, MaskTokens, TokenizeDocument
 
 FLAGS = [f"--input_file={DATA / 'wikitext2_valid.txt'}", f"--vocab_file={UNCASED_VOCAB}",
          "--dupe_factor=4", "--num_shards=4"]
@@ -32,22 +32,25 @@ def _digests(out) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_a_killed_run_publishes_nothing_and_the_rerun_is_byte_identical(tmp_path):
+    clean = tmp_path / "clean"
+    started = time.monotonic()
+    subprocess.run(_command(clean), check=True, capture_output=True, timeout=600)
+    took = time.monotonic() - started
+
+    # Kill the same run half-way through, timed by the clean run: after its
+    # start-up, while it reads, builds instances or writes shards.
     out = tmp_path / "out"
     proc = subprocess.Popen(_command(out), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 240
-    buckets = out / ".staging" / "buckets"
-    while not buckets.exists() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
+    time.sleep(took * 0.6)
     assert proc.poll() is None, "the run ended before it could be killed mid-way"
     os.killpg(proc.pid, signal.SIGKILL)  # the runner and any worker processes
     proc.wait(timeout=60)
+    assert (out / ".staging").exists()  # it had started writing
     assert not (out / "manifest.json").exists()
     assert not any(p.name.startswith("part-") for p in out.iterdir())
 
     subprocess.run(_command(out), check=True, capture_output=True, timeout=600)
-    clean = tmp_path / "clean"
-    subprocess.run(_command(clean), check=True, capture_output=True, timeout=600)
     assert (out / "manifest.json").exists() and not (out / ".staging").exists()
     assert _digests(out) == _digests(clean) and len(_digests(out)) == 4
 
@@ -73,3 +76,10 @@ def test_retried_dofns_emit_the_same_elements():
     [masked] = list(mask.process(first[0]))
     assert list(mask.process(first[0])) == [masked]
     assert all(instance.masked_lm_positions for instance in masked[1])
+
+    records = CreateMaskedRecords(instances=create._config, masking=mask._config,
+                                  max_predictions_per_seq=5, padded=True, seed=5)
+    records.setup()
+    copy = (("doc:0", 3), tokenized[1])
+    [pairs] = list(records.process(copy, sample))
+    assert len(pairs) == len(masked[1]) and list(records.process(copy, sample)) == [pairs]

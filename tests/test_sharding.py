@@ -31,6 +31,7 @@ from transforms.sharding import (
     file_digest,
     shard_of,
     shard_path,
+    write_shard_file,
 )
 from transforms.randomness import stable_hash as shuffle_key
 from transforms.tfrecord import frame_record, read_records, read_tfrecord_file, write_record
@@ -71,6 +72,25 @@ def test_tf_writer_output_is_read_and_framed_identically(tmp_path):
         assert list(read_records(handle)) == RECORDS
     with open(path, "rb") as handle:
         assert handle.read() == b"".join(frame_record(r) for r in RECORDS)
+
+
+@pytest.mark.parametrize("compression", [None, "gzip"])
+def test_shard_file_of_many_write_chunks_equals_tfs_own_writer(tmp_path, compression):
+    rng = random.Random(3)
+    records = [rng.randbytes(rng.randint(0, 3000)) for _ in range(2000)] + RECORDS  # ~3 MB
+    ours = str(tmp_path / ("ours.tfrecord" + (".gz" if compression else "")))
+    stats = write_shard_file(ours, records, compression=compression)
+    theirs = str(tmp_path / "tf.tfrecord")
+    with tf.io.TFRecordWriter(theirs) as writer:
+        for record in records:
+            writer.write(record)
+    with open(theirs, "rb") as handle:
+        expected = handle.read()
+    with open(ours, "rb") as handle:
+        data = handle.read()
+    assert (gzip.decompress(data) if compression else data) == expected
+    assert stats == {"records": len(records), "bytes": len(data),
+                     "sha256": hashlib.sha256(data).hexdigest()}
 
 
 def test_tf_gzip_writer_output_is_read_by_extension(tmp_path):
@@ -191,13 +211,23 @@ def expected_shards(pairs) -> list[list[bytes]]:
     return shards
 
 
+def in_batches(pairs, sizes=(1, 3, 0, 7, 2)):
+    """The pairs cut into batches of uneven sizes, an empty one among them."""
+    batches, start = [], 0
+    while start < len(pairs):
+        size = sizes[len(batches) % len(sizes)]
+        batches.append(list(pairs[start:start + size]))
+        start += size
+    return batches
+
+
 def run_write_shards(staging_dir, pairs, *, reshuffle=False, workers=1, compression=None,
                      max_buffer_bytes=64 << 20, check=None):
     options = PipelineOptions([f"--direct_num_workers={workers}",
                                "--direct_running_mode=multi_threading"])
     p = test_pipeline.TestPipeline(options=options)
     results = (p
-               | beam.Create(pairs, reshuffle=reshuffle)
+               | beam.Create(in_batches(pairs), reshuffle=reshuffle)
                | WriteShards(staging_dir=str(staging_dir), shard_names=shard_names(),
                              compression=compression, max_buffer_bytes=max_buffer_bytes))
     if check is not None:

@@ -23,6 +23,7 @@ Layout under `staging_dir`:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import struct
 import uuid
@@ -40,6 +41,7 @@ from transforms.tfrecord import frame_record
 _BUCKETS = "buckets"
 _BUCKET_SUFFIX = ".bucket"
 _DEFAULT_MAX_BUFFER_BYTES = 64 << 20
+_WRITE_CHUNK_BYTES = 1 << 20
 # Bucket file entry: shuffle key (uint64), record length (uint64), record bytes.
 _BUCKET_ENTRY = struct.Struct("<QQ")
 _COMPRESSION = {None: CompressionTypes.UNCOMPRESSED, "gzip": CompressionTypes.GZIP}
@@ -127,18 +129,38 @@ def write_shard_file(path: str, records: Iterable[bytes], *,
     num_records = 0
     size = 0
     with FileSystems.create(path, compression_type=compression_type) as handle:
-        for record in records:
-            framed = frame_record(record)
-            handle.write(framed)
-            num_records += 1
+        for chunk in _chunks(map(frame_record, records), _WRITE_CHUNK_BYTES):
+            handle.write(chunk.data)
+            num_records += chunk.records
             if compression is None:
-                digest.update(framed)
-                size += len(framed)
+                digest.update(chunk.data)
+                size += len(chunk.data)
     if compression is not None:
         size, sha256 = file_digest(path)
     else:
         sha256 = digest.hexdigest()
     return {"records": num_records, "bytes": size, "sha256": sha256}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Chunk:
+    data: bytes
+    records: int
+
+
+def _chunks(framed: Iterable[bytes], size: int) -> Iterator[_Chunk]:
+    """Framed records joined into writes of about `size` bytes: one write
+    call per record costs more than the framing itself."""
+    pending: list[bytes] = []
+    pending_bytes = 0
+    for record in framed:
+        pending.append(record)
+        pending_bytes += len(record)
+        if pending_bytes >= size:
+            yield _Chunk(b"".join(pending), len(pending))
+            pending, pending_bytes = [], 0
+    if pending:
+        yield _Chunk(b"".join(pending), len(pending))
 
 
 def file_digest(path: str) -> tuple[int, str]:
@@ -191,11 +213,11 @@ class _WriteBucketsFn(beam.DoFn):
         self._buffers: dict[int, list[bytes]] = {}
         self._buffered_bytes = 0
 
-    def process(self, element: tuple[int, bytes]) -> Iterator[tuple[int, str]]:
-        key, record = element
-        entry = encode_bucket_entry(key, record)
-        self._buffers.setdefault(shard_of(key, self._num_shards), []).append(entry)
-        self._buffered_bytes += len(entry)
+    def process(self, batch: Sequence[tuple[int, bytes]]) -> Iterator[tuple[int, str]]:
+        for key, record in batch:
+            entry = encode_bucket_entry(key, record)
+            self._buffers.setdefault(shard_of(key, self._num_shards), []).append(entry)
+            self._buffered_bytes += len(entry)
         if self._buffered_bytes >= self._max_buffer_bytes:
             yield from self._flush()
 
@@ -252,7 +274,9 @@ class _DeleteBucketsFn(beam.DoFn):
 
 
 class WriteShards(beam.PTransform):
-    """(shuffle key, serialized record) pairs -> one TFRecord file per shard name.
+    """Batches of (shuffle key, serialized record) pairs -> one TFRecord file per
+    shard name. Batches (e.g. one per document) only save per-element runner
+    work: how records are batched never changes the output.
 
     Record r goes to shard `key % len(shard_names)`; within a shard, records are
     sorted by (key, record). Every shard is written, an empty one as an empty

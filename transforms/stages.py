@@ -8,12 +8,14 @@ keys (transforms.randomness), so retries and re-bundling change nothing.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, Iterator
 
 import apache_beam as beam
 
 from transforms.counters import counter
 from transforms.encoding import encode_example, encode_unpadded_example
+from transforms.fast_records import Engine, FlatSample, RecordStats, document_records, warm_up
 from transforms.instances import Instance, InstanceConfig, create_instances
 from transforms.masking import MaskingConfig, mask_tokens
 from transforms.packing import PackedDocument, pack_document, unpack_document
@@ -60,17 +62,22 @@ class TokenizeDocument(beam.DoFn):
         yield doc_key, pack_document(sentences)
 
 
+def fan_out_packed(element: tuple[str, PackedDocument], dupe_factor: int
+                   ) -> Iterator[tuple[tuple[str, int], PackedDocument]]:
+    """One copy per dupe index: each gets its own RNG, hence its own instances.
+    The copies share the packed document; fused with the next step, nothing is copied."""
+    doc_key, packed = element
+    for dupe_index in range(dupe_factor):
+        yield (doc_key, dupe_index), packed
+
+
 def fan_out(element: tuple[str, PackedDocument],
             dupe_factor: int) -> Iterator[tuple[tuple[str, int], list[list[int]]]]:
-    """One copy per dupe index: each gets its own RNG, hence its own instances.
-
-    The document is unpacked once and the copies share it (instance creation
-    only reads it); fused with CreateInstances, nothing is copied.
-    """
-    doc_key, packed = element
-    document = unpack_document(packed)
-    for dupe_index in range(dupe_factor):
-        yield (doc_key, dupe_index), document
+    """fan_out_packed for the Python stages: the document is unpacked once and
+    the copies share it (instance creation only reads it)."""
+    document = unpack_document(element[1])
+    for copy_key, _ in fan_out_packed(element, dupe_factor):
+        yield copy_key, document
 
 
 class CreateInstances(beam.DoFn):
@@ -98,6 +105,40 @@ class CreateInstances(beam.DoFn):
         self._count["random_next_unavailable"].inc(stats.random_next_unavailable)
         if instances:
             yield (doc_key, dupe_index), instances
+
+
+class CreateMaskedRecords(beam.DoFn):
+    """((doc_key, dupe), packed document) + sample -> [(shuffle key, record)].
+
+    CreateInstances, MaskTokens and encode in one compiled step
+    (transforms.fast_records): the default path (static masking). The same
+    pairs and counters as the three Python steps, several times faster.
+    """
+
+    def __init__(self, *, instances: InstanceConfig, masking: MaskingConfig,
+                 max_predictions_per_seq: int, padded: bool, seed: int) -> None:
+        self._configs = (instances, masking, max_predictions_per_seq, padded)
+        self._seed = seed
+        self._count = _counters(*(f.name for f in dataclasses.fields(RecordStats)))
+
+    def setup(self) -> None:
+        instances, masking, max_predictions_per_seq, padded = self._configs
+        self._engine = Engine.of(instances, masking, padded=padded,
+                                 max_predictions_per_seq=max_predictions_per_seq)
+        warm_up(self._engine)
+        self._sample_source: object = None
+
+    def process(self, element: tuple[tuple[str, int], PackedDocument],
+                nsp_sample) -> Iterator[list[tuple[int, bytes]]]:
+        if nsp_sample is not self._sample_source:  # materialized once per worker
+            self._sample, self._sample_source = FlatSample.of(nsp_sample), nsp_sample
+        (doc_key, dupe_index), packed = element
+        pairs, stats = document_records(doc_key, dupe_index, packed, sample=self._sample,
+                                        engine=self._engine, seed=self._seed)
+        for name, value in dataclasses.asdict(stats).items():
+            self._count[name].inc(value)
+        if pairs:
+            yield pairs
 
 
 class MaskTokens(beam.DoFn):
@@ -137,10 +178,11 @@ def encode_instance(instance: Instance, *, max_seq_length: int,
 
 
 def encode(batch: InstanceBatch, *, seed: int,
-           to_record: Callable[[Instance], bytes]) -> Iterator[tuple[int, bytes]]:
-    """(shuffle key, record bytes) per instance; the key, a hash of
-    (doc_key, dupe, index), orders the global shuffle."""
+           to_record: Callable[[Instance], bytes]) -> list[tuple[int, bytes]]:
+    """(shuffle key, record bytes) per instance, one list per document copy
+    (WriteShards takes batches); the key, a hash of (doc_key, dupe, index),
+    orders the global shuffle."""
     (doc_key, dupe_index), instances = batch
     keyed = Keyed("shuffle", seed, doc_key, dupe_index)
-    for index, instance in enumerate(instances):
-        yield keyed.hash(index), to_record(instance)
+    return [(keyed.hash(index), to_record(instance))
+            for index, instance in enumerate(instances)]

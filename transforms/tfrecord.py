@@ -11,6 +11,7 @@ data, masked crc32c of the data.
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -29,11 +30,16 @@ def masked_crc32c(data: bytes) -> int:
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
+@functools.lru_cache(maxsize=4096)
+def _length_header(size: int) -> bytes:
+    """Length and its CRC: records of one dataset have few distinct sizes."""
+    length = _LENGTH.pack(size)
+    return length + _CRC.pack(masked_crc32c(length))
+
+
 def frame_record(data: bytes) -> bytes:
     """One record's bytes exactly as they appear in a TFRecord file."""
-    length = _LENGTH.pack(len(data))
-    return b"".join((length, _CRC.pack(masked_crc32c(length)), data,
-                     _CRC.pack(masked_crc32c(data))))
+    return b"".join((_length_header(len(data)), data, _CRC.pack(masked_crc32c(data))))
 
 
 def write_record(handle: BinaryIO, data: bytes) -> None:

@@ -1,0 +1,108 @@
+"""The compiled engine against the Python path it replaces: the same
+(shuffle key, record) pairs and counters for every document copy, sample and
+flag set (the Python stages are the reference; their fidelity to the
+original is shown in test_compat.py and test_pipeline.py)."""
+
+from __future__ import annotations
+
+import functools
+import random
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conftest import DATA
+from transforms.fast_records import Engine, FlatSample, document_records
+from transforms.instances import InstanceConfig
+from transforms.masking import MaskingConfig
+from transforms.packing import pack_document
+from transforms.stages import CreateInstances, MaskTokens, encode, encode_instance
+from transforms.tokenization import FullTokenizer
+
+CLS, SEP, MASK, VOCAB = 2, 3, 4, 30522
+
+
+def python_records(doc_key, dupe, packed, sample, instances, masking, *, seed,
+                   max_predictions, padded):
+    """The Python path: CreateInstances -> MaskTokens -> encode, as the pipeline runs it."""
+    from transforms.packing import unpack_document
+    to_record = functools.partial(encode_instance, max_seq_length=instances.max_seq_length,
+                                  max_predictions_per_seq=max_predictions, padded=padded)
+    created = list(CreateInstances(config=instances, seed=seed).process(
+        ((doc_key, dupe), unpack_document(packed)), sample))
+    masked = [m for batch in created for m in MaskTokens(config=masking, seed=seed).process(batch)]
+    return [pair for batch in masked for pair in encode(batch, seed=seed, to_record=to_record)]
+
+
+def compiled_records(doc_key, dupe, packed, sample, instances, masking, *, seed,
+                     max_predictions, padded):
+    engine = Engine.of(instances, masking, max_predictions_per_seq=max_predictions,
+                       padded=padded)
+    return document_records(doc_key, dupe, packed, sample=FlatSample.of(sample),
+                            engine=engine, seed=seed)
+
+
+sentences = st.lists(st.integers(5, VOCAB - 1), min_size=1, max_size=70)
+documents = st.lists(sentences, min_size=1, max_size=25)
+
+
+@st.composite
+def cases(draw):
+    max_seq_length = draw(st.sampled_from([8, 16, 40, 128, 300]))
+    whole_word = draw(st.booleans())
+    continuation = None
+    if whole_word:
+        rng = random.Random(draw(st.integers(0, 2**32)))
+        continuation = tuple(rng.random() < 0.3 for _ in range(VOCAB))
+    max_predictions = draw(st.sampled_from([1, 3, 20, 80]))
+    masking = MaskingConfig(masked_lm_prob=draw(st.sampled_from([0.15, 0.5, 1.0])),
+                            max_predictions_per_seq=max_predictions, vocab_size=VOCAB,
+                            mask_id=MASK, cls_id=CLS, sep_id=SEP, continuation=continuation)
+    instances = InstanceConfig(max_seq_length=max_seq_length,
+                               short_seq_prob=draw(st.sampled_from([0.0, 0.1, 0.9])),
+                               cls_id=CLS, sep_id=SEP)
+    document = draw(documents)
+    others = draw(st.lists(documents, max_size=4))
+    sample = [(f"other:{i}", pack_document(d)) for i, d in enumerate(others)]
+    if draw(st.booleans()):  # the document itself is in the sample
+        sample.insert(draw(st.integers(0, len(sample))), ("doc:0", pack_document(document)))
+    return dict(doc_key="doc:0", dupe=draw(st.integers(0, 9)), packed=pack_document(document),
+                sample=sample, instances=instances, masking=masking,
+                seed=draw(st.integers(0, 2**40)), max_predictions=max_predictions,
+                padded=draw(st.booleans()))
+
+
+@given(cases())
+def test_compiled_records_equal_the_python_paths(case):
+    pairs, stats = compiled_records(**case)
+    assert pairs == python_records(**case)
+    assert stats.instances == len(pairs)
+
+
+@pytest.mark.parametrize("whole_word", [False, True])
+@pytest.mark.parametrize("padded", [True, False])
+def test_real_documents_and_vocabulary(uncased_vocab, whole_word, padded):
+    tokenizer = FullTokenizer(uncased_vocab)
+    text = (DATA / "wikitext2_valid.txt").read_text(encoding="utf-8").split("\n\n")[:12]
+    docs = [(f"wiki:{i}", pack_document([tokenizer.tokenize_to_ids(line)
+                                        for line in doc.splitlines() if line.strip()]))
+            for i, doc in enumerate(text)]
+    instances = InstanceConfig(max_seq_length=128, short_seq_prob=0.1,
+                               cls_id=uncased_vocab.cls_id, sep_id=uncased_vocab.sep_id)
+    masking = MaskingConfig(
+        masked_lm_prob=0.15, max_predictions_per_seq=20, vocab_size=len(uncased_vocab),
+        mask_id=uncased_vocab.mask_id, cls_id=uncased_vocab.cls_id,
+        sep_id=uncased_vocab.sep_id,
+        continuation=tuple(uncased_vocab.continuation_flags()) if whole_word else None)
+    total = 0
+    for doc_key, packed in docs:
+        for dupe in range(3):
+            case = dict(doc_key=doc_key, dupe=dupe, packed=packed, sample=docs[::2],
+                        instances=instances, masking=masking, seed=12345,
+                        max_predictions=20, padded=padded)
+            pairs, stats = compiled_records(**case)
+            assert pairs == python_records(**case), (doc_key, dupe)
+            total += len(pairs)
+            assert stats.masked_tokens > 0
+    assert total > 300
