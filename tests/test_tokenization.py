@@ -57,6 +57,15 @@ def test_ids_are_the_vocabulary_ids_of_the_tokens(tokenizers, uncased_vocab):
         assert fast.convert_tokens_to_ids(case["lower"]) == ids
 
 
+def test_every_code_point_is_cleaned_as_the_oracle_cleans_it(tokenizers):
+    """The character map is filled lazily, one character at a time: check all
+    1.1 M code points, each inside a word, against the character-level port."""
+    fast, oracle = tokenizers[True]
+    for start in range(0, 0x110000, 4096):
+        text = " ".join(chr(cp) + "a" for cp in range(start, min(start + 4096, 0x110000)))
+        assert fast.tokenize(text) == oracle.tokenize(text), hex(start)
+
+
 def test_results_do_not_depend_on_the_cache(uncased_vocab, monkeypatch):
     """A cache that is cleared constantly must give the same tokens as a warm one."""
     monkeypatch.setattr(tokenization, "_CACHE_LIMIT", 3)
