@@ -40,7 +40,7 @@ from bench.corpus import MB, corpus_path, read_documents  # noqa: E402
 from pipeline.build import SAMPLE_DOCUMENT_SEQUENCES  # noqa: E402
 from pipeline.options import Stages, parse_args  # noqa: E402
 from transforms.sampling import bound_sample, cap_document, sample_rank  # noqa: E402
-from transforms.stages import (CreateMaskedRecords, TokenizeDocument,  # noqa: E402
+from transforms.stages import (CreateRecords, TokenizeDocument,  # noqa: E402
                                fan_out_packed)
 from transforms.tfrecord import write_record  # noqa: E402
 from transforms.vocabulary import load_vocabulary  # noqa: E402
@@ -50,7 +50,7 @@ VOCAB = ROOT / "tests" / "data" / "bert-base-uncased-vocab.txt"
 FLAGS = ["--do_lower_case=True", "--max_seq_length=128", "--max_predictions_per_seq=20",
          "--random_seed=12345", "--dupe_factor=10", "--masked_lm_prob=0.15",
          "--short_seq_prob=0.1"]
-# "records" is CreateMaskedRecords: instance creation, masking and encoding (compiled).
+# "records" is CreateRecords: instance creation, masking and encoding (compiled).
 STAGES = ("setup", "read", "tokenize", "sample", "records", "write")
 _ORIGINAL = ("import runpy, sys, tensorflow; sys.modules['tensorflow'] = tensorflow.compat.v1; "
              "sys.path.insert(0, sys.argv[1]); script = sys.argv[1] + '/create_pretraining_data.py'; "
@@ -156,7 +156,7 @@ def stage_breakdown(corpus: pathlib.Path, *, vocab_file: pathlib.Path = VOCAB
     stages = Stages.of(config, load_vocabulary(str(vocab_file)))
     tokenize = TokenizeDocument(vocab_file=str(vocab_file), do_lower_case=config.do_lower_case)
     tokenize.setup()
-    records_fn = CreateMaskedRecords(
+    records_fn = CreateRecords(
         instances=stages.instances, masking=stages.masking, seed=config.random_seed,
         max_predictions_per_seq=config.max_predictions_per_seq, padded=True)
     records_fn.setup()

@@ -1,19 +1,17 @@
 """The pipeline, narrated as the design card draws it.
 
     ReadDocuments -> Tokenize -> SampleRandomDocuments (side input)
-                              -> SpreadDocuments -> FanOutDupes -> CreateMaskedRecords
+                              -> SpreadDocuments -> FanOutDupes -> CreateRecords
                               -> WriteShards -> ListShards
 
-CreateMaskedRecords is CreateInstances -> MaskTokens -> Encode compiled into
-one step; with --masking=none the Python CreateInstances -> Encode run.
+CreateRecords is CreateInstances -> MaskTokens -> Encode of transforms.stages
+compiled into one step (transforms.fast_records).
 
 `build_pipeline` only adds transforms to `p`; it runs nothing and returns the
 PCollections a test may want to inspect.
 """
 
 from __future__ import annotations
-
-import functools
 
 import apache_beam as beam
 
@@ -23,8 +21,7 @@ from pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME, OutputLayout,
 from transforms.documents import DOCUMENTS, PROBLEMS, ReadDocuments
 from transforms.sampling import SampleDocuments
 from transforms.sharding import WriteShards
-from transforms.stages import (CreateInstances, CreateMaskedRecords, TokenizeDocument,
-                               encode, encode_instance, fan_out, fan_out_packed)
+from transforms.stages import CreateRecords, TokenizeDocument, fan_out_packed
 
 # A sampled document keeps about this many tokens per max_seq_length.
 SAMPLE_DOCUMENT_SEQUENCES = 8
@@ -50,26 +47,16 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
     # runner holding shuffled data in memory (the DirectRunner) then holds the
     # tokenized corpus once, not dupe_factor times.
     spread = tokenized_docs | "SpreadDocuments" >> beam.Reshuffle()
-    padded = config.padding == "fixed"
-    if config.masking == "static":  # the default: one compiled step
-        records = (spread
-                   | "FanOutDupes" >> beam.FlatMap(fan_out_packed, config.dupe_factor)
-                   | "CreateMaskedRecords" >> beam.ParDo(
-                       CreateMaskedRecords(
-                           instances=stages.instances, masking=stages.masking, seed=seed,
-                           max_predictions_per_seq=config.max_predictions_per_seq,
-                           padded=padded),
-                       nsp_sample=beam.pvalue.AsSingleton(nsp_sample)))
-    else:  # --masking=none: the loaders mask at load time, with the same function
-        records = (spread
-                   | "FanOutDupes" >> beam.FlatMap(fan_out, config.dupe_factor)
-                   | "CreateInstances" >> beam.ParDo(
-                       CreateInstances(config=stages.instances, seed=seed),
-                       nsp_sample=beam.pvalue.AsSingleton(nsp_sample))
-                   | "Encode" >> beam.Map(encode, seed=seed, to_record=functools.partial(
-                       encode_instance, max_seq_length=config.max_seq_length,
+    records = (spread
+               | "FanOutDupes" >> beam.FlatMap(fan_out_packed, config.dupe_factor)
+               | "CreateRecords" >> beam.ParDo(
+                   CreateRecords(
+                       instances=stages.instances, seed=seed,
+                       # --masking=none: the loaders mask at load time, same function.
+                       masking=stages.masking if config.masking == "static" else None,
                        max_predictions_per_seq=config.max_predictions_per_seq,
-                       padded=padded)))
+                       padded=config.padding == "fixed"),
+                   nsp_sample=beam.pvalue.AsSingleton(nsp_sample)))
     shards = records | "WriteShards" >> WriteShards(
         staging_dir=layout.staging_dir, shard_names=layout.shard_names,
         compression=config.compression)

@@ -13,11 +13,11 @@ from pipeline.main import run
 from pipeline.options import ConfigError, parse_args
 from pipeline.refresh import LATEST_NAME, refresh
 
-# The design card's stages, as labelled in build.py (CreateMaskedRecords is
+# The design card's stages, as labelled in build.py (CreateRecords is
 # instance creation, masking and encoding compiled into one step), and the
 # template's own step.
 STAGES = ["ReadDocuments", "Tokenize", "SampleRandomDocuments", "SpreadDocuments",
-          "FanOutDupes", "CreateMaskedRecords", "WriteShards", "ListShards", "Publish"]
+          "FanOutDupes", "CreateRecords", "WriteShards", "ListShards", "Publish"]
 IMAGE = "us-central1-docker.pkg.dev/my-project/beam/bert-pretraining-data:test"
 
 
@@ -50,7 +50,7 @@ def test_dry_run_job_has_every_stage_and_stages_setup_py(gcs, paths):  # noqa: F
     assert set(STAGES) <= top_level
     # The random-next sample reaches instance creation as a side input.
     (create,) = [t for t in job.proto_pipeline.components.transforms.values()
-                 if t.unique_name == "CreateMaskedRecords"]
+                 if t.unique_name == "CreateRecords"]
     assert len(create.inputs) == 2
     staged = {d.role_payload for d in _environment(job).dependencies}
     assert any(b"workflow.tar.gz" in p for p in staged)  # setup.py's sdist

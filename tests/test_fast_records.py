@@ -14,10 +14,12 @@ from hypothesis import strategies as st
 
 from conftest import DATA
 from transforms.fast_records import Engine, FlatSample, document_records
-from transforms.instances import InstanceConfig
+from transforms.instances import InstanceConfig, create_instances
 from transforms.masking import MaskingConfig
-from transforms.packing import pack_document
-from transforms.stages import CreateInstances, MaskTokens, encode, encode_instance
+from transforms.packing import pack_document, unpack_document
+from transforms.randomness import derive_rng
+from transforms.sampling import random_document_from_sample
+from transforms.stages import MaskTokens, encode, encode_instance
 from transforms.tokenization import FullTokenizer
 
 CLS, SEP, MASK, VOCAB = 2, 3, 4, 30522
@@ -25,14 +27,19 @@ CLS, SEP, MASK, VOCAB = 2, 3, 4, 30522
 
 def python_records(doc_key, dupe, packed, sample, instances, masking, *, seed,
                    max_predictions, padded):
-    """The Python path: CreateInstances -> MaskTokens -> encode, as the pipeline runs it."""
-    from transforms.packing import unpack_document
-    to_record = functools.partial(encode_instance, max_seq_length=instances.max_seq_length,
-                                  max_predictions_per_seq=max_predictions, padded=padded)
-    created = list(CreateInstances(config=instances, seed=seed).process(
-        ((doc_key, dupe), unpack_document(packed)), sample))
-    masked = [m for batch in created for m in MaskTokens(config=masking, seed=seed).process(batch)]
-    return [pair for batch in masked for pair in encode(batch, seed=seed, to_record=to_record)]
+    """The reference: the Python functions, keyed as the pipeline keys them
+    (instances by (seed, "instances", doc_key, dupe), masks by (seed, "mask",
+    doc_key, dupe, index), shuffle keys by ("shuffle", seed, doc_key, dupe, index))."""
+    created, _ = create_instances(
+        unpack_document(packed), config=instances,
+        random_document=random_document_from_sample(sample, doc_key),
+        rng=derive_rng(seed, "instances", doc_key, dupe))
+    batch = ((doc_key, dupe), created)
+    if masking is not None:  # --masking=none: no predictions
+        [batch] = MaskTokens(config=masking, seed=seed).process(batch)
+    return encode(batch, seed=seed, to_record=functools.partial(
+        encode_instance, max_seq_length=instances.max_seq_length,
+        max_predictions_per_seq=max_predictions, padded=padded))
 
 
 def compiled_records(doc_key, dupe, packed, sample, instances, masking, *, seed,
@@ -59,6 +66,8 @@ def cases(draw):
     masking = MaskingConfig(masked_lm_prob=draw(st.sampled_from([0.15, 0.5, 1.0])),
                             max_predictions_per_seq=max_predictions, vocab_size=VOCAB,
                             mask_id=MASK, cls_id=CLS, sep_id=SEP, continuation=continuation)
+    if draw(st.integers(0, 4)) == 0:
+        masking = None
     instances = InstanceConfig(max_seq_length=max_seq_length,
                                short_seq_prob=draw(st.sampled_from([0.0, 0.1, 0.9])),
                                cls_id=CLS, sep_id=SEP)
@@ -78,9 +87,11 @@ def test_compiled_records_equal_the_python_paths(case):
     pairs, stats = compiled_records(**case)
     assert pairs == python_records(**case)
     assert stats.instances == len(pairs)
+    if case["masking"] is None:
+        assert stats.masked_tokens == 0
 
 
-@pytest.mark.parametrize("whole_word", [False, True])
+@pytest.mark.parametrize("whole_word", [False, True, None])  # None: --masking=none
 @pytest.mark.parametrize("padded", [True, False])
 def test_real_documents_and_vocabulary(uncased_vocab, whole_word, padded):
     tokenizer = FullTokenizer(uncased_vocab)
@@ -95,6 +106,8 @@ def test_real_documents_and_vocabulary(uncased_vocab, whole_word, padded):
         mask_id=uncased_vocab.mask_id, cls_id=uncased_vocab.cls_id,
         sep_id=uncased_vocab.sep_id,
         continuation=tuple(uncased_vocab.continuation_flags()) if whole_word else None)
+    if whole_word is None:
+        masking = None
     total = 0
     for doc_key, packed in docs:
         for dupe in range(3):
@@ -104,5 +117,5 @@ def test_real_documents_and_vocabulary(uncased_vocab, whole_word, padded):
             pairs, stats = compiled_records(**case)
             assert pairs == python_records(**case), (doc_key, dupe)
             total += len(pairs)
-            assert stats.masked_tokens > 0
+            assert (stats.masked_tokens > 0) == (masking is not None)
     assert total > 300

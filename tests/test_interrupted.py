@@ -12,10 +12,10 @@ import time
 import pytest
 
 from conftest import DATA, UNCASED_VOCAB
-from transforms.instances import InstanceConfig
+from transforms.instances import Instance, InstanceConfig
 from transforms.masking import MaskingConfig
-from transforms.packing import pack_document, unpack_document
-from transforms.stages import CreateInstances, CreateMaskedRecords, MaskTokens, TokenizeDocument
+from transforms.packing import pack_document
+from transforms.stages import CreateRecords, MaskTokens, TokenizeDocument
 
 FLAGS = [f"--input_file={DATA / 'wikitext2_valid.txt'}", f"--vocab_file={UNCASED_VOCAB}",
          "--dupe_factor=4", "--num_shards=4"]
@@ -63,23 +63,23 @@ def test_retried_dofns_emit_the_same_elements():
     [tokenized] = list(tokenize.process(("doc:0", lines)))
     assert list(tokenize.process(("doc:0", lines))) == [tokenized]
 
-    create = CreateInstances(config=InstanceConfig(max_seq_length=32, short_seq_prob=0.3,
-                                                   cls_id=101, sep_id=102), seed=5)
+    instances = InstanceConfig(max_seq_length=32, short_seq_prob=0.3, cls_id=101, sep_id=102)
+    masking = MaskingConfig(masked_lm_prob=0.15, max_predictions_per_seq=5, vocab_size=30522,
+                            mask_id=103, cls_id=101, sep_id=102)
     sample = [("other:1", pack_document([[2000, 2001, 2002]] * 4)), tokenized]
-    element = (("doc:0", 3), unpack_document(tokenized[1]))
-    first = list(create.process(element, sample))
-    assert first and list(create.process(element, sample)) == first
-
-    mask = MaskTokens(config=MaskingConfig(masked_lm_prob=0.15, max_predictions_per_seq=5,
-                                           vocab_size=30522, mask_id=103, cls_id=101,
-                                           sep_id=102), seed=5)
-    [masked] = list(mask.process(first[0]))
-    assert list(mask.process(first[0])) == [masked]
-    assert all(instance.masked_lm_positions for instance in masked[1])
-
-    records = CreateMaskedRecords(instances=create._config, masking=mask._config,
-                                  max_predictions_per_seq=5, padded=True, seed=5)
+    records = CreateRecords(instances=instances, masking=masking, max_predictions_per_seq=5,
+                            padded=True, seed=5)
     records.setup()
     copy = (("doc:0", 3), tokenized[1])
     [pairs] = list(records.process(copy, sample))
-    assert len(pairs) == len(masked[1]) and list(records.process(copy, sample)) == [pairs]
+    assert pairs and list(records.process(copy, sample)) == [pairs]
+
+    # MaskTokens (the d2l recipe's masking step)
+    unmasked = (("doc:0", 3), [Instance(tokens=[101, 7, 8, 9, 102, 10, 102],
+                                        segment_ids=[0] * 5 + [1] * 2,
+                                        is_random_next=False)] * 3)
+    mask = MaskTokens(config=masking, seed=5)
+    [masked] = list(mask.process(unmasked))
+    assert list(mask.process(unmasked)) == [masked]
+    assert all(instance.masked_lm_positions for instance in masked[1])
+

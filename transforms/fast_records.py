@@ -25,11 +25,13 @@ from transforms.sampling import SampledDocument
 
 @dataclasses.dataclass(frozen=True)
 class Engine:
-    """Everything the kernels need besides the document, as arrays: built
-    once per worker (`DoFn.setup`), from the same configs as the Python path."""
+    """Everything the kernels need besides the document, as arrays and scalars:
+    built once per worker (`DoFn.setup`), from the same configs as the Python
+    path. Without a masking config (`--masking=none`) records carry no
+    predictions, as the Python path writes them."""
 
     instances: InstanceConfig
-    masking: MaskingConfig
+    masking: MaskingConfig | None
     max_predictions_per_seq: int
     padded: bool
     budgets: np.ndarray  # num_to_predict per instance length
@@ -39,20 +41,23 @@ class Engine:
     name_bounds: np.ndarray
 
     @classmethod
-    def of(cls, instances: InstanceConfig, masking: MaskingConfig, *,
+    def of(cls, instances: InstanceConfig, masking: MaskingConfig | None, *,
            max_predictions_per_seq: int, padded: bool) -> "Engine":
         lengths = range(instances.max_seq_length + 1)
+        budgets = np.zeros(len(lengths), dtype=np.int64)
+        set_sizes = np.zeros(1, dtype=np.int64)
         continuation = np.zeros(1, dtype=np.bool_)
-        if masking.continuation is not None:
-            continuation = np.array(masking.continuation, dtype=np.bool_)
+        if masking is not None:
+            budgets = np.array([num_to_predict(n, masking) for n in lengths], dtype=np.int64)
+            set_sizes = np.array([sample_set_size(k) for k in range(
+                masking.max_predictions_per_seq + 1)], dtype=np.int64)
+            if masking.continuation is not None:
+                continuation = np.array(masking.continuation, dtype=np.bool_)
         names, name_bounds = feature_names(padded)
-        return cls(
-            instances=instances, masking=masking,
-            max_predictions_per_seq=max_predictions_per_seq, padded=padded,
-            budgets=np.array([num_to_predict(n, masking) for n in lengths], dtype=np.int64),
-            set_sizes=np.array([sample_set_size(k) for k in range(
-                masking.max_predictions_per_seq + 1)], dtype=np.int64),
-            continuation=continuation, names=names, name_bounds=name_bounds)
+        return cls(instances=instances, masking=masking,
+                   max_predictions_per_seq=max_predictions_per_seq, padded=padded,
+                   budgets=budgets, set_sizes=set_sizes, continuation=continuation,
+                   names=names, name_bounds=name_bounds)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,13 +133,14 @@ def document_records(doc_key: str, dupe_index: int, packed: PackedDocument, *,
                         truncated_tokens=truncated, random_next_unavailable=unavailable)
     if not count:
         return [], stats
-    keys, key_lengths = digest_seed_words(
-        Keyed(seed, "mask", doc_key, dupe_index).seed_digests(count))
     masking = engine.masking
+    keys, key_lengths = digest_seed_words(
+        Keyed(seed, "mask", doc_key, dupe_index).seed_digests(count) if masking else b"")
     records, record_bounds, stats.masked_tokens = mask_and_encode(
-        instance_tokens, instance_bounds, a_lengths, random_next, keys, key_lengths,
-        engine.budgets, engine.set_sizes, masking.cls_id, masking.sep_id, masking.mask_id,
-        masking.vocab_size, engine.continuation, masking.continuation is not None,
+        instance_tokens, instance_bounds, a_lengths, random_next, masking is not None,
+        keys, key_lengths, engine.budgets, engine.set_sizes, config.cls_id, config.sep_id,
+        masking.mask_id if masking else 0, masking.vocab_size if masking else 0,
+        engine.continuation, bool(masking and masking.continuation is not None),
         engine.names, engine.name_bounds, engine.padded, config.max_seq_length,
         engine.max_predictions_per_seq)
     data = records.tobytes()

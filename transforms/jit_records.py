@@ -1,12 +1,12 @@
 """One document copy to its serialized records, compiled: the engine of the
-default path (static masking).
+pipeline's default recipe (with or without static masking).
 
 `transforms.instances`, `transforms.masking` and `transforms.encoding` define
-the algorithm and stay its reference (and the engine of compat mode, the d2l
-recipe and `--masking=none`). This module makes the same draws with the same
-generator (transforms.jit_random) and writes the same bytes, about ten times
-faster, because per-token work runs compiled instead of in the interpreter.
-tests/test_jit_records.py checks byte equality with the Python core.
+the algorithm and stay its reference (and the engine of compat mode and the
+d2l recipe). This module makes the same draws with the same generator
+(transforms.jit_random) and writes the same bytes, several times faster,
+because per-token work runs compiled instead of in the interpreter.
+tests/test_fast_records.py checks byte equality with the Python core.
 
 Data layout (numpy, flat):
 - a document or sample: int32 token ids, int64 sentence bounds (sentence s
@@ -344,11 +344,12 @@ def _encode(out, pos, names, name_bounds, padded, tokens, a_length, random_next,
 
 
 @njit(cache=True)
-def mask_and_encode(tokens, bounds, a_lengths, random_next, keys, key_lengths, budgets,
+def mask_and_encode(tokens, bounds, a_lengths, random_next, mask, keys, key_lengths, budgets,
                     set_sizes, cls_id, sep_id, mask_id, vocab_size, continuation,
                     whole_word, names, name_bounds, padded, max_seq_length, max_predictions):
     """Masks instance i with the generator seeded from keys[i] (as
-    transforms.masking.mask_tokens) and encodes it (as transforms.encoding).
+    transforms.masking.mask_tokens; not at all when `mask` is false) and
+    encodes it (as transforms.encoding).
 
     Returns (record bytes, record bounds, masked tokens in all).
     """
@@ -367,21 +368,23 @@ def mask_and_encode(tokens, bounds, a_lengths, random_next, keys, key_lengths, b
     group_starts = np.empty(max_seq_length + 1, dtype=np.int64)
     order = np.empty(max_seq_length, dtype=np.int64)
     work = np.empty(max_seq_length, dtype=np.int64)
-    states = np.empty((N + 1, min(count, _SEED_BATCH)), dtype=np.int64)
+    states = np.empty((N + 1, min(count, _SEED_BATCH) if mask else 0), dtype=np.int64)
     mt = new_state()
     masked_total = 0
     pos = 0
     for i in range(count):
-        batch_index = i % _SEED_BATCH
-        if batch_index == 0:  # seed the next batch of generators together
-            batch_end = min(count, i + _SEED_BATCH)
-            seed_states(keys[i:batch_end], key_lengths[i:batch_end], states)
-        mt[:] = states[:, batch_index]
         original = tokens[bounds[i]:bounds[i + 1]]
         n = len(original)
         output[:n] = original
-        k = _choose(mt, original, budgets[n], set_sizes, cls_id, sep_id, continuation,
-                    whole_word, candidates, chosen, group_starts, order, work)
+        k = 0
+        if mask:
+            batch_index = i % _SEED_BATCH
+            if batch_index == 0:  # seed the next batch of generators together
+                batch_end = min(count, i + _SEED_BATCH)
+                seed_states(keys[i:batch_end], key_lengths[i:batch_end], states)
+            mt[:] = states[:, batch_index]
+            k = _choose(mt, original, budgets[n], set_sizes, cls_id, sep_id, continuation,
+                        whole_word, candidates, chosen, group_starts, order, work)
         for c in range(k):
             index = chosen[c]
             if random(mt) < 0.8:

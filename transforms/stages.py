@@ -16,11 +16,10 @@ import apache_beam as beam
 from transforms.counters import counter
 from transforms.encoding import encode_example, encode_unpadded_example
 from transforms.fast_records import Engine, FlatSample, RecordStats, document_records, warm_up
-from transforms.instances import Instance, InstanceConfig, create_instances
+from transforms.instances import Instance, InstanceConfig
 from transforms.masking import MaskingConfig, mask_tokens
 from transforms.packing import PackedDocument, pack_document, unpack_document
-from transforms.randomness import Keyed, derive_rng
-from transforms.sampling import random_document_from_sample
+from transforms.randomness import Keyed
 from transforms.tokenization import FullTokenizer, count_control_characters
 from transforms.vocabulary import load_vocabulary
 
@@ -80,46 +79,23 @@ def fan_out(element: tuple[str, PackedDocument],
         yield copy_key, document
 
 
-class CreateInstances(beam.DoFn):
-    """((doc_key, dupe), document) + sample -> ((doc_key, dupe), [unmasked Instance]).
-
-    The instances of one document copy travel as one element: per-element
-    costs of the runner are paid per document, not per instance.
-    """
-
-    def __init__(self, *, config: InstanceConfig, seed: int) -> None:
-        self._config = config
-        self._seed = seed
-        self._count = _counters("instances", "random_next_instances",
-                                "truncated_tokens", "random_next_unavailable")
-
-    def process(self, element, nsp_sample) -> Iterator[InstanceBatch]:
-        (doc_key, dupe_index), document = element
-        instances, stats = create_instances(
-            document, config=self._config,
-            random_document=random_document_from_sample(nsp_sample, doc_key),
-            rng=derive_rng(self._seed, "instances", doc_key, dupe_index))
-        self._count["instances"].inc(len(instances))
-        self._count["random_next_instances"].inc(sum(i.is_random_next for i in instances))
-        self._count["truncated_tokens"].inc(stats.truncated_tokens)
-        self._count["random_next_unavailable"].inc(stats.random_next_unavailable)
-        if instances:
-            yield (doc_key, dupe_index), instances
-
-
-class CreateMaskedRecords(beam.DoFn):
+class CreateRecords(beam.DoFn):
     """((doc_key, dupe), packed document) + sample -> [(shuffle key, record)].
 
-    CreateInstances, MaskTokens and encode in one compiled step
-    (transforms.fast_records): the default path (static masking). The same
-    pairs and counters as the three Python steps, several times faster.
+    Instance creation (transforms.instances), masking (transforms.masking;
+    none when `masking` is None: `--masking=none`) and `encode` in one
+    compiled step (transforms.fast_records): the same pairs as those Python
+    functions would give, several times faster.
     """
 
-    def __init__(self, *, instances: InstanceConfig, masking: MaskingConfig,
+    def __init__(self, *, instances: InstanceConfig, masking: MaskingConfig | None,
                  max_predictions_per_seq: int, padded: bool, seed: int) -> None:
         self._configs = (instances, masking, max_predictions_per_seq, padded)
         self._seed = seed
-        self._count = _counters(*(f.name for f in dataclasses.fields(RecordStats)))
+        names = [f.name for f in dataclasses.fields(RecordStats)]
+        if masking is None:  # as the Python path, which has no MaskTokens step then
+            names.remove("masked_tokens")
+        self._count = _counters(*names)
 
     def setup(self) -> None:
         instances, masking, max_predictions_per_seq, padded = self._configs
@@ -135,8 +111,8 @@ class CreateMaskedRecords(beam.DoFn):
         (doc_key, dupe_index), packed = element
         pairs, stats = document_records(doc_key, dupe_index, packed, sample=self._sample,
                                         engine=self._engine, seed=self._seed)
-        for name, value in dataclasses.asdict(stats).items():
-            self._count[name].inc(value)
+        for name, counted in self._count.items():
+            counted.inc(getattr(stats, name))
         if pairs:
             yield pairs
 
