@@ -8,7 +8,8 @@ import pytest
 
 from transforms.instances import InstanceConfig, create_instances, truncate_seq_pair
 from transforms.masking import MaskingConfig, mask_tokens, num_to_predict
-from transforms.packing import PackedView, pack_document, packed_token_count, unpack_document
+from transforms.packing import (PackedView, pack_document, packed_arrays, packed_token_count,
+                                unpack_document)
 from transforms.sampling import bound_sample, cap_document, random_document_from_sample
 
 CLS, SEP, MASK = 101, 102, 103
@@ -131,6 +132,8 @@ def test_packed_documents_round_trip(document, bytes_per_token):
     assert unpack_document(packed) == document
     assert packed_token_count(packed) == tokens
     assert len(packed) == 1 + 4 * (1 + len(document)) + bytes_per_token * tokens
+    ids, bounds = packed_arrays(packed)
+    assert [ids[bounds[s]:bounds[s + 1]].tolist() for s in range(len(document))] == document
     view = PackedView(packed)
     assert len(view) == len(document)
     assert [view[i] for i in range(len(view))] == document

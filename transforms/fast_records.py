@@ -18,7 +18,7 @@ from transforms.instances import InstanceConfig
 from transforms.jit_random import digest_seed_words, sample_set_size, seed_words
 from transforms.jit_records import create_instances, feature_names, mask_and_encode
 from transforms.masking import MaskingConfig, num_to_predict
-from transforms.packing import PackedDocument, pack_document
+from transforms.packing import PackedDocument, pack_document, packed_arrays
 from transforms.randomness import Keyed
 from transforms.sampling import SampledDocument
 
@@ -74,7 +74,7 @@ class FlatSample:
         tokens, bounds, documents = [], [np.zeros(1, dtype=np.int64)], [0]
         offset = 0
         for _, packed in sample:
-            document_tokens, document_bounds = document_arrays(packed)
+            document_tokens, document_bounds = packed_arrays(packed)
             tokens.append(document_tokens)
             bounds.append(document_bounds[1:] + offset)
             offset += len(document_tokens)
@@ -92,21 +92,9 @@ def warm_up(engine: Engine) -> None:
                      engine=engine, seed=0)
 
 
-def document_arrays(packed: PackedDocument) -> tuple[np.ndarray, np.ndarray]:
-    """(int32 token ids, int64 sentence bounds) of a packed document
-    (transforms.packing's layout), without going through Python lists."""
-    count = int(np.frombuffer(packed, dtype=np.int32, count=1, offset=1)[0])
-    lengths = np.frombuffer(packed, dtype=np.int32, count=count, offset=5)
-    width = np.dtype(packed[:1].decode())
-    tokens = np.frombuffer(packed, dtype=width, offset=5 + 4 * count).astype(np.int32)
-    bounds = np.zeros(count + 1, dtype=np.int64)
-    np.cumsum(lengths, out=bounds[1:])
-    return tokens, bounds
-
-
 @dataclasses.dataclass
 class RecordStats:
-    """The counters the Python path's stages keep, for the same manifest."""
+    """What one document copy gave, for CreateRecords' counters (the manifest's)."""
 
     instances: int = 0
     random_next_instances: int = 0
@@ -119,7 +107,7 @@ def document_records(doc_key: str, dupe_index: int, packed: PackedDocument, *,
                      sample: FlatSample, engine: Engine, seed: int
                      ) -> tuple[list[tuple[int, bytes]], RecordStats]:
     """(shuffle key, record) of every instance of one document copy, in order."""
-    tokens, bounds = document_arrays(packed)
+    tokens, bounds = packed_arrays(packed)
     key, key_length = seed_words(int.from_bytes(
         Keyed().seed_digest(seed, "instances", doc_key, dupe_index), "big"))
     config = engine.instances

@@ -19,6 +19,8 @@ from array import array
 from itertools import accumulate
 from typing import Iterator, Sequence
 
+import numpy as np
+
 PackedDocument = bytes
 
 _NARROW, _WIDE = "H", "i"
@@ -40,15 +42,31 @@ def pack_document(sentences: Sequence[Sequence[int]]) -> PackedDocument:
     return tokens.typecode.encode() + header.tobytes() + tokens.tobytes()
 
 
+def _layout(packed: PackedDocument) -> tuple[int, int]:
+    """(sentence count, offset of the first token id)."""
+    count = array(_HEADER, packed[1:1 + _HEADER_SIZE])[0]
+    return count, 1 + _HEADER_SIZE * (1 + count)
+
+
 def _unpacked(packed: PackedDocument) -> tuple[array, array]:
     """(sentence lengths, token ids) as arrays."""
-    count = array(_HEADER, packed[1:1 + _HEADER_SIZE])[0]
-    body = 1 + _HEADER_SIZE * (1 + count)
+    count, body = _layout(packed)
     lengths = array(_HEADER)
     lengths.frombytes(packed[1 + _HEADER_SIZE:body])
     tokens = array(packed[:1].decode())
     tokens.frombytes(packed[body:])
     return lengths, tokens
+
+
+def packed_arrays(packed: PackedDocument) -> tuple[np.ndarray, np.ndarray]:
+    """(int32 token ids, int64 sentence bounds) without Python lists, for the
+    compiled core: sentence s is tokens[bounds[s]:bounds[s + 1]]."""
+    count, body = _layout(packed)
+    lengths = np.frombuffer(packed, dtype=_HEADER, count=count, offset=1 + _HEADER_SIZE)
+    tokens = np.frombuffer(packed, dtype=packed[:1].decode(), offset=body).astype(np.int32)
+    bounds = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(lengths, out=bounds[1:])
+    return tokens, bounds
 
 
 def unpack_document(packed: PackedDocument) -> list[list[int]]:
@@ -63,8 +81,8 @@ def unpack_document(packed: PackedDocument) -> list[list[int]]:
 
 def packed_token_count(packed: PackedDocument) -> int:
     """Tokens in a packed document, without unpacking it."""
-    count = array(_HEADER, packed[1:1 + _HEADER_SIZE])[0]
-    return (len(packed) - 1 - _HEADER_SIZE * (1 + count)) // array(packed[:1].decode()).itemsize
+    _, body = _layout(packed)
+    return (len(packed) - body) // array(packed[:1].decode()).itemsize
 
 
 class PackedView:
