@@ -72,8 +72,8 @@ def fan_out_packed(element: tuple[str, PackedDocument], dupe_factor: int
 
 def fan_out(element: tuple[str, PackedDocument],
             dupe_factor: int) -> Iterator[tuple[tuple[str, int], list[list[int]]]]:
-    """fan_out_packed for the Python stages: the document is unpacked once and
-    the copies share it (instance creation only reads it)."""
+    """fan_out_packed for steps that walk lists (the d2l recipe's): the document
+    is unpacked once and the copies share it (they only read it)."""
     document = unpack_document(element[1])
     for copy_key, _ in fan_out_packed(element, dupe_factor):
         yield copy_key, document
@@ -93,7 +93,7 @@ class CreateRecords(beam.DoFn):
         self._configs = (instances, masking, max_predictions_per_seq, padded)
         self._seed = seed
         names = [f.name for f in dataclasses.fields(RecordStats)]
-        if masking is None:  # as the Python path, which has no MaskTokens step then
+        if masking is None:  # nothing is masked, so no masked_tokens counter
             names.remove("masked_tokens")
         self._count = _counters(*names)
 
