@@ -54,8 +54,12 @@ def test_shuffle_equals_cpythons(seed, length):
 def test_sample_equals_cpythons_both_methods(seed, n, k):
     k = min(k, n)
     population = np.arange(100, 100 + n, dtype=np.int64)
-    ours = jr.sample(seeded(seed), population, k, jr.sample_set_size(k))
-    assert ours.tolist() == random.Random(seed).sample(population.tolist(), k)
+    ours = np.full(k + 2, -1, dtype=np.int64)  # two spare slots stay untouched
+    jr.sample_into(seeded(seed), population, k, jr.sample_set_size(k), ours,
+                   np.empty(n, dtype=np.int64))
+    assert ours[:k].tolist() == random.Random(seed).sample(population.tolist(), k)
+    assert ours[k:].tolist() == [-1, -1]
+    assert population.tolist() == list(range(100, 100 + n))
 
 
 @pytest.mark.parametrize("count", [1, 5, 40])

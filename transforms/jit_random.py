@@ -209,18 +209,11 @@ def sample_set_size(k: int) -> int:
 
 
 @njit(cache=True)
-def sample(mt: np.ndarray, population: np.ndarray, k: int, set_size: int) -> np.ndarray:
-    """random.sample(population, k); `set_size` is sample_set_size(k)."""
-    result = np.empty(k, dtype=population.dtype)
-    sample_into(mt, population, k, set_size, result, np.empty(len(population), np.int64))
-    return result
-
-
-@njit(cache=True)
 def sample_into(mt: np.ndarray, population: np.ndarray, k: int, set_size: int,
                 result: np.ndarray, work: np.ndarray) -> None:
-    """`sample` into result[:k], with `work` (len(population) int64) as its pool
-    or its set: no allocation, for the per-instance loop. `population` is left
+    """random.sample(population, k) into result[:k]; `set_size` is
+    sample_set_size(k). `work` (len(population) int64) serves as its pool or
+    its set, so the per-instance loop allocates nothing; `population` is left
     unchanged."""
     n = len(population)
     if n <= set_size:
