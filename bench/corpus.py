@@ -1,24 +1,37 @@
-"""Benchmark corpora of a requested size, built from a real corpus.
+"""Benchmark corpora of a requested size and shape, built from real text.
 
-A corpus of N MB is the source's documents repeated in seeded shuffled rounds
-(a fresh permutation per round) until N * 10^6 bytes; the last document is
-cut at a line so the size lands within one line of the target. The same
-(source, size, seed) always gives the same bytes, and the file is cached
-under a stable name outside the repository: document keys include the path,
-so a stable name keeps every run on the same keys, hence the same draws.
+Users' corpora differ most in document length, and a pipeline's per-document
+costs only show on short documents, so every benchmark runs on three shapes,
+all made of real sentences (never synthetic words):
 
-    python bench/corpus.py --size 20     # prints the path of the 20 MB corpus
+- `wikitext`: the 60 WikiText-2 validation articles (~18 KB each) repeated in
+  seeded shuffled rounds (a fresh permutation per round);
+- `web`: web-like documents (C4 and OpenWebText have a median of ~2 KB and
+  a long tail): each a run of consecutive sentences of one real document
+  (WikiText-2 articles, and the blog posts, e-mails, reviews and forum
+  threads of the Universal Dependencies English Web Treebank) of a
+  log-normally drawn length, median 2,000 bytes;
+- `short`: 1 to 5 consecutive sentences of those sources (news snippets,
+  forum posts, product reviews).
+
+The last document is cut at a line so the size lands within one line of the
+target. The same (shape, source, size, seed) always gives the same bytes, and
+the file is cached outside the repository under a stable name (document keys
+name the file, and seed every draw).
+
+    python bench/corpus.py --size 20 --shape short   # prints the path of the corpus
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 import os
 import pathlib
 import sys
 import tempfile
-from typing import Iterator
+from typing import Iterator, Sequence
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -28,8 +41,16 @@ from transforms.documents import document_key, key_root, split_documents  # noqa
 from transforms.randomness import derive_rng  # noqa: E402
 
 MB = 1_000_000
-SOURCE = ROOT / "tests" / "data" / "wikitext2_valid.txt"
+DATA = ROOT / "tests" / "data"
+WIKITEXT = DATA / "wikitext2_valid.txt"
+# Real web documents with their real sentence boundaries (UD English EWT).
+WEB_SOURCES = (WIKITEXT, DATA / "en_ewt-ud-dev.sentences.txt",
+               DATA / "en_ewt-ud-test.sentences.txt")
+SHAPES = ("wikitext", "web", "short")
 CACHE_DIR = pathlib.Path(tempfile.gettempdir()) / "bert-bench-cache"
+WEB_MEDIAN_BYTES = 2_000
+WEB_SIGMA = 0.9  # log-normal spread: ~10% of documents under 630 bytes, ~10% over 6.3 KB
+SHORT_SENTENCES = (1, 5)
 
 
 def _lines_with_offsets(data: bytes) -> Iterator[tuple[int, bytes]]:
@@ -48,38 +69,81 @@ def read_documents(path: pathlib.Path) -> list[tuple[str, list[str]]]:
             for offset, lines in split_documents(_lines_with_offsets(data))]
 
 
-def corpus_bytes(documents: list[list[str]], *, size_bytes: int, seed: int) -> bytes:
-    """Documents in shuffled rounds, one blank line between them, cut to size."""
-    if size_bytes <= 0:
-        raise ValueError(f"corpus size must be positive, got {size_bytes} bytes")
-    if not documents:
-        raise ValueError("the source corpus holds no document: give a text file with "
-                         "one sentence per line and blank lines between documents")
-    blocks = [[(line + "\n").encode("utf-8") for line in lines] for lines in documents]
+def _encoded(documents: Sequence[Sequence[str]]) -> list[list[bytes]]:
+    return [[(line + "\n").encode("utf-8") for line in lines] for lines in documents]
+
+
+def _fill(documents: Iterator[list[bytes]], size_bytes: int) -> bytes:
+    """Documents one blank line apart until `size_bytes`, cut at a line."""
     parts: list[bytes] = []
     total = 0
+    for document in documents:
+        for line in document + [b"\n"]:
+            if total + len(line) > size_bytes:
+                return b"".join(parts)
+            parts.append(line)
+            total += len(line)
+    raise AssertionError("document streams are endless")
+
+
+def _rounds(blocks: list[list[bytes]], seed: int) -> Iterator[list[bytes]]:
+    """Every document once per round, each round in a new seeded order."""
     round_index = 0
     while True:
         order = list(range(len(blocks)))
         derive_rng(seed, "bench-corpus", round_index).shuffle(order)
-        for index in order:
-            for line in blocks[index] + [b"\n"]:
-                if total + len(line) > size_bytes:
-                    return b"".join(parts)
-                parts.append(line)
-                total += len(line)
+        yield from (blocks[index] for index in order)
         round_index += 1
 
 
-def corpus_path(size_mb: float, *, seed: int = 0, source: pathlib.Path = SOURCE,
+def _excerpts(blocks: list[list[bytes]], seed: int, shape: str) -> Iterator[list[bytes]]:
+    """Endless documents cut from the sources' sentences, read as one stream
+    in source order: a random first sentence, then consecutive sentences until
+    the drawn length (web) or count (short) is reached. An excerpt may run on
+    into the next source document, as a web page runs on into its next post."""
+    sentences = [line for block in blocks for line in block]
+    rng = derive_rng(seed, "bench-corpus", shape)
+    while True:
+        start = rng.randrange(len(sentences))
+        if shape == "short":
+            count = rng.randint(*SHORT_SENTENCES)
+            yield [sentences[(start + i) % len(sentences)] for i in range(count)]
+            continue
+        target = WEB_MEDIAN_BYTES * math.exp(rng.gauss(0.0, WEB_SIGMA))
+        document, size = [], 0
+        while size < target:
+            line = sentences[(start + len(document)) % len(sentences)]
+            document.append(line)
+            size += len(line)
+        yield document
+
+
+def corpus_bytes(documents: list[list[str]], *, size_bytes: int, seed: int,
+                 shape: str = "wikitext") -> bytes:
+    """A corpus of `shape` made from `documents` (lists of sentence lines)."""
+    if size_bytes <= 0:
+        raise ValueError(f"corpus size must be positive, got {size_bytes} bytes")
+    if shape not in SHAPES:
+        raise ValueError(f"unknown corpus shape {shape!r}: choose one of {', '.join(SHAPES)}")
+    blocks = [block for block in _encoded(documents) if block]
+    if not blocks:
+        raise ValueError("the source corpus holds no document: give a text file with "
+                         "one sentence per line and blank lines between documents")
+    stream = _rounds(blocks, seed) if shape == "wikitext" else _excerpts(blocks, seed, shape)
+    return _fill(stream, size_bytes)
+
+
+def corpus_path(size_mb: float, *, shape: str = "wikitext", seed: int = 0,
+                sources: Sequence[pathlib.Path] | None = None,
                 cache_dir: pathlib.Path = CACHE_DIR) -> pathlib.Path:
-    """The cached corpus of `size_mb` MB (10^6 bytes), written on first use."""
-    data = source.read_bytes()
-    digest = hashlib.sha256(data).hexdigest()[:10]
-    path = cache_dir / f"{source.stem}-{size_mb:g}MB-seed{seed}-{digest}.txt"
+    """The cached corpus of `size_mb` MB (10^6 bytes) and `shape`, written on first use."""
+    if sources is None:
+        sources = (WIKITEXT,) if shape == "wikitext" else WEB_SOURCES
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:10]
+    path = cache_dir / f"{shape}-{size_mb:g}MB-seed{seed}-{digest}.txt"
     if not path.exists():
-        documents = [lines for _, lines in read_documents(source)]
-        text = corpus_bytes(documents, size_bytes=round(size_mb * MB), seed=seed)
+        documents = [lines for source in sources for _, lines in read_documents(source)]
+        text = corpus_bytes(documents, size_bytes=round(size_mb * MB), seed=seed, shape=shape)
         cache_dir.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f".{path.name}.{os.getpid()}")
         partial.write_bytes(text)
@@ -90,10 +154,10 @@ def corpus_path(size_mb: float, *, seed: int = 0, source: pathlib.Path = SOURCE,
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=float, required=True, help="MB (10^6 bytes)")
+    parser.add_argument("--shape", choices=SHAPES, default="wikitext")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--source", type=pathlib.Path, default=SOURCE)
     args = parser.parse_args(argv)
-    print(corpus_path(args.size, seed=args.seed, source=args.source))
+    print(corpus_path(args.size, shape=args.shape, seed=args.seed))
 
 
 if __name__ == "__main__":

@@ -1,13 +1,15 @@
 """End-to-end throughput and memory of the pipeline, beside the original script.
 
 Not a test: it prints figures. Each run is a subprocess on a corpus of N MB
-(bench/corpus.py: WikiText-2 documents repeated in seeded shuffled order,
-cached in /tmp/bert-bench-cache) with the original's default flags. Measured
+of one shape (bench/corpus.py: long WikiText-2 articles, web-like ~2 KB
+documents, short 1-5 sentence documents; cached in /tmp/bert-bench-cache)
+with the original's default flags. Measured
 per run: wall seconds; CPU seconds (user + sys) of the whole process tree,
 from wait4, which includes every descendant the run waited for; the peak of
 the summed RSS of the tree and of its largest process (psutil, every 50 ms).
 
     python bench/pipeline.py --sizes 1,5,20 --workers 1,2 --stages
+    python bench/pipeline.py --shapes short --sizes 5,20 --reference path/to/bert
     python bench/pipeline.py --sizes 1,5 --reference path/to/bert     # + ratios
     python bench/pipeline.py --sizes 20 --memory-size 200            # several minutes
 
@@ -15,7 +17,8 @@ the summed RSS of the tree and of its largest process (psutil, every 50 ms).
 checkout of google-research/bert (under TF2 through tf.compat.v1) on the same
 corpus with the same flags; `--reference-sizes` limits it (it holds every
 instance in memory: 2.2 GB and 3 CPU-minutes at 20 MB). `--stages` times each
-stage of the functional core in this process, without Beam, on the 1 MB corpus.
+stage of the functional core in this process, without Beam, on the 1 MB corpus
+of each shape, per document and per instance.
 """
 
 from __future__ import annotations
@@ -36,13 +39,13 @@ import psutil
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]  # before bench/: `pipeline` is the package, not this file
 
-from bench.corpus import MB, corpus_path, read_documents  # noqa: E402
+from bench.corpus import MB, SHAPES, corpus_path, read_documents  # noqa: E402
 from pipeline.build import SAMPLE_DOCUMENT_SEQUENCES  # noqa: E402
 from pipeline.options import Stages, parse_args  # noqa: E402
 from transforms.sampling import bound_sample, cap_document, sample_rank  # noqa: E402
+from transforms.sharding import framed_chunks, sorted_records, split_by_shard  # noqa: E402
 from transforms.stages import (CreateRecords, TokenizeDocument,  # noqa: E402
                                fan_out_packed)
-from transforms.tfrecord import write_record  # noqa: E402
 from transforms.vocabulary import load_vocabulary  # noqa: E402
 
 VOCAB = ROOT / "tests" / "data" / "bert-base-uncased-vocab.txt"
@@ -50,7 +53,8 @@ VOCAB = ROOT / "tests" / "data" / "bert-base-uncased-vocab.txt"
 FLAGS = ["--do_lower_case=True", "--max_seq_length=128", "--max_predictions_per_seq=20",
          "--random_seed=12345", "--dupe_factor=10", "--masked_lm_prob=0.15",
          "--short_seq_prob=0.1"]
-# "records" is CreateRecords: instance creation, masking and encoding (compiled).
+# "records" is FanOutDupes and CreateRecords: instance creation, masking,
+# encoding and framing (compiled); "write" is WriteShards' sort and framed write.
 STAGES = ("setup", "read", "tokenize", "sample", "records", "write")
 _ORIGINAL = ("import runpy, sys, tensorflow; sys.modules['tensorflow'] = tensorflow.compat.v1; "
              "sys.path.insert(0, sys.argv[1]); script = sys.argv[1] + '/create_pretraining_data.py'; "
@@ -60,6 +64,7 @@ _ORIGINAL = ("import runpy, sys, tensorflow; sys.modules['tensorflow'] = tensorf
 @dataclasses.dataclass(frozen=True)
 class Run:
     label: str
+    shape: str
     megabytes: float
     instances: int
     wall: float
@@ -79,12 +84,12 @@ def _tree_rss(root: psutil.Process) -> tuple[int, int]:
     return sum(sizes), max(sizes, default=0)
 
 
-def measure(command: list[str], log: pathlib.Path, *, poll: float = 0.05
-            ) -> tuple[float, float, int, int, float]:
+def measure(command: list[str], log: pathlib.Path, *, poll: float = 0.05,
+            cwd: pathlib.Path = ROOT) -> tuple[float, float, int, int, float]:
     """(wall s, CPU s, peak summed RSS, peak single RSS, load) of one command's tree."""
     start = time.perf_counter()
     with open(log, "wb") as out:
-        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=cwd)
     root = psutil.Process(proc.pid)
     rss_sum = rss_max = 0
     while True:
@@ -102,7 +107,8 @@ def measure(command: list[str], log: pathlib.Path, *, poll: float = 0.05
     return wall, usage.ru_utime + usage.ru_stime, rss_sum, rss_max, os.getloadavg()[0]
 
 
-def run_ours(corpus: pathlib.Path, workers: int) -> Run:
+def run_ours(corpus: pathlib.Path, workers: int, *, checkout: pathlib.Path = ROOT,
+             label: str = "ours") -> Run:
     mode = ("--direct_running_mode=in_memory" if workers == 1
             else "--direct_running_mode=multi_processing")
     with tempfile.TemporaryDirectory(prefix="bert-bench-") as tmp:
@@ -110,9 +116,9 @@ def run_ours(corpus: pathlib.Path, workers: int) -> Run:
         command = [sys.executable, "-m", "pipeline", f"--input_file={corpus}",
                    f"--output_dir={out}", f"--vocab_file={VOCAB}", *FLAGS,
                    mode, f"--direct_num_workers={workers}"]
-        figures = measure(command, pathlib.Path(tmp) / "log")
+        figures = measure(command, pathlib.Path(tmp) / "log", cwd=checkout)
         instances = json.loads((out / "manifest.json").read_text())["total_instances"]
-    return Run(f"ours, {workers} worker{'s' * (workers > 1)}",
+    return Run(f"{label}, {workers} worker{'s' * (workers > 1)}", _shape(corpus),
                corpus.stat().st_size / MB, instances, *figures)
 
 
@@ -126,27 +132,37 @@ def run_original(corpus: pathlib.Path, reference: pathlib.Path) -> Run:
         wrote = [line for line in log.read_text(errors="replace").splitlines()
                  if "total instances" in line]
     instances = int(wrote[-1].split("Wrote ")[1].split()[0])
-    return Run("original", corpus.stat().st_size / MB, instances, *figures)
+    return Run("original", _shape(corpus), corpus.stat().st_size / MB, instances, *figures)
+
+
+def _shape(corpus: pathlib.Path) -> str:
+    return corpus.name.split("-")[0]
 
 
 def _row(run: Run) -> str:
-    return (f"{run.label:<16}{run.megabytes:>8.2f}{run.instances:>12,}{run.wall:>9.1f}"
+    return (f"{run.label:<20}{run.shape:<9}{run.megabytes:>7.1f}{run.instances:>12,}{run.wall:>9.1f}"
             f"{run.cpu:>9.1f}{run.instances / run.cpu:>11,.0f}{run.megabytes / run.cpu:>9.3f}"
             f"{run.rss_sum / 2**20:>10,.0f}{run.rss_max / 2**20:>10,.0f}{run.load:>6.1f}")
 
 
-HEADER = (f"{'run':<16}{'MB':>8}{'instances':>12}{'wall s':>9}{'CPU s':>9}"
+HEADER = (f"{'run':<20}{'shape':<9}{'MB':>7}{'instances':>12}{'wall s':>9}{'CPU s':>9}"
           f"{'inst/CPU-s':>11}{'MB/CPU-s':>9}{'RSS sum':>10}{'RSS max':>10}{'load':>6}  (RSS in MiB)")
 
 
-def stage_breakdown(corpus: pathlib.Path, *, vocab_file: pathlib.Path = VOCAB
-                    ) -> tuple[dict[str, float], int]:
-    """CPU seconds per stage, and the instances made.
+@dataclasses.dataclass(frozen=True)
+class Breakdown:
+    seconds: dict[str, float]  # CPU seconds per stage
+    documents: int
+    instances: int
+
+
+def stage_breakdown(corpus: pathlib.Path, *, vocab_file: pathlib.Path = VOCAB) -> Breakdown:
+    """CPU seconds per stage, and the documents and instances made.
 
     The pipeline's per-element work without the runner, in one process: its
-    own DoFns and functions (counters included) with its own RNG keys, so the
+    own DoFns and functions (counters included) with its own seeds, so the
     instances are the pipeline's. What the pipeline costs beyond this total is
-    the runner, the shuffle, the sorted shard write and start-up.
+    the runner, its shuffles, file I/O and start-up.
     """
     seconds = dict.fromkeys(STAGES, 0.0)
     clock = time.process_time
@@ -178,35 +194,36 @@ def stage_breakdown(corpus: pathlib.Path, *, vocab_file: pathlib.Path = VOCAB
                           config.nsp_sample_max_bytes)
     seconds["sample"] = clock() - start
 
-    count = 0
+    start = clock()  # FanOutDupes and CreateRecords
+    batches = [batch for doc in tokenized for unit in fan_out_packed(doc, config.dupe_factor)
+               for batch in records_fn.process(unit, sample)]
+    seconds["records"] = clock() - start
+
+    start = clock()  # WriteShards' work on one shard: collect, sort, frame, write
+    blobs = [entries for batch in batches for _, entries in split_by_shard(batch, 1)]
+    entries, bounds, order = sorted_records(blobs)
     with open(os.devnull, "wb") as sink:
-        for copy in (c for doc in tokenized for c in fan_out_packed(doc, config.dupe_factor)):
-            t0 = clock()
-            records = [record for pairs in records_fn.process(copy, sample)
-                       for _, record in pairs]
-            t1 = clock()
-            for record in records:
-                write_record(sink, record)
-            t2 = clock()
-            seconds["records"] += t1 - t0
-            seconds["write"] += t2 - t1
-            count += len(records)
-    return seconds, count
+        for chunk in framed_chunks(entries, bounds, order):
+            sink.write(chunk)
+    seconds["write"] = clock() - start
+    return Breakdown(seconds=seconds, documents=len(documents), instances=len(order))
 
 
 def print_stages(corpus: pathlib.Path) -> None:
-    seconds, count = stage_breakdown(corpus)
+    breakdown = stage_breakdown(corpus)
+    seconds, count = breakdown.seconds, breakdown.instances
     total = sum(seconds.values())
-    print(f"\nstages, one process, no runner: {corpus.stat().st_size / MB:.2f} MB, "
+    print(f"\nstages, one process, no runner: {_shape(corpus)}, "
+          f"{corpus.stat().st_size / MB:.2f} MB, {breakdown.documents:,} documents, "
           f"{count:,} instances, {total:.2f} CPU s")
-    print(f"{'stage':<12}{'CPU s':>8}{'share':>8}{'µs/instance':>13}")
-    for stage, spent in seconds.items():
-        print(f"{stage:<12}{spent:>8.2f}{spent / total:>8.1%}{spent / count * 1e6:>13.1f}")
-    print(f"{'total':<12}{total:>8.2f}{1:>8.0%}{total / count * 1e6:>13.1f}")
+    print(f"{'stage':<12}{'CPU s':>8}{'share':>8}{'µs/document':>13}{'µs/instance':>13}")
+    for stage, spent in [*seconds.items(), ("total", total)]:
+        print(f"{stage:<12}{spent:>8.2f}{spent / total:>8.1%}"
+              f"{spent / breakdown.documents * 1e6:>13.1f}{spent / count * 1e6:>13.1f}")
 
 
 def print_ratios(ours: Run, original: Run) -> None:
-    print(f"  {ours.megabytes:.2f} MB, {ours.label} / original: instances/CPU-s "
+    print(f"  {ours.shape} {ours.megabytes:g} MB, {ours.label} / {original.label}: instances/CPU-s "
           f"{ours.instances / ours.cpu / (original.instances / original.cpu):.1f}x, "
           f"wall {ours.wall / original.wall:.3f}x, peak RSS (sum) "
           f"{ours.rss_sum / original.rss_sum:.3f}x, instances "
@@ -217,13 +234,27 @@ def _sizes(text: str) -> list[float]:
     return [float(s) for s in text.split(",") if s.strip()]
 
 
+def _shapes(text: str) -> list[str]:
+    shapes = [s.strip() for s in text.split(",") if s.strip()]
+    unknown = sorted(set(shapes) - set(SHAPES))
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown shape(s) {', '.join(unknown)}: choose from {', '.join(SHAPES)}")
+    return shapes
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=_sizes, default=[1.0, 5.0, 20.0], help="MB, e.g. 1,5,20")
+    parser.add_argument("--shapes", type=_shapes, default=list(SHAPES),
+                        help="corpus shapes, e.g. short,web (default: all)")
     parser.add_argument("--workers", type=lambda t: [int(w) for w in t.split(",")],
                         default=[1], help="DirectRunner worker counts, e.g. 1,2")
     parser.add_argument("--reference", type=pathlib.Path,
                         help="checkout of google-research/bert: run the original too")
+    parser.add_argument("--baseline", type=pathlib.Path,
+                        help="another checkout of this project (e.g. a git worktree of an "
+                             "older commit): its pipeline runs beside, 1 worker, for ratios")
     parser.add_argument("--reference-sizes", type=_sizes, default=[1.0, 5.0],
                         help="sizes the original runs on (default 1,5)")
     parser.add_argument("--memory-size", type=float,
@@ -236,11 +267,15 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{os.cpu_count()} CPUs, {psutil.virtual_memory().total / 2**30:.0f} GiB; flags: "
           + " ".join(FLAGS))
     print(HEADER, flush=True)
-    for size in args.sizes:
-        corpus = corpus_path(size, seed=args.seed)
+    for shape, size in ((shape, size) for shape in args.shapes for size in args.sizes):
+        corpus = corpus_path(size, shape=shape, seed=args.seed)
         runs = [run_ours(corpus, workers) for workers in args.workers]
         for run in runs:
             print(_row(run), flush=True)
+        if args.baseline:
+            baseline = run_ours(corpus, 1, checkout=args.baseline.resolve(), label="baseline")
+            print(_row(baseline), flush=True)
+            print_ratios(runs[0], baseline)
         if args.reference and size in args.reference_sizes:
             original = run_original(corpus, args.reference)
             print(_row(original), flush=True)
@@ -248,12 +283,15 @@ def main(argv: list[str] | None = None) -> None:
                 print_ratios(run, original)
         if 1 in args.workers and len(runs) > 1:
             one = runs[args.workers.index(1)]
-            print(f"  {size:g} MB, wall speed-up over 1 worker: " + ", ".join(
+            print(f"  {shape} {size:g} MB, wall speed-up over 1 worker: " + ", ".join(
                 f"{run.label}: {one.wall / run.wall:.2f}x" for run in runs if run is not one))
     if args.memory_size:
-        print(_row(run_ours(corpus_path(args.memory_size, seed=args.seed), 1)), flush=True)
+        for shape in args.shapes:
+            corpus = corpus_path(args.memory_size, shape=shape, seed=args.seed)
+            print(_row(run_ours(corpus, 1)), flush=True)
     if args.stages:
-        print_stages(corpus_path(1, seed=args.seed))
+        for shape in args.shapes:
+            print_stages(corpus_path(1, shape=shape, seed=args.seed))
 
 
 if __name__ == "__main__":

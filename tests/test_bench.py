@@ -6,7 +6,7 @@ from __future__ import annotations
 import collections
 import pathlib
 
-from bench.corpus import MB, corpus_path
+from bench.corpus import MB, SHAPES, corpus_path, read_documents
 from bench.pipeline import STAGES, stage_breakdown
 from conftest import DATA
 from pipeline.main import run
@@ -30,7 +30,7 @@ def test_corpus_repeats_every_document_evenly(tmp_path: pathlib.Path):
     source.write_text("alpha one.\nalpha two.\n\nbeta one.\n\n\ngamma one.\ngamma two.\n")
     size = 10 * len(source.read_bytes())
 
-    data = corpus_path(size / MB, seed=0, source=source, cache_dir=tmp_path).read_bytes()
+    data = corpus_path(size / MB, seed=0, sources=[source], cache_dir=tmp_path).read_bytes()
 
     assert size - len(b"alpha two.\n") <= len(data) <= size
     documents = [block for block in data.split(b"\n\n") if block.strip()]
@@ -42,10 +42,29 @@ def test_corpus_repeats_every_document_evenly(tmp_path: pathlib.Path):
 def test_stage_breakdown_does_the_pipelines_work(tmp_path: pathlib.Path):
     corpus = corpus_path(0.05, seed=0, cache_dir=tmp_path / "cache")
 
-    seconds, instances = stage_breakdown(corpus)
+    breakdown = stage_breakdown(corpus)
 
-    assert tuple(seconds) == STAGES
-    assert all(spent >= 0 for spent in seconds.values())
+    assert tuple(breakdown.seconds) == STAGES
+    assert all(spent >= 0 for spent in breakdown.seconds.values())
     manifest = run([f"--input_file={corpus}", f"--output_dir={tmp_path / 'out'}",
                     f"--vocab_file={DATA / 'bert-base-uncased-vocab.txt'}"])
-    assert instances == manifest["total_instances"] > 0
+    assert breakdown.instances == manifest["total_instances"] > 0
+    assert breakdown.documents == manifest["counters"]["documents"]
+
+
+def test_shapes_have_the_document_lengths_they_promise(tmp_path: pathlib.Path):
+    sentences = set()
+    for name in ("wikitext2_valid.txt", "en_ewt-ud-dev.sentences.txt",
+                 "en_ewt-ud-test.sentences.txt"):
+        sentences |= set((DATA / name).read_bytes().split(b"\n"))
+    sizes = {}
+    for shape in SHAPES:
+        path = corpus_path(0.3, shape=shape, seed=0, cache_dir=tmp_path)
+        documents = [lines for _, lines in read_documents(path)]
+        assert set(path.read_bytes().split(b"\n")) <= sentences  # real sentences only
+        sizes[shape] = sorted(sum(len(line) + 1 for line in lines) for lines in documents)
+        if shape == "short":
+            assert {len(lines) for lines in documents} == {1, 2, 3, 4, 5}
+    median = {shape: values[len(values) // 2] for shape, values in sizes.items()}
+    assert 1_500 < median["web"] < 2_700
+    assert median["short"] < 500 < 5_000 < median["wikitext"]
