@@ -4,8 +4,11 @@
                               -> SpreadDocuments -> FanOutDupes -> CreateRecords
                               -> WriteShards -> ListShards
 
-CreateRecords is CreateInstances -> MaskTokens -> Encode of transforms.stages
-compiled into one step (transforms.fast_records).
+FanOutDupes makes units of work (a document and the dupe indices to make of
+it: all of them but for huge documents); CreateRecords is CreateInstances ->
+MaskTokens -> Encode for every copy of a unit, compiled into one step
+(transforms.fast_records). WriteShards shuffles through the runner or through
+bucket files (`--shuffle`, transforms.sharding).
 
 `build_pipeline` only adds transforms to `p`; it runs nothing and returns the
 PCollections a test may want to inspect.
@@ -59,7 +62,7 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
                    nsp_sample=beam.pvalue.AsSingleton(nsp_sample)))
     shards = records | "WriteShards" >> WriteShards(
         staging_dir=layout.staging_dir, shard_names=layout.shard_names,
-        compression=config.compression)
+        compression=config.compression, shuffle=config.shuffle)
     shard_list = (shards
                   | "CollectShards" >> beam.combiners.ToList()
                   | "ListShards" >> beam.Map(_record, layout, SHARD_LIST_NAME))

@@ -336,7 +336,7 @@ def build_d2l_pipeline(p: beam.Pipeline, *, config: Config, patterns: list[str],
         d2l_example, max_len=max_len, max_predictions=config.max_predictions_per_seq))
     shards = records | "WriteShards" >> WriteShards(
         staging_dir=layout.staging_dir, shard_names=layout.shard_names,
-        compression=config.compression)
+        compression=config.compression, shuffle=config.shuffle)
     shard_list = (shards
                   | "CollectShards" >> beam.combiners.ToList()
                   | "ListShards" >> beam.Map(_record_shards, layout))

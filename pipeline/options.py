@@ -55,6 +55,7 @@ class Config:
     recipe: str = "bert"
     masking: str = "static"
     padding: str = "fixed"
+    shuffle: str = "files"
 
     def flags(self) -> dict[str, object]:
         """The flags as recorded in the manifest."""
@@ -106,6 +107,8 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
+    from transforms.sharding import SHUFFLES  # Beam: not for the loaders' masking_config
+
     parser = OneLineParser(
         prog="create-pretraining-data", allow_abbrev=False,
         description="BERT masked-LM + next-sentence-prediction TFRecords on Apache Beam. "
@@ -158,6 +161,11 @@ def _parser() -> argparse.ArgumentParser:
         help="fixed: pad to max_seq_length / max_predictions_per_seq, as the "
              "original (default); none: variable-length features, padded per "
              "batch at load time")
+    add("--shuffle", choices=list(SHUFFLES),
+        help="how records reach their shard: runner (the runner's GroupByKey; on "
+             "Dataflow the Shuffle service) or files (temporary bucket files, for "
+             "the DirectRunner, which holds a GroupByKey's input in memory). "
+             "Default: files on the DirectRunner, runner elsewhere. Same bytes either way")
     add("--input_split_bytes", type=int, help=argparse.SUPPRESS)  # tests: many splits
     return parser
 
@@ -204,9 +212,18 @@ def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
         nsp_sample_max_bytes=args.nsp_sample_max_bytes,
         reference_compatible=args.reference_compatible,
         input_split_bytes=args.input_split_bytes, overwrite=args.overwrite,
-        recipe=args.recipe, masking=args.masking, padding=args.padding)
+        recipe=args.recipe, masking=args.masking, padding=args.padding,
+        shuffle=args.shuffle or default_shuffle(beam_args))
     validate(config)
     return config, beam_args
+
+
+def default_shuffle(beam_args: Sequence[str]) -> str:
+    """`files` on the DirectRunner (Beam's default runner), `runner` elsewhere."""
+    from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
+    runner = PipelineOptions(list(beam_args)).view_as(StandardOptions).runner
+    return "files" if runner is None or "direct" in str(runner).lower() else "runner"
 
 
 def _recipe_defaults(args: argparse.Namespace) -> dict[str, int]:
@@ -225,6 +242,7 @@ def _recipe_defaults(args: argparse.Namespace) -> dict[str, int]:
 
 def validate(config: Config) -> None:
     """Raises ConfigError for the first problem found, before any work starts."""
+    from transforms.seeds import MAX_DUPE_FACTOR
     # The d2l recipe computes its vocabulary from the corpus.
     required = ("input_file",) if config.recipe == "d2l" else ("input_file", "vocab_file")
     for flag in required:
@@ -239,6 +257,8 @@ def validate(config: Config) -> None:
         (config.max_predictions_per_seq >= 1, "--max_predictions_per_seq must be at "
          f"least 1, got {config.max_predictions_per_seq}"),
         (config.dupe_factor >= 1, f"--dupe_factor must be at least 1, got {config.dupe_factor}"),
+        (config.dupe_factor <= MAX_DUPE_FACTOR, f"--dupe_factor must be at most "
+         f"{MAX_DUPE_FACTOR:,} (seeds give each copy 22 bits), got {config.dupe_factor}"),
         (0 < config.masked_lm_prob <= 1, "--masked_lm_prob must be in (0, 1], got "
          f"{config.masked_lm_prob}"),
         (0 <= config.short_seq_prob <= 1, "--short_seq_prob must be in [0, 1], got "

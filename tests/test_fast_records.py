@@ -15,39 +15,52 @@ from hypothesis import strategies as st
 from conftest import DATA
 from transforms.fast_records import Engine, FlatSample, document_records
 from transforms.instances import InstanceConfig, create_instances
-from transforms.masking import MaskingConfig
+from transforms.masking import MaskingConfig, mask_tokens
 from transforms.packing import pack_document, unpack_document
-from transforms.randomness import derive_rng
 from transforms.sampling import random_document_from_sample
-from transforms.stages import MaskTokens, encode, encode_instance
+from transforms.seeds import INSTANCES, derived_rng, document_seed
+from transforms.stages import encode, encode_instance
 from transforms.tokenization import FullTokenizer
 
 CLS, SEP, MASK, VOCAB = 2, 3, 4, 30522
 
 
-def python_records(doc_key, dupe, packed, sample, instances, masking, *, seed,
+def entries(batch):
+    """(shuffle key, entry bytes) of every record of a RecordBatch."""
+    ends = batch.bounds.tolist()
+    return list(zip(batch.keys.tolist(),
+                    (batch.entries[a:b].tobytes() for a, b in zip(ends, ends[1:]))))
+
+
+def python_records(doc_key, dupes, packed, sample, instances, masking, *, seed,
                    max_predictions, padded):
-    """The reference: the Python functions, keyed as the pipeline keys them
-    (instances by (seed, "instances", doc_key, dupe), masks by (seed, "mask",
-    doc_key, dupe, index), shuffle keys by ("shuffle", seed, doc_key, dupe, index))."""
-    created, _ = create_instances(
-        unpack_document(packed), config=instances,
-        random_document=random_document_from_sample(sample, doc_key),
-        rng=derive_rng(seed, "instances", doc_key, dupe))
-    batch = ((doc_key, dupe), created)
-    if masking is not None:  # --masking=none: no predictions
-        [batch] = MaskTokens(config=masking, seed=seed).process(batch)
-    return encode(batch, seed=seed, to_record=functools.partial(
-        encode_instance, max_seq_length=instances.max_seq_length,
-        max_predictions_per_seq=max_predictions, padded=padded))
+    """The reference: the Python functions, copy after copy, seeded as the
+    pipeline seeds them (transforms.seeds: one generator per copy, from
+    (INSTANCES, dupe), masking each instance as it is built; shuffle keys by
+    (dupe, index))."""
+    pairs = []
+    for dupe in dupes:
+        rng = derived_rng(document_seed(seed, doc_key), INSTANCES, dupe)
+        created, _ = create_instances(
+            unpack_document(packed), config=instances,
+            random_document=random_document_from_sample(sample, doc_key), rng=rng,
+            # --masking=none: no predictions
+            mask=None if masking is None else functools.partial(
+                mask_tokens, config=masking, rng=rng))
+        batch = ((doc_key, dupe), created)
+        pairs += entries(encode(batch, seed=seed, to_record=functools.partial(
+            encode_instance, max_seq_length=instances.max_seq_length,
+            max_predictions_per_seq=max_predictions, padded=padded)))
+    return pairs
 
 
-def compiled_records(doc_key, dupe, packed, sample, instances, masking, *, seed,
+def compiled_records(doc_key, dupes, packed, sample, instances, masking, *, seed,
                      max_predictions, padded):
     engine = Engine.of(instances, masking, max_predictions_per_seq=max_predictions,
                        padded=padded)
-    return document_records(doc_key, dupe, packed, sample=FlatSample.of(sample),
-                            engine=engine, seed=seed)
+    batch, stats = document_records(doc_key, packed, dupes, sample=FlatSample.of(sample),
+                                    engine=engine, seed=seed)
+    return entries(batch), stats
 
 
 sentences = st.lists(st.integers(5, VOCAB - 1), min_size=1, max_size=70)
@@ -76,7 +89,9 @@ def cases(draw):
     sample = [(f"other:{i}", pack_document(d)) for i, d in enumerate(others)]
     if draw(st.booleans()):  # the document itself is in the sample
         sample.insert(draw(st.integers(0, len(sample))), ("doc:0", pack_document(document)))
-    return dict(doc_key="doc:0", dupe=draw(st.integers(0, 9)), packed=pack_document(document),
+    first = draw(st.integers(0, 9))
+    return dict(doc_key="doc:0", dupes=range(first, first + draw(st.integers(1, 3))),
+                packed=pack_document(document),
                 sample=sample, instances=instances, masking=masking,
                 seed=draw(st.integers(0, 2**40)), max_predictions=max_predictions,
                 padded=draw(st.booleans()))
@@ -110,12 +125,11 @@ def test_real_documents_and_vocabulary(uncased_vocab, whole_word, padded):
         masking = None
     total = 0
     for doc_key, packed in docs:
-        for dupe in range(3):
-            case = dict(doc_key=doc_key, dupe=dupe, packed=packed, sample=docs[::2],
-                        instances=instances, masking=masking, seed=12345,
-                        max_predictions=20, padded=padded)
-            pairs, stats = compiled_records(**case)
-            assert pairs == python_records(**case), (doc_key, dupe)
-            total += len(pairs)
-            assert (stats.masked_tokens > 0) == (masking is not None)
+        case = dict(doc_key=doc_key, dupes=range(3), packed=packed, sample=docs[::2],
+                    instances=instances, masking=masking, seed=12345,
+                    max_predictions=20, padded=padded)
+        pairs, stats = compiled_records(**case)
+        assert pairs == python_records(**case), doc_key
+        total += len(pairs)
+        assert (stats.masked_tokens > 0) == (masking is not None)
     assert total > 300

@@ -76,9 +76,11 @@ def test_retried_dofns_emit_the_same_elements():
     records = CreateRecords(instances=instances, masking=masking, max_predictions_per_seq=5,
                             padded=True, seed=5)
     records.setup()
-    copy = (("doc:0", 3), tokenized[1])
-    [pairs] = list(records.process(copy, sample))
-    assert pairs and list(records.process(copy, sample)) == [pairs]
+    unit = (("doc:0", range(2, 5)), tokenized[1])
+    [batch] = list(records.process(unit, sample))
+    [again] = list(records.process(unit, sample))
+    assert len(batch) and batch.keys.tolist() == again.keys.tolist()
+    assert batch.entries.tobytes() == again.entries.tobytes()
 
     # MaskTokens (the d2l recipe's masking step)
     unmasked = (("doc:0", 3), [Instance(tokens=[101, 7, 8, 9, 102, 10, 102],

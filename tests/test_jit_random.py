@@ -66,7 +66,11 @@ def test_sample_equals_cpythons_both_methods(seed, n, k):
 def test_seeding_many_keys_at_once_equals_one_at_a_time(count):
     digests = b"".join(hashlib.sha256(bytes([i, count])).digest()[:16] for i in range(count))
     digests = bytes(12) + digests[12:]  # a short key (one word) among them
-    keys, lengths = jr.digest_seed_words(digests)
+    keys = np.zeros((count, jr.SEED_WORDS), dtype=np.int64)
+    lengths = np.zeros(count, dtype=np.int64)
+    for c in range(count):
+        words, lengths[c] = jr.seed_words(int.from_bytes(digests[16 * c:16 * c + 16], "big"))
+        keys[c, :lengths[c]] = words
     states = np.zeros((jr.N + 1, count + 3), dtype=np.int64)  # spare columns stay untouched
     jr.seed_states(keys, lengths, states)
     assert not states[:, count:].any()
@@ -85,16 +89,3 @@ def test_randbelow_refuses_what_needs_more_than_32_bits():
 def test_sample_covers_both_methods():
     assert jr.sample_set_size(20) == 85  # 126 candidates -> set method, 60 -> pool
     assert jr.sample_set_size(3) == 21
-
-
-def test_digest_seed_words_equal_the_ints_words():
-    digests = [hashlib.sha256(bytes([i])).digest()[:16] for i in range(50)]
-    digests += [bytes(16), bytes(12) + b"\x00\x00\x00\x05", bytes(4) + b"\xff" * 12]
-    words, lengths = jr.digest_seed_words(b"".join(digests))
-    for row, length, digest in zip(words, lengths, digests):
-        expected, expected_length = jr.seed_words(int.from_bytes(digest, "big"))
-        assert length == expected_length
-        assert row[:length].tolist() == expected.tolist()
-        state = jr.new_state()
-        jr.seed_state(state, row, length)
-        assert jr.random(state) == random.Random(int.from_bytes(digest, "big")).random()

@@ -62,7 +62,11 @@ def reference_run(tmp_path_factory) -> pathlib.Path:
     [],  # the same command again
     ["--direct_running_mode=multi_processing", "--direct_num_workers=2"],
     ["--input_split_bytes=997", "--direct_running_mode=in_memory"],
-], ids=["again", "multi_processing", "small_splits"])
+    # The runner's shuffle (Dataflow's path) instead of bucket files.
+    ["--shuffle=runner"],
+    ["--shuffle=runner", "--direct_running_mode=multi_processing", "--direct_num_workers=2"],
+], ids=["again", "multi_processing", "small_splits", "runner_shuffle",
+        "runner_shuffle_multi_processing"])
 def test_output_is_byte_identical_across_runners_and_splits(reference_run, tmp_path, extra):
     out = tmp_path / "out"
     run(_flags(input_file=SMALL_INPUTS, output_dir=out, vocab_file=UNCASED_VOCAB,

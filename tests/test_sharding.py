@@ -21,16 +21,18 @@ from apache_beam.testing.util import BeamAssertException, assert_that, equal_to
 
 from transforms.encoding import encode_example
 from transforms.sharding import (
+    RecordBatch,
     WriteShards,
     _DeleteBucketsFn,
     _WriteShardFn,
     bucket_dir,
     bucket_path,
-    decode_bucket,
-    encode_bucket_entry,
     file_digest,
+    framed_chunks,
     shard_of,
     shard_path,
+    sorted_records,
+    split_by_shard,
     write_shard_file,
 )
 from transforms.randomness import stable_hash as shuffle_key
@@ -75,11 +77,14 @@ def test_tf_writer_output_is_read_and_framed_identically(tmp_path):
 
 
 @pytest.mark.parametrize("compression", [None, "gzip"])
-def test_shard_file_of_many_write_chunks_equals_tfs_own_writer(tmp_path, compression):
+def test_shard_file_framed_in_many_chunks_equals_tfs_own_writer(tmp_path, compression):
     rng = random.Random(3)
     records = [rng.randbytes(rng.randint(0, 3000)) for _ in range(2000)] + RECORDS  # ~3 MB
     ours = str(tmp_path / ("ours.tfrecord" + (".gz" if compression else "")))
-    stats = write_shard_file(ours, records, compression=compression)
+    # Framed by the compiled writer, in key order: the records' order.
+    sorted_entries, bounds, order = sorted_records([entries(list(enumerate(records)))])
+    stats = write_shard_file(ours, framed_chunks(sorted_entries, bounds, order),
+                             records=len(records), compression=compression)
     theirs = str(tmp_path / "tf.tfrecord")
     with tf.io.TFRecordWriter(theirs) as writer:
         for record in records:
@@ -170,12 +175,27 @@ def test_shard_of_is_the_remainder():
         shard_of(3, 0)
 
 
-def test_bucket_entries_round_trip_and_truncation_is_detected():
-    pairs = [(0, b""), (2**64 - 1, b"max"), (12345, b"\x00" * 1000)]
-    data = b"".join(encode_bucket_entry(k, r) for k, r in pairs)
-    assert decode_bucket(data) == pairs
-    with pytest.raises(ValueError, match="b.bucket: truncated"):
-        decode_bucket(data[:-1], source="b.bucket")
+def entries(pairs) -> bytes:
+    return RecordBatch.of(pairs).entries.tobytes()
+
+
+def test_entries_sort_by_key_then_record_and_truncation_is_detected():
+    pairs = [(5, b"b"), (2**63 - 1, b""), (5, b"a"), (0, bytes(range(256)) * 300), (5, b"a")]
+    data = entries(pairs)
+    sorted_entries, bounds, order = sorted_records([data[:40], data[40:]])  # any cut
+    framed = b"".join(framed_chunks(sorted_entries, bounds, order, size=7))
+    assert framed == b"".join(frame_record(r) for _, r in sorted(pairs))
+    with pytest.raises(ValueError, match="b.bucket: truncated shuffle entry"):
+        sorted_records([data[:-1]], source="b.bucket")
+
+
+def test_a_batch_splits_into_its_shards_in_order():
+    pairs = [(key, b"r%d" % key) for key in (9, 4, 7, 14, 2, 3)]
+    parts = split_by_shard(RecordBatch.of(pairs), 7)
+    assert parts == [(0, entries([(7, b"r7"), (14, b"r14")])), (2, entries([(9, b"r9"), (2, b"r2")])),
+                     (3, entries([(3, b"r3")])), (4, entries([(4, b"r4")]))]
+    assert split_by_shard(RecordBatch.of(pairs), 1) == [(0, entries(pairs))]
+    assert split_by_shard(RecordBatch.of([]), 3) == []
 
 
 def test_path_helpers_share_one_layout():
@@ -216,20 +236,21 @@ def in_batches(pairs, sizes=(1, 3, 0, 7, 2)):
     batches, start = [], 0
     while start < len(pairs):
         size = sizes[len(batches) % len(sizes)]
-        batches.append(list(pairs[start:start + size]))
+        batches.append(RecordBatch.of(pairs[start:start + size]))
         start += size
     return batches
 
 
 def run_write_shards(staging_dir, pairs, *, reshuffle=False, workers=1, compression=None,
-                     max_buffer_bytes=64 << 20, check=None):
+                     max_buffer_bytes=None, shuffle="files", check=None):
     options = PipelineOptions([f"--direct_num_workers={workers}",
                                "--direct_running_mode=multi_threading"])
     p = test_pipeline.TestPipeline(options=options)
     results = (p
                | beam.Create(in_batches(pairs), reshuffle=reshuffle)
                | WriteShards(staging_dir=str(staging_dir), shard_names=shard_names(),
-                             compression=compression, max_buffer_bytes=max_buffer_bytes))
+                             compression=compression, max_buffer_bytes=max_buffer_bytes,
+                             shuffle=shuffle))
     if check is not None:
         assert_that(results, check)
     result = p.run()
@@ -280,22 +301,25 @@ def test_records_land_in_their_shard_sorted_and_empty_shards_are_written(tmp_pat
     assert bucket_files_left(tmp_path) == []
 
 
+@pytest.mark.parametrize("shuffle", ["files", "runner"])
 @pytest.mark.parametrize("seed, reshuffle, workers, max_buffer_bytes", [
-    (1, False, 1, 64 << 20),
-    (2, True, 1, 64 << 20),
-    (3, True, 3, 64 << 20),
+    (1, False, 1, None),
+    (2, True, 1, None),
+    (3, True, 3, None),
     (4, False, 3, 500),
 ])
-def test_shards_are_byte_identical_whatever_the_order_and_bundles(
-        tmp_path, seed, reshuffle, workers, max_buffer_bytes):
+def test_shards_are_byte_identical_whatever_the_order_bundles_and_shuffle(
+        tmp_path, seed, reshuffle, workers, max_buffer_bytes, shuffle):
     pairs = make_pairs()
     random.Random(seed).shuffle(pairs)
     result = run_write_shards(tmp_path, pairs, reshuffle=reshuffle, workers=workers,
-                              max_buffer_bytes=max_buffer_bytes)
+                              max_buffer_bytes=max_buffer_bytes, shuffle=shuffle)
     expected = [b"".join(frame_record(r) for r in records) for records in expected_shards(pairs)]
     assert shard_bytes(tmp_path) == expected
     assert bucket_files_left(tmp_path) == []
-    if max_buffer_bytes < 64 << 20:
+    if shuffle == "runner":  # no bucket file at all
+        assert counter(result, "bucket_files") == 0 and not (tmp_path / "buckets").exists()
+    elif max_buffer_bytes is not None:
         # Several flushes per bundle: many more bucket files than shards.
         assert counter(result, "bucket_files") > 3 * NUM_SHARDS
 
@@ -350,7 +374,7 @@ def test_stale_bucket_files_of_failed_bundles_are_ignored_and_removed(tmp_path):
     pairs = make_pairs()
     stale = bucket_path(str(tmp_path), 0, "from-a-failed-bundle")
     with FileSystems.create(stale) as handle:
-        handle.write(encode_bucket_entry(NUM_SHARDS * 3, b"must not appear"))
+        handle.write(entries([(NUM_SHARDS * 3, b"must not appear")]))
     run_write_shards(tmp_path, pairs)
     assert read_tfrecord_file(str(tmp_path / shard_names()[0])) == expected_shards(pairs)[0]
     assert bucket_files_left(tmp_path) == []
@@ -362,7 +386,7 @@ def test_a_retried_shard_write_and_cleanup_give_the_same_result(tmp_path):
     for token, pairs in [("b", [(14, b"late"), (7, b"x")]), ("a", [(0, b"early")])]:
         paths.append(bucket_path(staging_dir, 0, token))
         with FileSystems.create(paths[-1]) as handle:
-            handle.write(b"".join(encode_bucket_entry(k, r) for k, r in pairs))
+            handle.write(entries(pairs))
     write = _WriteShardFn(staging_dir=staging_dir, shard_names=["s0", "s1"], compression=None)
     first = list(write.process((0, [paths[0], None, paths[1]])))
     second = list(write.process((0, [None, paths[1], paths[0]])))

@@ -1,10 +1,11 @@
-"""A document copy to (shuffle key, record) pairs through the compiled kernels.
+"""A document's copies to shuffle entries through the compiled kernels.
 
-The same result as `CreateInstances -> MaskTokens -> encode` of
-transforms.stages, byte for byte, key for key: the seeds come from the same
-keys (transforms.randomness) and transforms.jit_records makes the same draws.
-Python is left with what the kernels cannot do cheaply: the sha256 and
-blake2b of the per-instance keys.
+The same records as `create_instances -> MaskTokens -> encode` of the Python
+core would give for each copy, byte for byte, key for key: the seeds derive
+from the same document seed (transforms.seeds) and transforms.jit_records
+makes the same draws. Python is left with one sha256 per document and one
+kernel call for all its copies, so a short document costs little more than
+its tokens.
 """
 
 from __future__ import annotations
@@ -15,30 +16,28 @@ from typing import Sequence
 import numpy as np
 
 from transforms.instances import InstanceConfig
-from transforms.jit_random import digest_seed_words, sample_set_size, seed_words
-from transforms.jit_records import create_instances, feature_names, mask_and_encode
+from transforms.jit_random import sample_set_size
+from transforms.jit_records import (Settings, Workspace, document_entries, feature_names,
+                                     workspace)
 from transforms.masking import MaskingConfig, num_to_predict
 from transforms.packing import PackedDocument, pack_document, packed_arrays
-from transforms.randomness import Keyed
 from transforms.sampling import SampledDocument
+from transforms.seeds import document_seed
+from transforms.sharding import RecordBatch
 
 
 @dataclasses.dataclass(frozen=True)
 class Engine:
-    """Everything the kernels need besides the document, as arrays and scalars:
-    built once per worker (`DoFn.setup`), from the same configs as the Python
-    path. Without a masking config (`--masking=none`) records carry no
-    predictions, as the Python path writes them."""
+    """Everything the kernels need besides the document and the sample: the
+    settings record and a workspace, built once per worker (`DoFn.setup`)
+    from the same configs as the Python path. Without a masking config
+    (`--masking=none`) records carry no predictions, as the Python path
+    writes them."""
 
     instances: InstanceConfig
     masking: MaskingConfig | None
-    max_predictions_per_seq: int
-    padded: bool
-    budgets: np.ndarray  # num_to_predict per instance length
-    set_sizes: np.ndarray  # random.sample's threshold per number of picks
-    continuation: np.ndarray  # per id: a `##` piece (whole-word masking only)
-    names: np.ndarray
-    name_bounds: np.ndarray
+    settings: Settings
+    workspace: Workspace
 
     @classmethod
     def of(cls, instances: InstanceConfig, masking: MaskingConfig | None, *,
@@ -54,10 +53,19 @@ class Engine:
             if masking.continuation is not None:
                 continuation = np.array(masking.continuation, dtype=np.bool_)
         names, name_bounds = feature_names(padded)
-        return cls(instances=instances, masking=masking,
-                   max_predictions_per_seq=max_predictions_per_seq, padded=padded,
-                   budgets=budgets, set_sizes=set_sizes, continuation=continuation,
-                   names=names, name_bounds=name_bounds)
+        settings = Settings(
+            max_seq_length=int(instances.max_seq_length),
+            short_seq_prob=float(instances.short_seq_prob),
+            cls_id=int(instances.cls_id), sep_id=int(instances.sep_id),
+            mask=masking is not None, budgets=budgets, set_sizes=set_sizes,
+            mask_id=int(masking.mask_id) if masking else 0,
+            vocab_size=int(masking.vocab_size) if masking else 0,
+            continuation=continuation,
+            whole_word=bool(masking and masking.continuation is not None),
+            names=names, name_bounds=name_bounds, padded=bool(padded),
+            max_predictions=int(max_predictions_per_seq))
+        return cls(instances=instances, masking=masking, settings=settings,
+                   workspace=workspace(instances.max_seq_length, max_predictions_per_seq))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,13 +96,13 @@ class FlatSample:
 def warm_up(engine: Engine) -> None:
     """Loads the kernels now (compiling them once per machine, ~12 s, cached
     beside the module), so that no element pays for it."""
-    document_records("warm-up", 0, pack_document([[0, 0], [0]]), sample=FlatSample.of([]),
-                     engine=engine, seed=0)
+    document_records("warm-up", pack_document([[0, 0], [0]]), range(1),
+                     sample=FlatSample.of([]), engine=engine, seed=0)
 
 
 @dataclasses.dataclass
 class RecordStats:
-    """What one document copy gave, for CreateRecords' counters (the manifest's)."""
+    """What a document's copies gave, for CreateRecords' counters (the manifest's)."""
 
     instances: int = 0
     random_next_instances: int = 0
@@ -103,35 +111,14 @@ class RecordStats:
     masked_tokens: int = 0
 
 
-def document_records(doc_key: str, dupe_index: int, packed: PackedDocument, *,
+def document_records(doc_key: str, packed: PackedDocument, dupes: range, *,
                      sample: FlatSample, engine: Engine, seed: int
-                     ) -> tuple[list[tuple[int, bytes]], RecordStats]:
-    """(shuffle key, record) of every instance of one document copy, in order."""
-    tokens, bounds = packed_arrays(packed)
-    key, key_length = seed_words(int.from_bytes(
-        Keyed().seed_digest(seed, "instances", doc_key, dupe_index), "big"))
-    config = engine.instances
-    (instance_tokens, instance_bounds, a_lengths, random_next, truncated,
-     unavailable) = create_instances(
-        tokens, bounds, key, key_length, sample.tokens, sample.bounds, sample.documents,
-        sample.index.get(doc_key, -1), config.max_seq_length, config.short_seq_prob,
-        config.cls_id, config.sep_id)
-    count = len(a_lengths)
-    stats = RecordStats(instances=count, random_next_instances=int(random_next.sum()),
-                        truncated_tokens=truncated, random_next_unavailable=unavailable)
-    if not count:
-        return [], stats
-    masking = engine.masking
-    keys, key_lengths = digest_seed_words(
-        Keyed(seed, "mask", doc_key, dupe_index).seed_digests(count) if masking else b"")
-    records, record_bounds, stats.masked_tokens = mask_and_encode(
-        instance_tokens, instance_bounds, a_lengths, random_next, masking is not None,
-        keys, key_lengths, engine.budgets, engine.set_sizes, config.cls_id, config.sep_id,
-        masking.mask_id if masking else 0, masking.vocab_size if masking else 0,
-        engine.continuation, bool(masking and masking.continuation is not None),
-        engine.names, engine.name_bounds, engine.padded, config.max_seq_length,
-        engine.max_predictions_per_seq)
-    data = records.tobytes()
-    ends = record_bounds.tolist()
-    return list(zip(Keyed("shuffle", seed, doc_key, dupe_index).hashes(count),
-                    map(data.__getitem__, map(slice, ends, ends[1:])))), stats
+                     ) -> tuple[RecordBatch, RecordStats]:
+    """The shuffle entries of copies `dupes` of one document, copy by copy,
+    instance by instance."""
+    seed_lo, seed_hi = document_seed(seed, doc_key)
+    entries, bounds, keys, stats = document_entries(
+        np.frombuffer(packed, dtype=np.uint8), np.uint64(seed_lo), np.uint64(seed_hi),
+        dupes.start, dupes.stop, sample.tokens, sample.bounds, sample.documents,
+        sample.index.get(doc_key, -1), engine.settings, engine.workspace)
+    return RecordBatch(keys=keys, entries=entries, bounds=bounds), RecordStats(*stats.tolist())

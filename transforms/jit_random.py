@@ -27,7 +27,7 @@ _MATRIX_A = 0x9908B0DF
 _UPPER = 0x80000000
 _LOWER = 0x7FFFFFFF
 _WORD = 0xFFFFFFFF
-# Seed words of a 128-bit seed (transforms.randomness derives 128-bit seeds).
+# Seed words of a 128-bit seed (transforms.seeds derives 128-bit seeds).
 SEED_WORDS = 4
 
 
@@ -41,17 +41,6 @@ def seed_words(seed: int) -> tuple[np.ndarray, int]:
         value >>= 32
     words = words or [0]
     return np.array(words, dtype=np.int64), len(words)
-
-
-def digest_seed_words(digests: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """Seed words of many 128-bit big-endian seeds (16 bytes each) at once:
-    (words[n, 4] least significant first, key lengths[n])."""
-    words = np.frombuffer(digests, dtype=">u4").reshape(-1, SEED_WORDS)[:, ::-1].astype(np.int64)
-    nonzero = words != 0
-    # The key has as many words as the seed needs: up to its highest non-zero word.
-    lengths = np.where(nonzero.any(axis=1),
-                       SEED_WORDS - np.argmax(nonzero[:, ::-1], axis=1), 1)
-    return np.ascontiguousarray(words), lengths.astype(np.int64)
 
 
 @njit(cache=True)

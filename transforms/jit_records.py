@@ -18,11 +18,15 @@ Data layout (numpy, flat):
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
-from transforms.jit_random import (N, new_state, randint, random, sample_into, seed_state,
+from transforms.jit_random import (N, SEED_WORDS, new_state, randint, random, sample_into,
                                    seed_states, shuffle)
+from transforms.seeds import INSTANCES, seed_key, shuffle_key
+from transforms.tfrecord import FOOTER_SIZE, HEADER_SIZE, frame
 
 _TAG_1 = 0x0A
 _TAG_MAP_VALUE = 0x12
@@ -31,6 +35,49 @@ _TAG_INT64_LIST = 0x1A
 _FLOAT_ONE = (0x00, 0x00, 0x80, 0x3F)
 # Generators seeded together (jit_random.seed_states); 256 states take 1.3 MB.
 _SEED_BATCH = 256
+# Bytes of an entry besides its record: shuffle key, TFRecord header and footer.
+_ENTRY_OVERHEAD = 8 + 16
+# Positions in the stats array.
+_INSTANCES, _RANDOM_NEXT, _TRUNCATED, _UNAVAILABLE, _MASKED = range(5)
+
+
+class Settings(NamedTuple):
+    """Everything the kernels need besides the document and the sample."""
+
+    max_seq_length: int
+    short_seq_prob: float
+    cls_id: int
+    sep_id: int
+    mask: bool  # false: --masking=none
+    budgets: np.ndarray  # num_to_predict per instance length
+    set_sizes: np.ndarray  # random.sample's threshold per number of picks
+    mask_id: int
+    vocab_size: int
+    continuation: np.ndarray  # per id: a `##` piece (whole-word masking only)
+    whole_word: bool
+    names: np.ndarray
+    name_bounds: np.ndarray
+    padded: bool
+    max_predictions: int
+
+
+class Workspace(NamedTuple):
+    """Scratch arrays, allocated once per worker (`workspace`)."""
+
+    instance: np.ndarray
+    output: np.ndarray
+    labels: np.ndarray
+    candidates: np.ndarray
+    chosen: np.ndarray
+    group_starts: np.ndarray
+    order: np.ndarray
+    work: np.ndarray
+    scratch: np.ndarray
+    starts: np.ndarray
+    tags: np.ndarray
+    keys: np.ndarray
+    key_lengths: np.ndarray
+    state: np.ndarray
 
 # Feature names in the sorted order deterministic serialization writes them.
 PADDED_FEATURES = ("input_ids", "input_mask", "masked_lm_ids", "masked_lm_positions",
@@ -75,28 +122,23 @@ def _random_document(mt, num_documents: int, own: int) -> int:
 
 
 @njit(cache=True)
-def create_instances(tokens, bounds, key, key_length, sample_tokens, sample_bounds,
-                     sample_documents, own, max_seq_length, short_seq_prob, cls_id, sep_id):
-    """transforms.instances.create_instances with the sample chooser.
+def _copy_entries(mt, tokens, bounds, sample_tokens, sample_bounds, sample_documents, own,
+                  seed_lo, seed_hi, dupe, s, w, out, pos, entry_bounds, keys, count, stats):
+    """transforms.instances.create_instances with the sample chooser, for one
+    copy, drawing from the seeded generator `mt`; each instance is masked with
+    the same generator as soon as it is built (where the original draws its
+    masking randomness) and appended to the entries by `_emit`.
 
-    Returns (instance tokens, instance bounds, length of A per instance,
-    is-random-next per instance, truncated tokens, random-next unavailable).
+    Returns (out, pos, entry_bounds, keys, count): the output, grown as needed.
     """
-    mt = new_state()
-    seed_state(mt, key, key_length)
-    max_num_tokens = max_seq_length - 3
+    max_num_tokens = s.max_seq_length - 3
     target = max_num_tokens
-    if random(mt) < short_seq_prob:
+    if random(mt) < s.short_seq_prob:
         target = randint(mt, 2, max_num_tokens)
     num_sentences = len(bounds) - 1
     num_documents = len(sample_documents) - 1
-    out = np.empty(max_seq_length * 8, dtype=np.int32)
-    out_bounds = np.zeros(9, dtype=np.int64)
-    a_lengths = np.empty(8, dtype=np.int64)
-    random_next = np.empty(8, dtype=np.bool_)
-    count = 0
-    truncated = 0
-    unavailable = 0
+    instance = w.instance
+    index = 0
     chunk_start = 0
     chunk_count = 0
     chunk_length = 0
@@ -112,7 +154,7 @@ def create_instances(tokens, bounds, key, key_length, sample_tokens, sample_boun
             is_random = chunk_count == 1 or random(mt) < 0.5
             other = _random_document(mt, num_documents, own) if is_random else -1
             if is_random and other < 0:
-                unavailable += 1
+                stats[_UNAVAILABLE] += 1
                 is_random = False
             b_length = 0
             b_source = tokens
@@ -149,34 +191,35 @@ def create_instances(tokens, bounds, key, key_length, sample_tokens, sample_boun
                         b_lo += 1
                     else:
                         b_hi -= 1
-                    truncated += 1
-                size = (a_hi - a_lo) + (b_hi - b_lo) + 3
-                start_at = out_bounds[count]
-                out = _grow(out, start_at + size)
-                out_bounds = _grow(out_bounds, count + 2)
-                a_lengths = _grow(a_lengths, count + 1)
-                random_next = _grow(random_next, count + 1)
-                pos = start_at
-                out[pos] = cls_id
-                pos += 1
+                    stats[_TRUNCATED] += 1
+                n = 0
+                instance[n] = s.cls_id
+                n += 1
                 for t in range(a_lo, a_hi):
-                    out[pos] = tokens[t]
-                    pos += 1
-                out[pos] = sep_id
-                pos += 1
+                    instance[n] = tokens[t]
+                    n += 1
+                instance[n] = s.sep_id
+                n += 1
                 for t in range(b_lo, b_hi):
-                    out[pos] = b_source[t]
-                    pos += 1
-                out[pos] = sep_id
-                out_bounds[count + 1] = pos + 1
-                a_lengths[count] = a_hi - a_lo
-                random_next[count] = is_random
+                    instance[n] = b_source[t]
+                    n += 1
+                instance[n] = s.sep_id
+                n += 1
+                key = shuffle_key(seed_lo, seed_hi, dupe, index)
+                out, pos = _emit(mt, instance[:n], a_hi - a_lo, is_random, key, s, w, out,
+                                 pos, stats)
+                entry_bounds = _grow(entry_bounds, count + 2)
+                keys = _grow(keys, count + 1)
+                entry_bounds[count + 1] = pos
+                keys[count] = key
                 count += 1
+                index += 1
+                stats[_INSTANCES] += 1
+                stats[_RANDOM_NEXT] += is_random
             chunk_count = 0
             chunk_length = 0
         i += 1
-    return (out[:out_bounds[count]], out_bounds[:count + 1], a_lengths[:count],
-            random_next[:count], truncated, unavailable)
+    return out, pos, entry_bounds, keys, count
 
 
 # --- masking -------------------------------------------------------------------------
@@ -344,61 +387,123 @@ def _encode(out, pos, names, name_bounds, padded, tokens, a_length, random_next,
 
 
 @njit(cache=True)
-def mask_and_encode(tokens, bounds, a_lengths, random_next, mask, keys, key_lengths, budgets,
-                    set_sizes, cls_id, sep_id, mask_id, vocab_size, continuation,
-                    whole_word, names, name_bounds, padded, max_seq_length, max_predictions):
-    """Masks instance i with the generator seeded from keys[i] (as
-    transforms.masking.mask_tokens; not at all when `mask` is false) and
-    encodes it (as transforms.encoding).
+def _unpack(packed):
+    """transforms.packing's layout, read from its bytes: (int32 token ids,
+    int64 sentence bounds)."""
+    wide = packed[0] == ord("i")
+    count = _int32_at(packed, 1)
+    bounds = np.zeros(count + 1, dtype=np.int64)
+    for s in range(count):
+        bounds[s + 1] = bounds[s] + _int32_at(packed, 5 + 4 * s)
+    body = 5 + 4 * count
+    tokens = np.empty(bounds[count], dtype=np.int32)
+    for t in range(bounds[count]):
+        if wide:
+            tokens[t] = _int32_at(packed, body + 4 * t)
+        else:
+            tokens[t] = packed[body + 2 * t] | (np.int32(packed[body + 2 * t + 1]) << 8)
+    return tokens, bounds
 
-    Returns (record bytes, record bounds, masked tokens in all).
+
+@njit(cache=True)
+def _int32_at(data, pos):
+    value = (np.int64(data[pos]) | (np.int64(data[pos + 1]) << 8)
+             | (np.int64(data[pos + 2]) << 16) | (np.int64(data[pos + 3]) << 24))
+    return value - (1 << 32) if value >= (1 << 31) else value
+
+
+@njit(cache=True)
+def _emit(mt, original, a_length, random_next, key, s, w, out, pos, stats):
+    """Masks one instance with `mt` (as transforms.masking.mask_tokens; not at
+    all when masking is off), encodes it (as transforms.encoding) and appends
+    its entry: the shuffle key (uint64, little-endian), then the framed
+    record. Returns (out, pos), `out` grown as needed."""
+    n = len(original)
+    output = w.output
+    output[:n] = original
+    k = 0
+    if s.mask:
+        k = _choose(mt, original, s.budgets[n], s.set_sizes, s.cls_id, s.sep_id,
+                    s.continuation, s.whole_word, w.candidates, w.chosen, w.group_starts,
+                    w.order, w.work)
+    for c in range(k):
+        index = w.chosen[c]
+        if random(mt) < 0.8:
+            output[index] = s.mask_id
+        elif random(mt) >= 0.5:
+            output[index] = randint(mt, 0, s.vocab_size - 1)
+    positions = w.chosen[:k]
+    positions.sort()
+    for c in range(k):
+        w.labels[c] = original[positions[c]]
+    stats[_MASKED] += k
+    out = _grow(out, pos + len(w.scratch) + _ENTRY_OVERHEAD)
+    for b in range(8):
+        out[pos + b] = (key >> (8 * b)) & 0xFF
+    data = pos + 8 + HEADER_SIZE
+    end = _encode(out, data, s.names, s.name_bounds, s.padded, output[:n], a_length,
+                  random_next, positions, w.labels[:k], s.max_seq_length, s.max_predictions,
+                  w.scratch, w.starts, w.tags)
+    return out, frame(out, pos + 8, end - data)
+
+
+@njit(cache=True)
+def _seed_generators(seed_lo, seed_hi, dupes, states, keys, key_lengths):
+    """Seeds states[:, c] for copy dupes[c] (position (INSTANCES, dupe, 0) of
+    the document's draws, transforms.seeds), in lockstep."""
+    for c in range(len(dupes)):
+        key_lengths[c] = seed_key(seed_lo, seed_hi, INSTANCES, dupes[c], 0, keys[c])
+    seed_states(keys[:len(dupes)], key_lengths[:len(dupes)], states)
+
+
+def workspace(max_seq_length: int, max_predictions: int) -> Workspace:
+    """Scratch arrays of `_emit` and `_copy_entries`, allocated once per worker."""
+    return Workspace(
+        instance=np.empty(max_seq_length, dtype=np.int32),
+        output=np.empty(max_seq_length, dtype=np.int32),
+        labels=np.empty(max_seq_length, dtype=np.int32),
+        candidates=np.empty(max_seq_length, dtype=np.int64),
+        chosen=np.empty(max_seq_length, dtype=np.int64),
+        group_starts=np.empty(max_seq_length + 1, dtype=np.int64),
+        order=np.empty(max_seq_length, dtype=np.int64),
+        work=np.empty(max_seq_length, dtype=np.int64),
+        # A record is at most ~11 bytes per token and prediction plus headers.
+        scratch=np.empty(11 * (2 * max_seq_length + 2 * max_predictions) + 512, dtype=np.uint8),
+        starts=np.empty(8, dtype=np.int64), tags=np.empty(7, dtype=np.int64),
+        keys=np.empty((_SEED_BATCH, SEED_WORDS), dtype=np.int64),
+        key_lengths=np.empty(_SEED_BATCH, dtype=np.int64),
+        state=new_state())
+
+
+@njit(cache=True)
+def document_entries(packed, seed_lo, seed_hi, dupe_start, dupe_end, sample_tokens,
+                     sample_bounds, sample_documents, own, s, w):
+    """Copies dupe_start..dupe_end - 1 of one packed document, to shuffle entries.
+
+    Copy d creates and masks its instances with the generator of position
+    (INSTANCES, d, 0) of the document's draws; its instance i gets the
+    shuffle key of (d, i). `s` is the Settings, `w` a Workspace.
+
+    Returns (entry bytes, entry bounds, shuffle keys, stats), stats being
+    [instances, random-next instances, truncated tokens, random-next
+    unavailable, masked tokens].
     """
-    count = len(bounds) - 1
-    # A record is at most ~11 bytes per token and prediction plus the headers.
-    per_record = 11 * (2 * max_seq_length + 2 * max_predictions) + 512
-    out = np.empty(per_record * max(count, 1), dtype=np.uint8)
-    out_bounds = np.zeros(count + 1, dtype=np.int64)
-    scratch = np.empty(per_record, dtype=np.uint8)
-    starts = np.empty(8, dtype=np.int64)
-    tags = np.empty(7, dtype=np.int64)
-    output = np.empty(max_seq_length, dtype=np.int32)
-    labels = np.empty(max_seq_length, dtype=np.int32)
-    candidates = np.empty(max_seq_length, dtype=np.int64)
-    chosen = np.empty(max_seq_length, dtype=np.int64)
-    group_starts = np.empty(max_seq_length + 1, dtype=np.int64)
-    order = np.empty(max_seq_length, dtype=np.int64)
-    work = np.empty(max_seq_length, dtype=np.int64)
-    states = np.empty((N + 1, min(count, _SEED_BATCH) if mask else 0), dtype=np.int64)
-    mt = new_state()
-    masked_total = 0
+    tokens, bounds = _unpack(packed)
+    dupes = np.arange(dupe_start, dupe_end)
+    stats = np.zeros(5, dtype=np.int64)
+    out = np.empty(4096 * len(dupes), dtype=np.uint8)
+    entry_bounds = np.zeros(2 * len(dupes) + 1, dtype=np.int64)
+    keys = np.empty(2 * len(dupes), dtype=np.int64)
     pos = 0
-    for i in range(count):
-        original = tokens[bounds[i]:bounds[i + 1]]
-        n = len(original)
-        output[:n] = original
-        k = 0
-        if mask:
-            batch_index = i % _SEED_BATCH
-            if batch_index == 0:  # seed the next batch of generators together
-                batch_end = min(count, i + _SEED_BATCH)
-                seed_states(keys[i:batch_end], key_lengths[i:batch_end], states)
-            mt[:] = states[:, batch_index]
-            k = _choose(mt, original, budgets[n], set_sizes, cls_id, sep_id, continuation,
-                        whole_word, candidates, chosen, group_starts, order, work)
-        for c in range(k):
-            index = chosen[c]
-            if random(mt) < 0.8:
-                output[index] = mask_id
-            elif random(mt) >= 0.5:
-                output[index] = randint(mt, 0, vocab_size - 1)
-        positions = chosen[:k]
-        positions.sort()
-        for c in range(k):
-            labels[c] = original[positions[c]]
-        masked_total += k
-        pos = _encode(out, pos, names, name_bounds, padded, output[:n], a_lengths[i],
-                      random_next[i], positions, labels[:k], max_seq_length, max_predictions,
-                      scratch, starts, tags)
-        out_bounds[i + 1] = pos
-    return out[:pos], out_bounds, masked_total
-
+    count = 0
+    mt = w.state
+    for first in range(0, len(dupes), _SEED_BATCH):
+        last = min(len(dupes), first + _SEED_BATCH)
+        states = np.empty((N + 1, last - first), dtype=np.int64)  # columns side by side
+        _seed_generators(seed_lo, seed_hi, dupes[first:last], states, w.keys, w.key_lengths)
+        for c in range(first, last):
+            mt[:] = states[:, c - first]
+            out, pos, entry_bounds, keys, count = _copy_entries(
+                mt, tokens, bounds, sample_tokens, sample_bounds, sample_documents, own,
+                seed_lo, seed_hi, dupes[c], s, w, out, pos, entry_bounds, keys, count, stats)
+    return out[:pos], entry_bounds[:count + 1], keys[:count], stats

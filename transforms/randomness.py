@@ -31,13 +31,13 @@ def _encode_part(part: object) -> bytes:
     if isinstance(part, float):
         return b"f" + part.hex().encode("ascii")
     if isinstance(part, (tuple, list)):
-        return b"t" + _encode_parts(part)
+        return b"t" + encode_parts(part)
     raise TypeError(
         f"stable_hash parts must be None, bool, int, str, bytes, float, tuple or list; "
         f"got {type(part).__name__}")
 
 
-def _encode_parts(parts: Iterable[object]) -> bytes:
+def encode_parts(parts: Iterable[object]) -> bytes:
     """Each part length-prefixed, so ('ab', 'c') and ('a', 'bc') differ."""
     encoded = [_encode_part(p) for p in parts]
     return b"".join(len(e).to_bytes(8, "big") + e for e in encoded)
@@ -64,37 +64,13 @@ class Keyed:
     `Keyed(a, b).hash(c)` equals `stable_hash(a, b, c)`."""
 
     def __init__(self, *prefix: object) -> None:
-        self._prefix = _encode_parts(prefix)
+        self._prefix = encode_parts(prefix)
 
     def hash(self, *parts: object) -> int:
-        digest = hashlib.blake2b(self._prefix + _encode_parts(parts), digest_size=8).digest()
+        digest = hashlib.blake2b(self._prefix + encode_parts(parts), digest_size=8).digest()
         return int.from_bytes(digest, "big") >> 1
 
     def rng(self, *parts: object) -> random.Random:
-        return random.Random(int.from_bytes(self.seed_digest(*parts), "big"))
-
-    def seed_digest(self, *parts: object) -> bytes:
-        """The 128-bit seed of `rng(*parts)`, big-endian (what the compiled
-        generator of transforms.jit_random is seeded from)."""
-        return hashlib.sha256(self._prefix + _encode_parts(parts)).digest()[:16]
-
-    def seed_digests(self, count: int) -> bytes:
-        """seed_digest(0) + ... + seed_digest(count - 1): one per instance."""
-        sha256, prefix = hashlib.sha256, self._prefix
-        return b"".join(sha256(prefix + part).digest()[:16] for part in _index_parts(count))
-
-    def hashes(self, count: int) -> list[int]:
-        """[hash(0), ..., hash(count - 1)]: one per instance."""
-        blake2b, prefix = hashlib.blake2b, self._prefix
-        return [int.from_bytes(blake2b(prefix + part, digest_size=8).digest(), "big") >> 1
-                for part in _index_parts(count)]
-
-
-_INDEX_PARTS: list[bytes] = []
-
-
-def _index_parts(count: int) -> list[bytes]:
-    """_encode_parts((i,)) for i < count, computed once per process."""
-    while len(_INDEX_PARTS) < count:
-        _INDEX_PARTS.append(_encode_parts((len(_INDEX_PARTS),)))
-    return _INDEX_PARTS[:count]
+        """A generator seeded with 128 bits of the key's sha256."""
+        digest = hashlib.sha256(self._prefix + encode_parts(parts)).digest()
+        return random.Random(int.from_bytes(digest[:16], "big"))

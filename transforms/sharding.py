@@ -1,23 +1,39 @@
-"""Deterministic global shuffle of serialized records into N TFRecord shards.
+"""Deterministic global shuffle of records into N TFRecord shards.
 
-The output is about twenty times the corpus, and the DirectRunner keeps every
-GroupByKey's input in memory, so records never go through a GroupByKey here.
-Instead each bundle appends its records to temporary *bucket files*, one per
-shard it touched; only the tiny (shard, bucket path) pairs are grouped. Each
-shard is then written by one worker, which reads its buckets and sorts the
-records by (shuffle key, record). The shard's content and order therefore
-depend only on the set of (key, record) pairs: not on bundles, workers, element
-order or retries. Memory is bounded by one bundle's buffer (flushed at a byte
-budget) while bucketing and by one shard while writing, so choose the number of
-shards so that a shard fits in a worker's memory.
+Records arrive as shuffle *entries* (`RecordBatch`): a 63-bit shuffle key
+then the record already framed as TFRecord bytes (transforms.tfrecord), one
+batch per document. Record r goes to shard `key % N`; within a shard, records
+are sorted by (key, record). A shard's content and order therefore depend
+only on the set of (key, record) pairs: not on bundles, workers, element
+order or retries, nor on the path the entries took to their shard.
 
-Retries: a failed bucketing bundle's files are never emitted, so they are only
-garbage; each shard's bucket directory is swept after the shard is written. The
-sweep runs after a Reshuffle (a checkpoint), so a retried shard write still
-finds its buckets.
+Each bundle collects its entries per shard (`_ShardBuffersFn`, flushed at a
+byte budget), and the collected blobs reach their shard one of two ways
+(`--shuffle`):
+
+- `runner`: through the runner's GroupByKey, keyed by shard (the TFDS
+  writer's pattern). On Dataflow this is the Shuffle service, built for
+  exactly this data; storage sees only the shard files. The default on every
+  runner but the DirectRunner.
+- `files`: each blob goes to a temporary *bucket file* and only the small
+  (shard, path) pairs are grouped. The DirectRunner keeps a GroupByKey's
+  input in memory (20 times the corpus here), so it takes this path by
+  default. On a distributed runner it would create a storage object per
+  bundle and shard: millions for a Wikipedia-size job.
+
+Either way one worker then writes each shard: it concatenates the shard's
+blobs, sorts the entries by key (ties by record bytes) and writes the framed
+records in that order. Memory: one bundle's buffer while collecting; about
+twice one shard while writing (its entries plus the 1 MB chunks written), so
+choose the number of shards so that a shard fits a worker twice.
+
+Retries (`files`): a failed bundle's bucket files are never emitted, so they
+are only garbage; each shard's bucket directory is swept after the shard is
+written. The sweep runs after a Reshuffle (a checkpoint), so a retried shard
+write still finds its buckets.
 
 Layout under `staging_dir`:
-  buckets/shard-00003/<uuid>.bucket   temporary, deleted by WriteShards
+  buckets/shard-00003/<uuid>.bucket   temporary (`files`), deleted by WriteShards
   <shard_name>                        one TFRecord file per shard
 """
 
@@ -25,7 +41,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import struct
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -34,20 +49,114 @@ import apache_beam as beam
 from apache_beam.io.filesystem import BeamIOError, CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindows
+from numba import njit
+import numpy as np
 
 from transforms.counters import counter
-from transforms.tfrecord import frame_record
+from transforms.tfrecord import FOOTER_SIZE, HEADER_SIZE, frame
 
 _BUCKETS = "buckets"
 _BUCKET_SUFFIX = ".bucket"
-_DEFAULT_MAX_BUFFER_BYTES = 64 << 20
+# Bytes a bundle collects before it flushes: each flush is one bucket file per
+# shard (`files`), or one GroupByKey value per shard (`runner`, where only
+# memory and the number of values count).
+FILES_BUFFER_BYTES = 64 << 20
+RUNNER_BUFFER_BYTES = 16 << 20
 _WRITE_CHUNK_BYTES = 1 << 20
-# Bucket file entry: shuffle key (uint64), record length (uint64), record bytes.
-_BUCKET_ENTRY = struct.Struct("<QQ")
+_KEY_SIZE = 8  # an entry: shuffle key (uint64, little-endian), then the framed record
 _COMPRESSION = {None: CompressionTypes.UNCOMPRESSED, "gzip": CompressionTypes.GZIP}
+SHUFFLES = ("runner", "files")
 
 
 # --- Functional core -------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordBatch:
+    """Shuffle entries: entry i is entries[bounds[i]:bounds[i + 1]], its
+    shuffle key (also keys[i]) followed by its framed TFRecord record."""
+
+    keys: np.ndarray  # int64, below 2**63
+    entries: np.ndarray  # uint8
+    bounds: np.ndarray  # int64
+
+    @classmethod
+    def of(cls, pairs: Sequence[tuple[int, bytes]]) -> "RecordBatch":
+        """Entries of (shuffle key, serialized record) pairs (the Python paths)."""
+        keys = np.array([key for key, _ in pairs], dtype=np.int64)
+        sizes = [len(record) for _, record in pairs]
+        records = np.frombuffer(b"".join(record for _, record in pairs), dtype=np.uint8)
+        record_bounds = np.zeros(len(pairs) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=record_bounds[1:])
+        entries, bounds = _entries_of(keys, records, record_bounds)
+        return cls(keys=keys, entries=entries, bounds=bounds)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+@njit(cache=True)
+def _entries_of(keys, records, record_bounds):
+    overhead = _KEY_SIZE + HEADER_SIZE + FOOTER_SIZE
+    entries = np.empty(len(records) + overhead * len(keys), dtype=np.uint8)
+    bounds = np.zeros(len(keys) + 1, dtype=np.int64)
+    pos = 0
+    for i in range(len(keys)):
+        for b in range(_KEY_SIZE):
+            entries[pos + b] = (keys[i] >> (8 * b)) & 0xFF
+        data = pos + _KEY_SIZE + HEADER_SIZE
+        length = record_bounds[i + 1] - record_bounds[i]
+        entries[data:data + length] = records[record_bounds[i]:record_bounds[i + 1]]
+        pos = frame(entries, pos + _KEY_SIZE, length)
+        bounds[i + 1] = pos
+    return entries, bounds
+
+
+@njit(cache=True)
+def _gather(entries, bounds, order, skip):
+    """The entries in `order`, each without its first `skip` bytes."""
+    size = 0
+    for i in order:
+        size += bounds[i + 1] - bounds[i] - skip
+    out = np.empty(size, dtype=np.uint8)
+    out_bounds = np.zeros(len(order) + 1, dtype=np.int64)
+    pos = 0
+    for j in range(len(order)):
+        i = order[j]
+        length = bounds[i + 1] - bounds[i] - skip
+        out[pos:pos + length] = entries[bounds[i] + skip:bounds[i + 1]]
+        pos += length
+        out_bounds[j + 1] = pos
+    return out, out_bounds
+
+
+@njit(cache=True)
+def _scan_entries(data):
+    """(keys, bounds) of concatenated entries; an entry that runs past the
+    end is reported by bounds[-1] > len(data)."""
+    count = 0
+    pos = 0
+    while pos < len(data):
+        length = 0
+        if pos + _KEY_SIZE + 8 <= len(data):
+            for b in range(8):
+                length |= np.int64(data[pos + _KEY_SIZE + b]) << (8 * b)
+        pos += _KEY_SIZE + HEADER_SIZE + length + FOOTER_SIZE
+        count += 1
+    keys = np.empty(count, dtype=np.int64)
+    bounds = np.zeros(count + 1, dtype=np.int64)
+    pos = 0
+    for i in range(count):
+        key = 0
+        length = 0
+        if pos + _KEY_SIZE + 8 <= len(data):
+            for b in range(8):
+                key |= np.int64(data[pos + b]) << (8 * b)
+                length |= np.int64(data[pos + _KEY_SIZE + b]) << (8 * b)
+        keys[i] = key
+        pos += _KEY_SIZE + HEADER_SIZE + length + FOOTER_SIZE
+        bounds[i + 1] = pos
+    return keys, bounds
 
 
 def shard_of(key: int, num_shards: int) -> int:
@@ -55,6 +164,67 @@ def shard_of(key: int, num_shards: int) -> int:
     if num_shards < 1:
         raise ValueError(f"num_shards must be at least 1, got {num_shards}")
     return key % num_shards
+
+
+def split_by_shard(batch: RecordBatch, num_shards: int) -> list[tuple[int, bytes]]:
+    """(shard, its entries of the batch) for every shard the batch touches."""
+    if not len(batch):
+        return []
+    shards = batch.keys % num_shards
+    if (shards == shards[0]).all():  # one shard (the common case of small runs)
+        return [(int(shards[0]), batch.entries[:batch.bounds[-1]].tobytes())]
+    order = np.argsort(shards, kind="stable")
+    entries, bounds = _gather(batch.entries, batch.bounds, order, 0)
+    in_order = shards[order]
+    cuts = [0, *(np.flatnonzero(in_order[1:] != in_order[:-1]) + 1).tolist(), len(order)]
+    return [(int(in_order[a]), entries[bounds[a]:bounds[b]].tobytes())
+            for a, b in zip(cuts, cuts[1:])]
+
+
+def sorted_records(blobs: Iterable[bytes], *, source: str = "shard"
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A shard's entries (from any number of blobs) in shard order.
+
+    Returns (entries, bounds, order): entry order[j] is the j-th record of the
+    shard. Sorted by key, and records of equal keys by their bytes.
+
+    Raises:
+      ValueError: the data ends inside an entry (a truncated bucket file).
+    """
+    entries = np.frombuffer(b"".join(blobs), dtype=np.uint8)
+    keys, bounds = _scan_entries(entries)
+    if bounds[-1] != len(entries):
+        raise ValueError(f"{source}: truncated shuffle entry at byte {int(bounds[-2])}")
+    order = np.argsort(keys, kind="stable")
+    in_order = keys[order]
+    ties = np.flatnonzero(in_order[1:] == in_order[:-1])
+    start = 0
+    for tie in ties.tolist():  # rare: 63-bit keys collide only by chance
+        if tie < start:
+            continue
+        end = tie + 1
+        while end < len(order) and in_order[end] == in_order[tie]:
+            end += 1
+        order[tie:end] = sorted(order[tie:end].tolist(), key=lambda i: _record_bytes(
+            entries, bounds, i))
+        start = end
+    return entries, bounds, order
+
+
+def _record_bytes(entries: np.ndarray, bounds: np.ndarray, i: int) -> bytes:
+    return entries[bounds[i] + _KEY_SIZE + HEADER_SIZE:bounds[i + 1] - FOOTER_SIZE].tobytes()
+
+
+def framed_chunks(entries: np.ndarray, bounds: np.ndarray, order: np.ndarray, *,
+                  size: int = _WRITE_CHUNK_BYTES) -> Iterator[bytes]:
+    """The framed records of entries `order`, in chunks of about `size` bytes."""
+    if not len(order):
+        return
+    per_record = max(1, int(bounds[-1]) // len(order))
+    step = max(1, size // per_record)
+    for start in range(0, len(order), step):
+        chunk, _ = _gather(entries, bounds, order[start:start + step], _KEY_SIZE)
+        yield chunk.tobytes()
 
 
 def bucket_root(staging_dir: str) -> str:
@@ -82,42 +252,16 @@ def shard_path(staging_dir: str, shard_name: str) -> str:
     return FileSystems.join(staging_dir, shard_name)
 
 
-def encode_bucket_entry(key: int, record: bytes) -> bytes:
-    """One (key, record) pair as stored in a bucket file."""
-    return _BUCKET_ENTRY.pack(key, len(record)) + record
-
-
-def decode_bucket(data: bytes, *, source: str = "bucket") -> list[tuple[int, bytes]]:
-    """All (key, record) pairs of a bucket file's bytes.
-
-    Raises:
-      ValueError: the data ends inside an entry (a truncated file).
-    """
-    pairs = []
-    view = memoryview(data)
-    offset = 0
-    while offset < len(data):
-        if offset + _BUCKET_ENTRY.size > len(data):
-            raise ValueError(f"{source}: truncated bucket entry header at byte {offset}")
-        key, length = _BUCKET_ENTRY.unpack_from(view, offset)
-        start = offset + _BUCKET_ENTRY.size
-        end = start + length
-        if end > len(data):
-            raise ValueError(f"{source}: truncated bucket entry at byte {offset}")
-        pairs.append((key, bytes(view[start:end])))
-        offset = end
-    return pairs
-
-
-def read_bucket(path: str) -> list[tuple[int, bytes]]:
-    """All (key, record) pairs of one bucket file."""
+def read_file(path: str) -> bytes:
+    """A file's stored bytes."""
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-        return decode_bucket(handle.read(), source=path)
+        return handle.read()
 
 
-def write_shard_file(path: str, records: Iterable[bytes], *,
+def write_shard_file(path: str, chunks: Iterable[bytes], *, records: int,
                      compression: str | None = None) -> dict[str, Any]:
-    """Writes records as a TFRecord file; returns its record count, size and sha256.
+    """Writes framed records (in chunks) as a TFRecord file; returns its record
+    count, size and sha256.
 
     Beam's gzip writer (zlib with a gzip wrapper) puts no timestamp or file
     name in the header, so equal records give equal file bytes. The size and
@@ -126,41 +270,18 @@ def write_shard_file(path: str, records: Iterable[bytes], *,
     """
     compression_type = _compression_type(compression)
     digest = hashlib.sha256()
-    num_records = 0
     size = 0
     with FileSystems.create(path, compression_type=compression_type) as handle:
-        for chunk in _chunks(map(frame_record, records), _WRITE_CHUNK_BYTES):
-            handle.write(chunk.data)
-            num_records += chunk.records
+        for chunk in chunks:
+            handle.write(chunk)
             if compression is None:
-                digest.update(chunk.data)
-                size += len(chunk.data)
+                digest.update(chunk)
+                size += len(chunk)
     if compression is not None:
         size, sha256 = file_digest(path)
     else:
         sha256 = digest.hexdigest()
-    return {"records": num_records, "bytes": size, "sha256": sha256}
-
-
-@dataclasses.dataclass(frozen=True)
-class _Chunk:
-    data: bytes
-    records: int
-
-
-def _chunks(framed: Iterable[bytes], size: int) -> Iterator[_Chunk]:
-    """Framed records joined into writes of about `size` bytes: one write
-    call per record costs more than the framing itself."""
-    pending: list[bytes] = []
-    pending_bytes = 0
-    for record in framed:
-        pending.append(record)
-        pending_bytes += len(record)
-        if pending_bytes >= size:
-            yield _Chunk(b"".join(pending), len(pending))
-            pending, pending_bytes = [], 0
-    if pending:
-        yield _Chunk(b"".join(pending), len(pending))
+    return {"records": records, "bytes": size, "sha256": sha256}
 
 
 def file_digest(path: str) -> tuple[int, str]:
@@ -196,48 +317,55 @@ def _compression_type(compression: str | None) -> str:
 # --- Beam shell ------------------------------------------------------------------
 
 
-class _WriteBucketsFn(beam.DoFn):
-    """Buffers a bundle's records per shard and writes one bucket file per shard.
+class _ShardBuffersFn(beam.DoFn):
+    """Collects a bundle's entries per shard; emits (shard, entries) at the
+    bundle's end, and early when the buffer passes the byte budget."""
 
-    Emits (shard_index, bucket_path) only for files that were written
-    completely; the buffer is flushed early when it passes the byte budget.
-    """
-
-    def __init__(self, *, staging_dir: str, num_shards: int, max_buffer_bytes: int):
-        self._staging_dir = staging_dir
+    def __init__(self, *, num_shards: int, max_buffer_bytes: int):
         self._num_shards = num_shards
         self._max_buffer_bytes = max_buffer_bytes
-        self._bucket_files = counter("bucket_files")
 
     def start_bundle(self) -> None:
         self._buffers: dict[int, list[bytes]] = {}
         self._buffered_bytes = 0
 
-    def process(self, batch: Sequence[tuple[int, bytes]]) -> Iterator[tuple[int, str]]:
-        for key, record in batch:
-            entry = encode_bucket_entry(key, record)
-            self._buffers.setdefault(shard_of(key, self._num_shards), []).append(entry)
-            self._buffered_bytes += len(entry)
+    def process(self, batch: RecordBatch) -> Iterator[tuple[int, bytes]]:
+        for shard_index, entries in split_by_shard(batch, self._num_shards):
+            self._buffers.setdefault(shard_index, []).append(entries)
+            self._buffered_bytes += len(entries)
         if self._buffered_bytes >= self._max_buffer_bytes:
             yield from self._flush()
 
     def finish_bundle(self) -> Iterator[Any]:
-        for shard_and_path in self._flush():
-            yield GlobalWindows.windowed_value(shard_and_path)
+        for shard_and_entries in self._flush():
+            yield GlobalWindows.windowed_value(shard_and_entries)
 
-    def _flush(self) -> Iterator[tuple[int, str]]:
+    def _flush(self) -> Iterator[tuple[int, bytes]]:
         buffers, self._buffers, self._buffered_bytes = self._buffers, {}, 0
         for shard_index in sorted(buffers):
-            path = bucket_path(self._staging_dir, shard_index, uuid.uuid4().hex)
-            with FileSystems.create(
-                    path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-                handle.write(b"".join(buffers[shard_index]))
-            self._bucket_files.inc()
-            yield shard_index, path
+            yield shard_index, b"".join(buffers[shard_index])
+
+
+class _WriteBucketFn(beam.DoFn):
+    """(shard, entries) -> (shard, path of the bucket file now holding them);
+    emitted only once the file is complete."""
+
+    def __init__(self, *, staging_dir: str):
+        self._staging_dir = staging_dir
+        self._bucket_files = counter("bucket_files")
+
+    def process(self, element: tuple[int, bytes]) -> Iterator[tuple[int, str]]:
+        shard_index, entries = element
+        path = bucket_path(self._staging_dir, shard_index, uuid.uuid4().hex)
+        with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+            handle.write(entries)
+        self._bucket_files.inc()
+        yield shard_index, path
 
 
 class _WriteShardFn(beam.DoFn):
-    """Writes one shard from its bucket files, sorted by (key, record)."""
+    """Writes one shard from its grouped values: entries (`runner`), bucket
+    file paths (`files`), and the None marker every shard gets."""
 
     def __init__(self, *, staging_dir: str, shard_names: Sequence[str],
                  compression: str | None):
@@ -246,16 +374,18 @@ class _WriteShardFn(beam.DoFn):
         self._compression = compression
         self._records_written = counter("records_written")
 
-    def process(self, element: tuple[int, Iterable[str | None]]
+    def process(self, element: tuple[int, Iterable[bytes | str | None]]
                 ) -> Iterator[tuple[dict[str, Any], list[str]]]:
-        shard_index, paths = element
-        bucket_paths = sorted(p for p in paths if p is not None)
-        pairs = [pair for path in bucket_paths for pair in read_bucket(path)]
-        pairs.sort()
+        shard_index, values = element
+        values = [v for v in values if v is not None]
+        bucket_paths = sorted(v for v in values if isinstance(v, str))
+        blobs = [read_file(v) if isinstance(v, str) else v for v in values]
         name = self._shard_names[shard_index]
+        entries, bounds, order = sorted_records(blobs, source=f"shard {name}")
+        del blobs
         stats = write_shard_file(
-            shard_path(self._staging_dir, name), (record for _, record in pairs),
-            compression=self._compression)
+            shard_path(self._staging_dir, name), framed_chunks(entries, bounds, order),
+            records=len(order), compression=self._compression)
         self._records_written.inc(stats["records"])
         yield {"shard": shard_index, "name": name, **stats}, bucket_paths
 
@@ -274,9 +404,9 @@ class _DeleteBucketsFn(beam.DoFn):
 
 
 class WriteShards(beam.PTransform):
-    """Batches of (shuffle key, serialized record) pairs -> one TFRecord file per
-    shard name. Batches (e.g. one per document) only save per-element runner
-    work: how records are batched never changes the output.
+    """RecordBatches -> one TFRecord file per shard name, through the runner's
+    shuffle or through bucket files (`shuffle`, see the module docstring); both
+    give the same bytes. How records are batched never changes the output.
 
     Record r goes to shard `key % len(shard_names)`; within a shard, records are
     sorted by (key, record). Every shard is written, an empty one as an empty
@@ -286,41 +416,49 @@ class WriteShards(beam.PTransform):
     """
 
     def __init__(self, *, staging_dir: str, shard_names: Sequence[str],
-                 compression: str | None = None,
-                 max_buffer_bytes: int = _DEFAULT_MAX_BUFFER_BYTES):
+                 compression: str | None = None, shuffle: str = "files",
+                 max_buffer_bytes: int | None = None):
         super().__init__()
         shard_names = tuple(shard_names)
         if not shard_names:
             raise ValueError("shard_names must name at least one shard")
         if len(set(shard_names)) != len(shard_names):
             raise ValueError("shard_names must be unique")
+        if shuffle not in SHUFFLES:
+            raise ValueError(f"shuffle must be one of {', '.join(SHUFFLES)}, got {shuffle!r}")
         _compression_type(compression)
         self._staging_dir = staging_dir
         self._shard_names = shard_names
         self._compression = compression
-        self._max_buffer_bytes = max_buffer_bytes
+        self._shuffle = shuffle
+        self._max_buffer_bytes = max_buffer_bytes or (
+            FILES_BUFFER_BYTES if shuffle == "files" else RUNNER_BUFFER_BYTES)
 
     def expand(self, records: beam.PCollection) -> beam.PCollection:
         num_shards = len(self._shard_names)
-        # Each bundle writes its records to bucket files; only paths move on.
-        bucket_paths = (
+        by_shard = (
             records
             | "GlobalWindow" >> beam.WindowInto(GlobalWindows())
-            | "WriteBuckets" >> beam.ParDo(_WriteBucketsFn(
-                staging_dir=self._staging_dir, num_shards=num_shards,
-                max_buffer_bytes=self._max_buffer_bytes)))
+            | "BufferByShard" >> beam.ParDo(_ShardBuffersFn(
+                num_shards=num_shards, max_buffer_bytes=self._max_buffer_bytes)))
+        if self._shuffle == "files":  # only paths go through the runner's shuffle
+            by_shard = by_shard | "WriteBuckets" >> beam.ParDo(
+                _WriteBucketFn(staging_dir=self._staging_dir))
         # One marker per shard, so that a shard without records is written too.
         every_shard = (
             records.pipeline
             | "ShardIndices" >> beam.Create(range(num_shards))
             | "AsMarkers" >> beam.Map(lambda index: (index, None)))
-        return (
-            (bucket_paths, every_shard)
+        written = (
+            (by_shard, every_shard)
             | "Join" >> beam.Flatten()
             | "GroupByShard" >> beam.GroupByKey()
             | "WriteShard" >> beam.ParDo(_WriteShardFn(
                 staging_dir=self._staging_dir, shard_names=self._shard_names,
-                compression=self._compression))
-            # A checkpoint: a retried shard write must still find its buckets.
-            | "CheckpointWritten" >> beam.Reshuffle()
-            | "DeleteBuckets" >> beam.ParDo(_DeleteBucketsFn(staging_dir=self._staging_dir)))
+                compression=self._compression)))
+        if self._shuffle == "runner":
+            return written | "Results" >> beam.Map(lambda written_shard: written_shard[0])
+        return (written
+                # A checkpoint: a retried shard write must still find its buckets.
+                | "CheckpointWritten" >> beam.Reshuffle()
+                | "DeleteBuckets" >> beam.ParDo(_DeleteBucketsFn(staging_dir=self._staging_dir)))

@@ -3,7 +3,7 @@
 Each DoFn builds its heavy objects in `setup` (never pickled), calls one pure
 function per element, and counts in Beam Metrics everything it drops, cuts
 or repairs. Every random draw comes from an RNG derived from the element's
-keys (transforms.randomness), so retries and re-bundling change nothing.
+keys (transforms.seeds), so retries and re-bundling change nothing.
 """
 
 from __future__ import annotations
@@ -12,14 +12,16 @@ import dataclasses
 from typing import Callable, Iterator
 
 import apache_beam as beam
+import numpy as np
 
 from transforms.counters import counter
 from transforms.encoding import encode_example, encode_unpadded_example
 from transforms.fast_records import Engine, FlatSample, RecordStats, document_records, warm_up
 from transforms.instances import Instance, InstanceConfig
 from transforms.masking import MaskingConfig, mask_tokens
-from transforms.packing import PackedDocument, pack_document, unpack_document
-from transforms.randomness import Keyed
+from transforms.packing import PackedDocument, pack_document, packed_token_count, unpack_document
+from transforms.seeds import MASK, document_seed, derived_rng, shuffle_key
+from transforms.sharding import RecordBatch
 from transforms.tokenization import FullTokenizer, count_control_characters
 from transforms.vocabulary import load_vocabulary
 
@@ -61,31 +63,43 @@ class TokenizeDocument(beam.DoFn):
         yield doc_key, pack_document(sentences)
 
 
+# Copies of a document that one CreateRecords call makes: all of them, unless
+# the document is so long that its copies' output should spread over workers.
+WORK_UNIT_TOKENS = 1 << 20
+
+# ((doc_key, the dupe indices to make), packed document): one unit of work
+WorkUnit = tuple[tuple[str, range], PackedDocument]
+
+
 def fan_out_packed(element: tuple[str, PackedDocument], dupe_factor: int
-                   ) -> Iterator[tuple[tuple[str, int], PackedDocument]]:
-    """One copy per dupe index: each gets its own RNG, hence its own instances.
-    The copies share the packed document; fused with the next step, nothing is copied."""
+                   ) -> Iterator[WorkUnit]:
+    """The document's `dupe_factor` copies (each with its own seeds, hence its
+    own instances) as units of work: one unit for ordinary documents, so that
+    a short document costs one element and one kernel call, not
+    `dupe_factor`; several for a document of over WORK_UNIT_TOKENS tokens."""
     doc_key, packed = element
-    for dupe_index in range(dupe_factor):
-        yield (doc_key, dupe_index), packed
+    per_unit = max(1, WORK_UNIT_TOKENS // max(1, packed_token_count(packed)))
+    for start in range(0, dupe_factor, per_unit):
+        yield (doc_key, range(start, min(dupe_factor, start + per_unit))), packed
 
 
 def fan_out(element: tuple[str, PackedDocument],
             dupe_factor: int) -> Iterator[tuple[tuple[str, int], list[list[int]]]]:
-    """fan_out_packed for steps that walk lists (the d2l recipe's): the document
-    is unpacked once and the copies share it (they only read it)."""
+    """One (doc_key, dupe_index) copy per dupe index, for steps that walk lists
+    (the d2l recipe's): the document is unpacked once and the copies share it
+    (they only read it)."""
     document = unpack_document(element[1])
-    for copy_key, _ in fan_out_packed(element, dupe_factor):
-        yield copy_key, document
+    for dupe_index in range(dupe_factor):
+        yield (element[0], dupe_index), document
 
 
 class CreateRecords(beam.DoFn):
-    """((doc_key, dupe), packed document) + sample -> [(shuffle key, record)].
+    """((doc_key, dupes), packed document) + sample -> RecordBatch.
 
     Instance creation (transforms.instances), masking (transforms.masking;
-    none when `masking` is None: `--masking=none`) and `encode` in one
-    compiled step (transforms.fast_records): the same pairs as those Python
-    functions would give, several times faster.
+    none when `masking` is None: `--masking=none`) and `encode` of every copy
+    in one compiled step (transforms.fast_records): the same records and
+    shuffle keys as those Python functions would give, many times faster.
     """
 
     def __init__(self, *, instances: InstanceConfig, masking: MaskingConfig | None,
@@ -104,17 +118,16 @@ class CreateRecords(beam.DoFn):
         warm_up(self._engine)
         self._sample_source: object = None
 
-    def process(self, element: tuple[tuple[str, int], PackedDocument],
-                nsp_sample) -> Iterator[list[tuple[int, bytes]]]:
+    def process(self, element: WorkUnit, nsp_sample) -> Iterator[RecordBatch]:
         if nsp_sample is not self._sample_source:  # materialized once per worker
             self._sample, self._sample_source = FlatSample.of(nsp_sample), nsp_sample
-        (doc_key, dupe_index), packed = element
-        pairs, stats = document_records(doc_key, dupe_index, packed, sample=self._sample,
+        (doc_key, dupes), packed = element
+        batch, stats = document_records(doc_key, packed, dupes, sample=self._sample,
                                         engine=self._engine, seed=self._seed)
         for name, counted in self._count.items():
             counted.inc(getattr(stats, name))
-        if pairs:
-            yield pairs
+        if len(batch):
+            yield batch
 
 
 class MaskTokens(beam.DoFn):
@@ -133,8 +146,9 @@ class MaskTokens(beam.DoFn):
                 ) -> Iterator[InstanceBatch]:
         (doc_key, dupe_index), instances = batch
         config = config or self._config
-        keyed = Keyed(self._seed, "mask", doc_key, dupe_index)
-        masked = [instance.with_mask(mask_tokens(instance.tokens, config, keyed.rng(index)))
+        seed = document_seed(self._seed, doc_key)
+        masked = [instance.with_mask(mask_tokens(
+                      instance.tokens, config, derived_rng(seed, MASK, dupe_index, index)))
                   for index, instance in enumerate(instances)]
         self._masked.inc(sum(len(m.masked_lm_positions) for m in masked))
         yield (doc_key, dupe_index), masked
@@ -154,11 +168,11 @@ def encode_instance(instance: Instance, *, max_seq_length: int,
 
 
 def encode(batch: InstanceBatch, *, seed: int,
-           to_record: Callable[[Instance], bytes]) -> list[tuple[int, bytes]]:
-    """(shuffle key, record bytes) per instance, one list per document copy
-    (WriteShards takes batches); the key, a hash of (doc_key, dupe, index),
-    orders the global shuffle."""
+           to_record: Callable[[Instance], bytes]) -> RecordBatch:
+    """The records of one document copy with their shuffle keys (derived from
+    (doc_key, dupe, index)), which order the global shuffle."""
     (doc_key, dupe_index), instances = batch
-    keyed = Keyed("shuffle", seed, doc_key, dupe_index)
-    return [(keyed.hash(index), to_record(instance))
-            for index, instance in enumerate(instances)]
+    seed_lo, seed_hi = map(np.uint64, document_seed(seed, doc_key))
+    return RecordBatch.of([(int(shuffle_key(seed_lo, seed_hi, dupe_index, index)),
+                            to_record(instance))
+                           for index, instance in enumerate(instances)])
