@@ -27,7 +27,8 @@ from typing import Callable, Sequence
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOptions,
-                                                  SetupOptions, StandardOptions, WorkerOptions)
+                                                  SetupOptions, StandardOptions, TestOptions,
+                                                  WorkerOptions)
 from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
 from apache_beam.runners.runner import PipelineResult
 
@@ -45,6 +46,37 @@ def is_dataflow(beam_args: Sequence[str]) -> bool:
     """Whether these Beam flags select a Dataflow runner (by name or class path)."""
     runner = PipelineOptions(list(beam_args)).view_as(StandardOptions).runner or ""
     return runner.rsplit(".", 1)[-1] in DATAFLOW_RUNNERS
+
+
+def is_dry_run(beam_args: Sequence[str]) -> bool:
+    """A Dataflow `--dry_run`: Beam builds the job and submits nothing."""
+    return is_dataflow(beam_args) and bool(
+        PipelineOptions(list(beam_args)).view_as(TestOptions).dry_run)
+
+
+def dry_run_summary(result: PipelineResult) -> str:
+    """What a dry run would have submitted: stages, workers, how workers get
+    this package. (A dry run's result has no metrics to read.)"""
+    job = result.job
+    options = job.options.get_all_options()
+    transforms = job.proto_pipeline.components.transforms
+    ids = list(job.proto_pipeline.root_transform_ids)
+    while len(ids) == 1 and transforms[ids[0]].subtransforms:  # the pipeline's own wrapper
+        ids = list(transforms[ids[0]].subtransforms)
+    stages = [transforms[i].unique_name for i in ids]
+    image = options.get("sdk_container_image")
+    package = (f"image {image}" if image else
+               f"setup file {options.get('setup_file')}" if options.get("setup_file") else
+               "no package (workers would not import this project)")
+    workers = (f"{options.get('num_workers') or 'auto'} to "
+               f"{options.get('max_num_workers') or 'auto'} workers of "
+               f"{options.get('machine_type') or 'the default machine type'}")
+    return "\n".join([
+        f"dry run: Dataflow job {options.get('job_name') or '(unnamed)'} in "
+        f"{options.get('project')}/{options.get('region')}, not submitted",
+        f"  stages: {' -> '.join(stages)}",
+        f"  workers: {workers}; {package}",
+        f"  temp: {options.get('temp_location')}"])
 
 
 def _paths(config: Config) -> list[tuple[str, str]]:

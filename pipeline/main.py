@@ -27,7 +27,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline.build import build_pipeline
 from pipeline.compat import run_compat
-from pipeline.dataflow import check_dataflow_options
+from pipeline.dataflow import check_dataflow_options, dry_run_summary, is_dry_run, launch
 from pipeline.options import Config, ConfigError, Stages, parse_args
 from pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME, OutputLayout,
                               dataset_warnings, prepare_output, publish, read_staging_json)
@@ -93,8 +93,13 @@ def summary(manifest: dict) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
     try:
-        manifest = run(sys.argv[1:] if argv is None else argv)
+        _, beam_args = parse_args(argv)
+        if is_dry_run(beam_args):  # the job is built, nothing runs: no manifest
+            print(dry_run_summary(launch(argv)))
+            return
+        manifest = run(argv)
     except (ConfigError, VocabularyError, InputError) as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         sys.exit(2)

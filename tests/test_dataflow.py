@@ -9,7 +9,7 @@ import pytest
 from conftest import DATA, UNCASED_VOCAB
 from gcs_emulator import gcs  # noqa: F401  (fixture)
 from pipeline.dataflow import check_dataflow_options, is_dataflow, launch
-from pipeline.main import run
+from pipeline.main import main, run
 from pipeline.options import ConfigError, parse_args
 from pipeline.refresh import LATEST_NAME, refresh
 
@@ -48,6 +48,11 @@ def test_dry_run_job_has_every_stage_and_stages_setup_py(gcs, paths):  # noqa: F
     top_level = {t.unique_name for t in job.proto_pipeline.components.transforms.values()
                  if "/" not in t.unique_name}
     assert set(STAGES) <= top_level
+    names = {t.unique_name for t in job.proto_pipeline.components.transforms.values()}
+    # Records reach their shards through Dataflow Shuffle, not bucket files.
+    assert {"WriteShards/GroupByShard", "WriteShards/BufferByShard",
+            "SpreadDocuments"} <= names
+    assert not any("Bucket" in name for name in names)
     # The random-next sample reaches instance creation as a side input.
     (create,) = [t for t in job.proto_pipeline.components.transforms.values()
                  if t.unique_name == "CreateRecords"]
@@ -56,6 +61,18 @@ def test_dry_run_job_has_every_stage_and_stages_setup_py(gcs, paths):  # noqa: F
     assert any(b"workflow.tar.gz" in p for p in staged)  # setup.py's sdist
     assert job.options.get_all_options()["num_workers"] == 2
     assert gcs.names("df/out") == []  # a dry run writes nothing
+
+
+@pytest.mark.slow
+def test_dry_run_from_the_cli_prints_the_job_and_exits_0(gcs, paths, capsys):  # noqa: F811
+    main(_dataflow_flags(paths, "--setup_file=./setup.py", "--max_num_workers=8",
+                         "--job_name=bert-data-cli"))
+    out = capsys.readouterr().out
+    assert out.startswith("dry run: Dataflow job bert-data-cli in my-project/us-central1")
+    for stage in ["ReadDocuments", "CreateRecords", "WriteShards", "Publish"]:
+        assert stage in out
+    assert "to 8 workers" in out and "setup file ./setup.py" in out
+    assert gcs.names("df/out") == []
 
 
 @pytest.mark.slow
