@@ -1,0 +1,161 @@
+"""A loopback HTTP proxy in front of the GCS emulator that counts and fails requests.
+
+Tests point google-cloud-storage (and so Beam's gcsio) at the proxy instead
+of the emulator (`STORAGE_EMULATOR_HOST`). The proxy forwards every request
+and records its method and kind; with `failure_share` > 0 it answers that
+share of requests (drawn by a seeded generator) itself, without forwarding
+them: 503, 429, or a connection closed before any response. A fault before
+forwarding never reaches the emulator, so a retried request is the only
+attempt the storage sees. Bounded: it serves only loopback and stops with
+the test.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import dataclasses
+import http.client
+import random
+import re
+import threading
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Iterator
+
+FAULTS = ("503", "429", "drop")
+# Response headers the proxy recomputes instead of copying.
+_HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-length"}
+
+
+def request_kind(method: str, path: str) -> str:
+    """A request's kind, named as GCS's JSON API operations."""
+    parsed = urllib.parse.urlparse(path)
+    query = urllib.parse.parse_qs(parsed.query)
+    if parsed.path.startswith("/upload/"):
+        return "upload" if method == "POST" else "upload-chunk"
+    if "/rewriteTo/" in parsed.path or "/copyTo/" in parsed.path:
+        return "copy"
+    if parsed.path.startswith("/batch/"):
+        return "batch"
+    if method == "DELETE":
+        return "delete"
+    if parsed.path.endswith("/o") and method == "GET":
+        return "list"
+    if method == "GET" and query.get("alt") == ["media"] or parsed.path.startswith("/download/"):
+        return "download"
+    if method == "GET":
+        return "metadata"
+    return f"{method.lower()}-other"
+
+
+_BATCHED = re.compile(rb"^(GET|POST|PUT|DELETE|PATCH) (\S+) HTTP/", re.MULTILINE)
+
+
+def batched_kinds(body: bytes) -> list[str]:
+    """The kinds of the requests inside a batch request's multipart body."""
+    return [request_kind(method.decode(), path.decode())
+            for method, path in _BATCHED.findall(body)]
+
+
+@dataclasses.dataclass
+class Stats:
+    """What the proxy saw: HTTP requests by kind, the operations inside batch
+    requests by kind, and the faults it injected."""
+
+    requests: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    batched: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    faults: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+
+    @property
+    def objects_created(self) -> int:
+        """Uploads started plus copies, batched or not (a rename is a copy,
+        then a delete)."""
+        return self.requests["upload"] + self.requests["copy"] + self.batched["copy"]
+
+    @property
+    def total(self) -> int:
+        return sum(self.requests.values())
+
+
+class _Proxy(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, target: str, failure_share: float, seed: int):
+        super().__init__(("127.0.0.1", 0), _Handler)
+        parsed = urllib.parse.urlparse(target)
+        self.target = (parsed.hostname, parsed.port)
+        self.failure_share = failure_share
+        self.rng = random.Random(seed)
+        self.lock = threading.Lock()
+        self.stats = Stats()
+
+    def decide(self, kind: str, body: bytes) -> str | None:
+        """A fault to inject, or None (the request is counted and forwarded)."""
+        with self.lock:
+            fault = None
+            if self.failure_share and self.rng.random() < self.failure_share:
+                fault = self.rng.choice(FAULTS)
+                self.stats.faults[fault] += 1
+            else:
+                self.stats.requests[kind] += 1
+                if kind == "batch":
+                    self.stats.batched.update(batched_kinds(body))
+            return fault
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Proxy
+
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+    def _forward(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        fault = self.server.decide(request_kind(self.command, self.path), body)
+        if fault == "drop":
+            self.close_connection = True
+            self.connection.shutdown(2)  # no response at all
+            return
+        if fault is not None:
+            message = b'{"error": {"code": %s, "message": "injected"}}' % fault.encode()
+            self.send_response(int(fault))
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(message)))
+            self.end_headers()
+            self.wfile.write(message)
+            return
+        connection = http.client.HTTPConnection(*self.server.target, timeout=60)
+        headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+        try:
+            connection.request(self.command, self.path, body=body, headers=headers)
+            response = connection.getresponse()
+            data = response.read()
+        finally:
+            connection.close()
+        self.send_response(response.status)
+        for name, value in response.getheaders():
+            if name.lower() not in _HOP_HEADERS:
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _forward
+
+
+@contextlib.contextmanager
+def proxy(target: str, *, failure_share: float = 0.0, seed: int = 0
+          ) -> Iterator[tuple[str, Stats]]:
+    """Serves a proxy to `target` (the emulator's endpoint) on a free loopback
+    port; yields (its endpoint, its live Stats)."""
+    server = _Proxy(target, failure_share, seed)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", server.stats
+    finally:
+        server.shutdown()
+        server.server_close()

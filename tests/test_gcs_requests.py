@@ -1,0 +1,92 @@
+"""What a gs:// run asks of Cloud Storage, through a counting, fault-injecting
+proxy in front of the emulator (tests/gcs_proxy.py).
+
+- Objects created grow with the output's shards, not with bundles or input
+  splits, on the runner's shuffle (Dataflow's path); the bucket-file path
+  creates objects per bundle and shard (printed beside, for comparison).
+- Transient storage faults (503, 429, dropped connections) on a share of all
+  requests: the run completes with the same shards and manifest.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import DATA, UNCASED_VOCAB
+from gcs_emulator import gcs  # noqa: F401  (fixture)
+from gcs_proxy import proxy
+from pipeline.main import run
+
+NUM_SHARDS = 16
+FLAGS = [f"--input_file={DATA / 'wiki_small.txt'}", f"--vocab_file={UNCASED_VOCAB}",
+         "--dupe_factor=2", f"--num_shards={NUM_SHARDS}", "--max_seq_length=64",
+         "--max_predictions_per_seq=10"]
+MANY_SPLITS = "--input_split_bytes=2000"  # wiki_small.txt (132 KB) in 66 splits
+# Objects a run creates besides its shards: the probe that the output location
+# is writable (deleted at once), the two staging lists and the manifest.
+OTHER_OBJECTS = 4
+
+
+def _run_through_proxy(gcs, name: str, *extra: str, failure_share: float = 0.0):  # noqa: F811
+    with proxy(gcs.endpoint, failure_share=failure_share, seed=7) as (endpoint, stats):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("STORAGE_EMULATOR_HOST", endpoint)
+            manifest = run([*FLAGS, f"--output_dir={gcs.url(name)}", *extra])
+    return manifest, stats
+
+
+def _outputs(gcs, name: str) -> dict[str, bytes]:  # noqa: F811
+    return {path.split("/", 1)[1]: gcs.read(path) for path in gcs.names(f"{name}/")}
+
+
+@pytest.mark.slow
+def test_objects_grow_with_shards_not_with_splits_on_the_runner_shuffle(gcs):  # noqa: F811
+    _, one_split = _run_through_proxy(gcs, "req-runner-1", "--shuffle=runner")
+    _, many_splits = _run_through_proxy(gcs, "req-runner-66", "--shuffle=runner", MANY_SPLITS)
+    _, buckets = _run_through_proxy(gcs, "req-files-66", "--shuffle=files", MANY_SPLITS,
+                                    "--shuffle_buffer_bytes=65536")
+    for label, stats in [("runner, 1 split", one_split), ("runner, 66 splits", many_splits),
+                         ("files, 66 splits, small bundles", buckets)]:
+        print(f"{label}: {stats.objects_created} objects created, {stats.total} requests "
+              f"({dict(sorted(stats.requests.items()))}; in batches "
+              f"{dict(sorted(stats.batched.items()))})")
+
+    # Each shard is written once to staging and copied once to its final name.
+    assert one_split.objects_created == many_splits.objects_created == (
+        2 * NUM_SHARDS + OTHER_OBJECTS)
+    assert many_splits.requests["upload"] == one_split.requests["upload"]
+    assert buckets.objects_created > 2 * many_splits.objects_created
+    runner_out = _outputs(gcs, "req-runner-66")
+    files_out = _outputs(gcs, "req-files-66")
+    shards = sorted(n for n in runner_out if n.endswith(".tfrecord"))
+    assert len(shards) == NUM_SHARDS
+    assert [runner_out[n] for n in shards] == [files_out[n] for n in shards]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shuffle, failure_share, extra", [
+    ("runner", 0.1, []),  # ~60 requests: a larger share, so that several fail
+    ("files", 0.03, [MANY_SPLITS, "--shuffle_buffer_bytes=65536"]),  # ~660 requests
+])
+def test_transient_storage_faults_are_retried_and_change_nothing(
+        gcs, shuffle, failure_share, extra):  # noqa: F811
+    clean_name, faulty_name = f"faults-{shuffle}-clean", f"faults-{shuffle}-injected"
+    _run_through_proxy(gcs, clean_name, f"--shuffle={shuffle}", *extra)
+    _, stats = _run_through_proxy(gcs, faulty_name, f"--shuffle={shuffle}", *extra,
+                                  failure_share=failure_share)
+    failed = sum(stats.faults.values())
+    print(f"{shuffle}, {failure_share:.0%} faults: {failed} of {stats.total + failed} "
+          f"requests failed ({dict(sorted(stats.faults.items()))}); the run completed")
+
+    assert failed >= 3
+    clean_out, faulty_out = _outputs(gcs, clean_name), _outputs(gcs, faulty_name)
+    assert sorted(clean_out) == sorted(faulty_out)
+    for name, data in clean_out.items():
+        if name != "manifest.json":
+            assert faulty_out[name] == data, name
+    # The manifests differ only in where they were written.
+    clean_manifest = clean_out["manifest.json"].replace(clean_name.encode(),
+                                                        faulty_name.encode())
+    assert json.loads(faulty_out["manifest.json"]) == json.loads(clean_manifest)
