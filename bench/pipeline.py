@@ -200,8 +200,11 @@ def stage_breakdown(corpus: pathlib.Path, *, vocab_file: pathlib.Path = VOCAB) -
     seconds["records"] = clock() - start
 
     start = clock()  # WriteShards' work on one shard: collect, sort, frame, write
-    blobs = [entries for batch in batches for _, entries in split_by_shard(batch, 1)]
-    entries, bounds, order = sorted_records(blobs)
+    data = bytearray()
+    for batch in batches:
+        for _, blob in split_by_shard(batch, 1):
+            data += blob
+    entries, bounds, order = sorted_records(data)
     with open(os.devnull, "wb") as sink:
         for chunk in framed_chunks(entries, bounds, order):
             sink.write(chunk)

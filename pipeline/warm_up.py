@@ -38,7 +38,7 @@ def warm_up() -> dict[str, tuple[int, int]]:
         warm_up_records(Engine.of(_INSTANCES, masking, max_predictions_per_seq=2, padded=True))
     batch = RecordBatch.of([(3, b"b"), (2, b"a")])
     split_by_shard(batch, 2)
-    entries, bounds, order = sorted_records([batch.entries.tobytes()])
+    entries, bounds, order = sorted_records(batch.entries.tobytes())
     list(framed_chunks(entries, bounds, order))
     tfrecord.frame(entries.copy(), 0, 0)
     return {kernel.__name__: (sum(kernel.stats.cache_misses.values()),

@@ -82,7 +82,7 @@ def test_shard_file_framed_in_many_chunks_equals_tfs_own_writer(tmp_path, compre
     records = [rng.randbytes(rng.randint(0, 3000)) for _ in range(2000)] + RECORDS  # ~3 MB
     ours = str(tmp_path / ("ours.tfrecord" + (".gz" if compression else "")))
     # Framed by the compiled writer, in key order: the records' order.
-    sorted_entries, bounds, order = sorted_records([entries(list(enumerate(records)))])
+    sorted_entries, bounds, order = sorted_records(entries(list(enumerate(records))))
     stats = write_shard_file(ours, framed_chunks(sorted_entries, bounds, order),
                              records=len(records), compression=compression)
     theirs = str(tmp_path / "tf.tfrecord")
@@ -182,11 +182,11 @@ def entries(pairs) -> bytes:
 def test_entries_sort_by_key_then_record_and_truncation_is_detected():
     pairs = [(5, b"b"), (2**63 - 1, b""), (5, b"a"), (0, bytes(range(256)) * 300), (5, b"a")]
     data = entries(pairs)
-    sorted_entries, bounds, order = sorted_records([data[:40], data[40:]])  # any cut
+    sorted_entries, bounds, order = sorted_records(data)
     framed = b"".join(framed_chunks(sorted_entries, bounds, order, size=7))
     assert framed == b"".join(frame_record(r) for _, r in sorted(pairs))
     with pytest.raises(ValueError, match="b.bucket: truncated shuffle entry"):
-        sorted_records([data[:-1]], source="b.bucket")
+        sorted_records(data[:-1], source="b.bucket")
 
 
 def test_a_batch_splits_into_its_shards_in_order():

@@ -181,9 +181,9 @@ def split_by_shard(batch: RecordBatch, num_shards: int) -> list[tuple[int, bytes
             for a, b in zip(cuts, cuts[1:])]
 
 
-def sorted_records(blobs: Iterable[bytes], *, source: str = "shard"
+def sorted_records(data: bytes | bytearray, *, source: str = "shard"
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A shard's entries (from any number of blobs) in shard order.
+    """A shard's entries (all its blobs, concatenated) in shard order.
 
     Returns (entries, bounds, order): entry order[j] is the j-th record of the
     shard. Sorted by key, and records of equal keys by their bytes.
@@ -191,7 +191,7 @@ def sorted_records(blobs: Iterable[bytes], *, source: str = "shard"
     Raises:
       ValueError: the data ends inside an entry (a truncated bucket file).
     """
-    entries = np.frombuffer(b"".join(blobs), dtype=np.uint8)
+    entries = np.frombuffer(data, dtype=np.uint8)
     keys, bounds = _scan_entries(entries)
     if bounds[-1] != len(entries):
         raise ValueError(f"{source}: truncated shuffle entry at byte {int(bounds[-2])}")
@@ -377,17 +377,21 @@ class _WriteShardFn(beam.DoFn):
     def process(self, element: tuple[int, Iterable[bytes | str | None]]
                 ) -> Iterator[tuple[dict[str, Any], list[str]]]:
         shard_index, values = element
-        values = [v for v in values if v is not None]
-        bucket_paths = sorted(v for v in values if isinstance(v, str))
-        blobs = [read_file(v) if isinstance(v, str) else v for v in values]
+        bucket_paths = []
+        data = bytearray()  # the shard's entries, one copy: a blob is dropped once appended
+        for value in values:
+            if isinstance(value, str):
+                bucket_paths.append(value)
+                data += read_file(value)
+            elif value is not None:
+                data += value
         name = self._shard_names[shard_index]
-        entries, bounds, order = sorted_records(blobs, source=f"shard {name}")
-        del blobs
+        entries, bounds, order = sorted_records(data, source=f"shard {name}")
         stats = write_shard_file(
             shard_path(self._staging_dir, name), framed_chunks(entries, bounds, order),
             records=len(order), compression=self._compression)
         self._records_written.inc(stats["records"])
-        yield {"shard": shard_index, "name": name, **stats}, bucket_paths
+        yield {"shard": shard_index, "name": name, **stats}, sorted(bucket_paths)
 
 
 class _DeleteBucketsFn(beam.DoFn):
