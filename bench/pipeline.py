@@ -203,7 +203,7 @@ def stage_breakdown(corpus: pathlib.Path, *, vocab_file: pathlib.Path = VOCAB) -
     data = bytearray()
     for batch in batches:
         for _, blob in split_by_shard(batch, 1):
-            data += blob
+            data += memoryview(blob)
     entries, bounds, order = sorted_records(data)
     with open(os.devnull, "wb") as sink:
         for chunk in framed_chunks(entries, bounds, order):

@@ -191,10 +191,12 @@ def test_entries_sort_by_key_then_record_and_truncation_is_detected():
 
 def test_a_batch_splits_into_its_shards_in_order():
     pairs = [(key, b"r%d" % key) for key in (9, 4, 7, 14, 2, 3)]
-    parts = split_by_shard(RecordBatch.of(pairs), 7)
+    parts = [(shard, part.tobytes()) for shard, part in split_by_shard(RecordBatch.of(pairs), 7)]
     assert parts == [(0, entries([(7, b"r7"), (14, b"r14")])), (2, entries([(9, b"r9"), (2, b"r2")])),
                      (3, entries([(3, b"r3")])), (4, entries([(4, b"r4")]))]
-    assert split_by_shard(RecordBatch.of(pairs), 1) == [(0, entries(pairs))]
+    for num_shards in (1, 2):  # one shard: the batch as it is
+        [(shard, whole)] = split_by_shard(RecordBatch.of([(6, b"x"), (2, b"y")]), num_shards)
+        assert shard == 0 and whole.tobytes() == entries([(6, b"x"), (2, b"y")])
     assert split_by_shard(RecordBatch.of([]), 3) == []
 
 

@@ -30,8 +30,11 @@ def cap_document(packed: PackedDocument, max_tokens: int) -> PackedDocument:
 
     A random-next segment needs at most max_seq_length tokens from a random
     sentence on, so a long document contributes its first few thousand
-    tokens; at least one sentence is always kept.
+    tokens; at least one sentence is always kept. A document within the cap
+    (most of them) is returned as it is, without unpacking it.
     """
+    if packed_token_count(packed) <= max_tokens:
+        return packed
     kept: list[list[int]] = []
     total = 0
     for sentence in unpack_document(packed):

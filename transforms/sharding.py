@@ -166,19 +166,20 @@ def shard_of(key: int, num_shards: int) -> int:
     return key % num_shards
 
 
-def split_by_shard(batch: RecordBatch, num_shards: int) -> list[tuple[int, bytes]]:
+def split_by_shard(batch: RecordBatch, num_shards: int) -> list[tuple[int, np.ndarray]]:
     """(shard, its entries of the batch) for every shard the batch touches."""
     if not len(batch):
         return []
+    if num_shards == 1:  # every small run: no per-record work at all
+        return [(0, batch.entries)]
     shards = batch.keys % num_shards
-    if (shards == shards[0]).all():  # one shard (the common case of small runs)
-        return [(int(shards[0]), batch.entries[:batch.bounds[-1]].tobytes())]
+    if (shards == shards[0]).all():
+        return [(int(shards[0]), batch.entries)]
     order = np.argsort(shards, kind="stable")
     entries, bounds = _gather(batch.entries, batch.bounds, order, 0)
     in_order = shards[order]
     cuts = [0, *(np.flatnonzero(in_order[1:] != in_order[:-1]) + 1).tolist(), len(order)]
-    return [(int(in_order[a]), entries[bounds[a]:bounds[b]].tobytes())
-            for a, b in zip(cuts, cuts[1:])]
+    return [(int(in_order[a]), entries[bounds[a]:bounds[b]]) for a, b in zip(cuts, cuts[1:])]
 
 
 def sorted_records(data: bytes | bytearray, *, source: str = "shard"
@@ -326,7 +327,7 @@ class _ShardBuffersFn(beam.DoFn):
         self._max_buffer_bytes = max_buffer_bytes
 
     def start_bundle(self) -> None:
-        self._buffers: dict[int, list[bytes]] = {}
+        self._buffers: dict[int, list[np.ndarray]] = {}
         self._buffered_bytes = 0
 
     def process(self, batch: RecordBatch) -> Iterator[tuple[int, bytes]]:
@@ -342,7 +343,7 @@ class _ShardBuffersFn(beam.DoFn):
 
     def _flush(self) -> Iterator[tuple[int, bytes]]:
         buffers, self._buffers, self._buffered_bytes = self._buffers, {}, 0
-        for shard_index in sorted(buffers):
+        for shard_index in sorted(buffers):  # one copy, into the bytes that move on
             yield shard_index, b"".join(buffers[shard_index])
 
 

@@ -14,7 +14,7 @@ from typing import Callable, Iterator
 import apache_beam as beam
 import numpy as np
 
-from transforms.counters import counter
+from transforms.counters import BundleCounters, counter
 from transforms.encoding import encode_example, encode_unpadded_example
 from transforms.fast_records import Engine, FlatSample, RecordStats, document_records, warm_up
 from transforms.instances import Instance, InstanceConfig
@@ -29,37 +29,40 @@ from transforms.vocabulary import load_vocabulary
 InstanceBatch = tuple[tuple[str, int], list[Instance]]
 
 
-def _counters(*names: str) -> dict[str, object]:
-    return {name: counter(name) for name in names}
-
-
 class TokenizeDocument(beam.DoFn):
     """(doc_key, [line]) -> (doc_key, packed [[token id]]); lines without tokens dropped."""
 
     def __init__(self, *, vocab_file: str, do_lower_case: bool) -> None:
         self._vocab_file = vocab_file
         self._do_lower_case = do_lower_case
-        self._count = _counters("sentences", "tokens", "unk_tokens", "empty_documents",
-                                "lines_without_tokens", "tokenized_documents",
-                                "control_characters")
+        self._count = BundleCounters("sentences", "tokens", "unk_tokens", "empty_documents",
+                                     "lines_without_tokens", "tokenized_documents",
+                                     "control_characters")
 
     def setup(self) -> None:
         vocab = load_vocabulary(self._vocab_file)
         self._tokenizer = FullTokenizer(vocab, do_lower_case=self._do_lower_case)
         self._unk = vocab.unk_id
 
+    def start_bundle(self) -> None:
+        self._count.start()
+
+    def finish_bundle(self) -> None:
+        self._count.flush()
+
     def process(self, element: tuple[str, list[str]]) -> Iterator[tuple[str, PackedDocument]]:
         doc_key, lines = element
-        self._count["control_characters"].inc(sum(map(count_control_characters, lines)))
+        count = self._count.counts
+        count["control_characters"] += sum(map(count_control_characters, lines))
         sentences = self._tokenizer.tokenize_lines(lines)
-        self._count["lines_without_tokens"].inc(len(lines) - len(sentences))
+        count["lines_without_tokens"] += len(lines) - len(sentences)
         if not sentences:
-            self._count["empty_documents"].inc()
+            count["empty_documents"] += 1
             return
-        self._count["tokenized_documents"].inc()
-        self._count["sentences"].inc(len(sentences))
-        self._count["tokens"].inc(sum(map(len, sentences)))
-        self._count["unk_tokens"].inc(sum(s.count(self._unk) for s in sentences))
+        count["tokenized_documents"] += 1
+        count["sentences"] += len(sentences)
+        count["tokens"] += sum(map(len, sentences))
+        count["unk_tokens"] += sum(s.count(self._unk) for s in sentences)
         yield doc_key, pack_document(sentences)
 
 
@@ -109,7 +112,7 @@ class CreateRecords(beam.DoFn):
         names = [f.name for f in dataclasses.fields(RecordStats)]
         if masking is None:  # nothing is masked, so no masked_tokens counter
             names.remove("masked_tokens")
-        self._count = _counters(*names)
+        self._count = BundleCounters(*names)
 
     def setup(self) -> None:
         instances, masking, max_predictions_per_seq, padded = self._configs
@@ -118,14 +121,21 @@ class CreateRecords(beam.DoFn):
         warm_up(self._engine)
         self._sample_source: object = None
 
+    def start_bundle(self) -> None:
+        self._count.start()
+
+    def finish_bundle(self) -> None:
+        self._count.flush()
+
     def process(self, element: WorkUnit, nsp_sample) -> Iterator[RecordBatch]:
         if nsp_sample is not self._sample_source:  # materialized once per worker
             self._sample, self._sample_source = FlatSample.of(nsp_sample), nsp_sample
         (doc_key, dupes), packed = element
         batch, stats = document_records(doc_key, packed, dupes, sample=self._sample,
                                         engine=self._engine, seed=self._seed)
-        for name, counted in self._count.items():
-            counted.inc(getattr(stats, name))
+        count = self._count.counts
+        for name in count:
+            count[name] += getattr(stats, name)
         if len(batch):
             yield batch
 

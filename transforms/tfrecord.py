@@ -37,8 +37,9 @@ def masked_crc32c(data: bytes) -> int:
 
 
 def _crc_tables() -> np.ndarray:
-    """Slicing-by-8 tables of crc32c (Castagnoli, reflected polynomial 0x82F63B78)."""
-    tables = np.zeros((8, 256), dtype=np.int64)
+    """Slicing-by-8 tables of crc32c (Castagnoli, reflected polynomial
+    0x82F63B78), flat: table k is [256 * k, 256 * (k + 1))."""
+    tables = np.zeros((8, 256), dtype=np.uint32)
     for byte in range(256):
         crc = byte
         for _ in range(8):
@@ -48,29 +49,32 @@ def _crc_tables() -> np.ndarray:
         for byte in range(256):
             previous = int(tables[k - 1, byte])
             tables[k, byte] = (previous >> 8) ^ tables[0, previous & 0xFF]
-    return tables
+    return tables.ravel()
 
 
 _TABLES = _crc_tables()
+_U8, _U16, _U24, _BYTE = np.uint32(8), np.uint32(16), np.uint32(24), np.uint32(0xFF)
 
 
 @njit(cache=True)
 def _crc32c(data: np.ndarray, start: int, end: int) -> int:
-    """crc32c of data[start:end] (uint8), eight bytes a step."""
+    """crc32c of data[start:end] (uint8), eight bytes a step; uint32
+    throughout (numba turns mixed signed/unsigned arithmetic into floats)."""
     t = _TABLES
-    crc = np.int64(0xFFFFFFFF)
+    crc = np.uint32(0xFFFFFFFF)
     i = start
     while i + 8 <= end:
-        crc ^= (np.int64(data[i]) | (np.int64(data[i + 1]) << 8)
-                | (np.int64(data[i + 2]) << 16) | (np.int64(data[i + 3]) << 24))
-        crc = (t[7, crc & 0xFF] ^ t[6, (crc >> 8) & 0xFF] ^ t[5, (crc >> 16) & 0xFF]
-               ^ t[4, crc >> 24] ^ t[3, data[i + 4]] ^ t[2, data[i + 5]]
-               ^ t[1, data[i + 6]] ^ t[0, data[i + 7]])
+        word = crc ^ (np.uint32(data[i]) | (np.uint32(data[i + 1]) << _U8)
+                      | (np.uint32(data[i + 2]) << _U16) | (np.uint32(data[i + 3]) << _U24))
+        crc = (t[1792 + (word & _BYTE)] ^ t[1536 + ((word >> _U8) & _BYTE)]
+               ^ t[1280 + ((word >> _U16) & _BYTE)] ^ t[1024 + (word >> _U24)]
+               ^ t[768 + data[i + 4]] ^ t[512 + data[i + 5]] ^ t[256 + data[i + 6]]
+               ^ t[data[i + 7]])
         i += 8
     while i < end:
-        crc = t[0, (crc ^ data[i]) & 0xFF] ^ (crc >> 8)
+        crc = t[(crc ^ data[i]) & _BYTE] ^ (crc >> _U8)
         i += 1
-    return crc ^ 0xFFFFFFFF
+    return np.int64(crc ^ np.uint32(0xFFFFFFFF))
 
 
 @njit(cache=True)
