@@ -44,8 +44,8 @@ from pipeline.build import SAMPLE_DOCUMENT_SEQUENCES  # noqa: E402
 from pipeline.options import Stages, parse_args  # noqa: E402
 from transforms.sampling import bound_sample, cap_document, sample_rank  # noqa: E402
 from transforms.sharding import framed_chunks, sorted_records, split_by_shard  # noqa: E402
-from transforms.stages import (CreateRecords, TokenizeDocument,  # noqa: E402
-                               fan_out_packed)
+from transforms.stages import (BatchDocuments, CreateRecords,  # noqa: E402
+                               TokenizeDocument, fan_out_packed)
 from transforms.vocabulary import load_vocabulary  # noqa: E402
 
 VOCAB = ROOT / "tests" / "data" / "bert-base-uncased-vocab.txt"
@@ -53,7 +53,7 @@ VOCAB = ROOT / "tests" / "data" / "bert-base-uncased-vocab.txt"
 FLAGS = ["--do_lower_case=True", "--max_seq_length=128", "--max_predictions_per_seq=20",
          "--random_seed=12345", "--dupe_factor=10", "--masked_lm_prob=0.15",
          "--short_seq_prob=0.1"]
-# "records" is FanOutDupes and CreateRecords: instance creation, masking,
+# "records" is BatchDocuments, FanOutDupes and CreateRecords: instance creation, masking,
 # encoding and framing (compiled); "write" is WriteShards' sort and framed write.
 STAGES = ("setup", "read", "tokenize", "sample", "records", "write")
 _ORIGINAL = ("import runpy, sys, tensorflow; sys.modules['tensorflow'] = tensorflow.compat.v1; "
@@ -194,8 +194,13 @@ def stage_breakdown(corpus: pathlib.Path, *, vocab_file: pathlib.Path = VOCAB) -
                           config.nsp_sample_max_bytes)
     seconds["sample"] = clock() - start
 
-    start = clock()  # FanOutDupes and CreateRecords
-    batches = [batch for doc in tokenized for unit in fan_out_packed(doc, config.dupe_factor)
+    start = clock()  # BatchDocuments, FanOutDupes and CreateRecords
+    batcher = BatchDocuments()
+    batcher.start_bundle()
+    document_batches = [batch for doc in tokenized for batch in batcher.process(doc)]
+    document_batches += [last.value for last in batcher.finish_bundle()]
+    batches = [batch for documents in document_batches
+               for unit in fan_out_packed(documents, config.dupe_factor)
                for batch in records_fn.process(unit, sample)]
     seconds["records"] = clock() - start
 

@@ -1,13 +1,14 @@
 """The pipeline, narrated as the design card draws it.
 
     ReadDocuments -> Tokenize -> SampleRandomDocuments (side input)
-                              -> SpreadDocuments -> FanOutDupes -> CreateRecords
-                              -> WriteShards -> ListShards
+                              -> BatchDocuments -> SpreadDocuments -> FanOutDupes
+                              -> CreateRecords -> WriteShards -> ListShards
 
-FanOutDupes makes units of work (a document and the dupe indices to make of
-it: all of them but for huge documents); CreateRecords is CreateInstances ->
-MaskTokens -> Encode for every copy of a unit, compiled into one step
-(transforms.fast_records). WriteShards shuffles through the runner or through
+BatchDocuments groups documents (a few thousand short ones, or one long one);
+FanOutDupes makes units of work of a batch (its documents with the dupe
+indices to make of each: all of them but for huge documents); CreateRecords
+is CreateInstances -> MaskTokens -> Encode for every copy of a unit,
+compiled into one step (transforms.fast_records). WriteShards shuffles through the runner or through
 bucket files (`--shuffle`, transforms.sharding).
 
 `build_pipeline` only adds transforms to `p`; it runs nothing and returns the
@@ -24,7 +25,7 @@ from pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME, OutputLayout,
 from transforms.documents import DOCUMENTS, PROBLEMS, ReadDocuments
 from transforms.sampling import SampleDocuments
 from transforms.sharding import WriteShards
-from transforms.stages import CreateRecords, TokenizeDocument, fan_out_packed
+from transforms.stages import BatchDocuments, CreateRecords, TokenizeDocument, fan_out_packed
 
 # A sampled document keeps about this many tokens per max_seq_length.
 SAMPLE_DOCUMENT_SEQUENCES = 8
@@ -48,8 +49,11 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
         max_tokens_per_document=SAMPLE_DOCUMENT_SEQUENCES * config.max_seq_length)
     # Spread documents over workers before the fan-out multiplies the work: a
     # runner holding shuffled data in memory (the DirectRunner) then holds the
-    # tokenized corpus once, not dupe_factor times.
-    spread = tokenized_docs | "SpreadDocuments" >> beam.Reshuffle()
+    # tokenized corpus once, not dupe_factor times. In batches: the runner's
+    # work per element would cost more than a short document's own.
+    spread = (tokenized_docs
+              | "BatchDocuments" >> beam.ParDo(BatchDocuments())
+              | "SpreadDocuments" >> beam.Reshuffle())
     records = (spread
                | "FanOutDupes" >> beam.FlatMap(fan_out_packed, config.dupe_factor)
                | "CreateRecords" >> beam.ParDo(

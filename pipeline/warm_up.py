@@ -21,7 +21,7 @@ from transforms.masking import MaskingConfig
 from transforms.sharding import RecordBatch, framed_chunks, sorted_records, split_by_shard
 
 # The kernels the pipeline calls from Python (each compiles what it calls).
-KERNELS = (jit_records.document_entries, sharding._entries_of, sharding._gather,
+KERNELS = (jit_records.unit_entries, sharding._entries_of, sharding._gather,
            sharding._scan_entries, tfrecord.frame)
 
 # Kernel types do not depend on flag values: one small configuration compiles

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import DATA
-from transforms.fast_records import Engine, FlatSample, document_records
+from transforms.fast_records import Engine, FlatSample, unit_records
 from transforms.instances import InstanceConfig, create_instances
 from transforms.masking import MaskingConfig, mask_tokens
 from transforms.packing import pack_document, unpack_document
@@ -58,8 +58,8 @@ def compiled_records(doc_key, dupes, packed, sample, instances, masking, *, seed
                      max_predictions, padded):
     engine = Engine.of(instances, masking, max_predictions_per_seq=max_predictions,
                        padded=padded)
-    batch, stats = document_records(doc_key, packed, dupes, sample=FlatSample.of(sample),
-                                    engine=engine, seed=seed)
+    batch, stats = unit_records([(doc_key, packed, dupes)], sample=FlatSample.of(sample),
+                                engine=engine, seed=seed)
     return entries(batch), stats
 
 
@@ -133,3 +133,22 @@ def test_real_documents_and_vocabulary(uncased_vocab, whole_word, padded):
         total += len(pairs)
         assert (stats.masked_tokens > 0) == (masking is not None)
     assert total > 300
+
+
+def test_a_unit_of_many_documents_is_their_records_one_after_another(uncased_vocab):
+    tokenizer = FullTokenizer(uncased_vocab)
+    text = (DATA / "wikitext2_valid.txt").read_text(encoding="utf-8").split("\n\n")[:6]
+    docs = [(f"wiki:{i}", pack_document([tokenizer.tokenize_to_ids(line)
+                                        for line in doc.splitlines() if line.strip()]))
+            for i, doc in enumerate(text)]
+    instances = InstanceConfig(max_seq_length=64, short_seq_prob=0.1,
+                               cls_id=uncased_vocab.cls_id, sep_id=uncased_vocab.sep_id)
+    engine = Engine.of(instances, None, max_predictions_per_seq=5, padded=False)
+    sample = FlatSample.of(docs[1::2])
+    unit = [(key, packed, range(i % 3, 4)) for i, (key, packed) in enumerate(docs)]
+
+    together, stats = unit_records(unit, sample=sample, engine=engine, seed=9)
+    one_by_one = [unit_records([part], sample=sample, engine=engine, seed=9)
+                  for part in unit]
+    assert entries(together) == [pair for batch, _ in one_by_one for pair in entries(batch)]
+    assert stats.instances == sum(s.instances for _, s in one_by_one) == len(together) > 20

@@ -1,11 +1,11 @@
-"""A document's copies to shuffle entries through the compiled kernels.
+"""Documents' copies to shuffle entries through the compiled kernels.
 
 The same records as `create_instances -> MaskTokens -> encode` of the Python
 core would give for each copy, byte for byte, key for key: the seeds derive
 from the same document seed (transforms.seeds) and transforms.jit_records
 makes the same draws. Python is left with one sha256 per document and one
-kernel call for all its copies, so a short document costs little more than
-its tokens.
+kernel call for a unit of work (many documents, all their copies), so a
+short document costs little more than its tokens.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 
 from transforms.instances import InstanceConfig
 from transforms.jit_random import sample_set_size
-from transforms.jit_records import (Settings, Workspace, document_entries, feature_names,
+from transforms.jit_records import (Settings, Workspace, feature_names, unit_entries,
                                      workspace)
 from transforms.masking import MaskingConfig, num_to_predict
 from transforms.packing import PackedDocument, pack_document, packed_arrays
@@ -96,8 +96,8 @@ class FlatSample:
 def warm_up(engine: Engine) -> None:
     """Loads the kernels now (compiling them once per machine, ~12 s, cached
     beside the module), so that no element pays for it."""
-    document_records("warm-up", pack_document([[0, 0], [0]]), range(1),
-                     sample=FlatSample.of([]), engine=engine, seed=0)
+    unit_records([("warm-up", pack_document([[0, 0], [0]]), range(1))],
+                 sample=FlatSample.of([]), engine=engine, seed=0)
 
 
 @dataclasses.dataclass
@@ -111,14 +111,22 @@ class RecordStats:
     masked_tokens: int = 0
 
 
-def document_records(doc_key: str, packed: PackedDocument, dupes: range, *,
-                     sample: FlatSample, engine: Engine, seed: int
-                     ) -> tuple[RecordBatch, RecordStats]:
-    """The shuffle entries of copies `dupes` of one document, copy by copy,
-    instance by instance."""
-    seed_lo, seed_hi = document_seed(seed, doc_key)
-    entries, bounds, keys, stats = document_entries(
-        np.frombuffer(packed, dtype=np.uint8), np.uint64(seed_lo), np.uint64(seed_hi),
-        dupes.start, dupes.stop, sample.tokens, sample.bounds, sample.documents,
-        sample.index.get(doc_key, -1), engine.settings, engine.workspace)
+# A unit of work: documents with the dupe indices to make of each.
+WorkUnit = list[tuple[str, PackedDocument, range]]
+
+
+def unit_records(unit: WorkUnit, *, sample: FlatSample, engine: Engine, seed: int
+                 ) -> tuple[RecordBatch, RecordStats]:
+    """The shuffle entries of every copy of every document of a unit, document
+    by document, copy by copy, instance by instance: one kernel call."""
+    packed = b"".join(document for _, document, _ in unit)
+    packed_bounds = np.zeros(len(unit) + 1, dtype=np.int64)
+    np.cumsum([len(document) for _, document, _ in unit], out=packed_bounds[1:])
+    seeds = np.array([document_seed(seed, key) for key, _, _ in unit], dtype=np.uint64)
+    entries, bounds, keys, stats = unit_entries(
+        np.frombuffer(packed, dtype=np.uint8), packed_bounds, seeds.reshape(-1, 2),
+        np.array([dupes.start for _, _, dupes in unit], dtype=np.int64),
+        np.array([dupes.stop for _, _, dupes in unit], dtype=np.int64),
+        np.array([sample.index.get(key, -1) for key, _, _ in unit], dtype=np.int64),
+        sample.tokens, sample.bounds, sample.documents, engine.settings, engine.workspace)
     return RecordBatch(keys=keys, entries=entries, bounds=bounds), RecordStats(*stats.tolist())

@@ -476,34 +476,41 @@ def workspace(max_seq_length: int, max_predictions: int) -> Workspace:
 
 
 @njit(cache=True)
-def document_entries(packed, seed_lo, seed_hi, dupe_start, dupe_end, sample_tokens,
-                     sample_bounds, sample_documents, own, s, w):
-    """Copies dupe_start..dupe_end - 1 of one packed document, to shuffle entries.
+def unit_entries(packed, packed_bounds, seeds, dupe_starts, dupe_ends, owns, sample_tokens,
+                 sample_bounds, sample_documents, s, w):
+    """A unit of work to shuffle entries: for each document u (packed bytes
+    packed[packed_bounds[u]:packed_bounds[u + 1]], 128-bit seed seeds[u],
+    position in the sample owns[u] or -1), copies dupe_starts[u] to
+    dupe_ends[u] - 1, in that order.
 
-    Copy d creates and masks its instances with the generator of position
-    (INSTANCES, d, 0) of the document's draws; its instance i gets the
-    shuffle key of (d, i). `s` is the Settings, `w` a Workspace.
+    Copy d of a document creates and masks its instances with the generator
+    of position (INSTANCES, d, 0) of the document's draws; its instance i
+    gets the shuffle key of (d, i). `s` is the Settings, `w` a Workspace.
 
     Returns (entry bytes, entry bounds, shuffle keys, stats), stats being
     [instances, random-next instances, truncated tokens, random-next
     unavailable, masked tokens].
     """
-    tokens, bounds = _unpack(packed)
-    dupes = np.arange(dupe_start, dupe_end)
+    copies = max(1, (dupe_ends - dupe_starts).sum())
     stats = np.zeros(5, dtype=np.int64)
-    out = np.empty(4096 * len(dupes), dtype=np.uint8)
-    entry_bounds = np.zeros(2 * len(dupes) + 1, dtype=np.int64)
-    keys = np.empty(2 * len(dupes), dtype=np.int64)
+    out = np.empty(2048 * copies, dtype=np.uint8)
+    entry_bounds = np.zeros(2 * copies + 1, dtype=np.int64)
+    keys = np.empty(2 * copies, dtype=np.int64)
     pos = 0
     count = 0
     mt = w.state
-    for first in range(0, len(dupes), _SEED_BATCH):
-        last = min(len(dupes), first + _SEED_BATCH)
-        states = np.empty((N + 1, last - first), dtype=np.int64)  # columns side by side
-        _seed_generators(seed_lo, seed_hi, dupes[first:last], states, w.keys, w.key_lengths)
-        for c in range(first, last):
-            mt[:] = states[:, c - first]
-            out, pos, entry_bounds, keys, count = _copy_entries(
-                mt, tokens, bounds, sample_tokens, sample_bounds, sample_documents, own,
-                seed_lo, seed_hi, dupes[c], s, w, out, pos, entry_bounds, keys, count, stats)
+    for u in range(len(owns)):
+        tokens, bounds = _unpack(packed[packed_bounds[u]:packed_bounds[u + 1]])
+        seed_lo, seed_hi = seeds[u, 0], seeds[u, 1]
+        dupes = np.arange(dupe_starts[u], dupe_ends[u])
+        for first in range(0, len(dupes), _SEED_BATCH):
+            last = min(len(dupes), first + _SEED_BATCH)
+            states = np.empty((N + 1, last - first), dtype=np.int64)  # columns side by side
+            _seed_generators(seed_lo, seed_hi, dupes[first:last], states, w.keys, w.key_lengths)
+            for c in range(first, last):
+                mt[:] = states[:, c - first]
+                out, pos, entry_bounds, keys, count = _copy_entries(
+                    mt, tokens, bounds, sample_tokens, sample_bounds, sample_documents,
+                    owns[u], seed_lo, seed_hi, dupes[c], s, w, out, pos, entry_bounds, keys,
+                    count, stats)
     return out[:pos], entry_bounds[:count + 1], keys[:count], stats

@@ -13,10 +13,12 @@ from typing import Callable, Iterator
 
 import apache_beam as beam
 import numpy as np
+from apache_beam.transforms.window import GlobalWindows
 
 from transforms.counters import BundleCounters, counter
 from transforms.encoding import encode_example, encode_unpadded_example
-from transforms.fast_records import Engine, FlatSample, RecordStats, document_records, warm_up
+from transforms.fast_records import (Engine, FlatSample, RecordStats, WorkUnit, unit_records,
+                                     warm_up)
 from transforms.instances import Instance, InstanceConfig
 from transforms.masking import MaskingConfig, mask_tokens
 from transforms.packing import PackedDocument, pack_document, packed_token_count, unpack_document
@@ -66,24 +68,55 @@ class TokenizeDocument(beam.DoFn):
         yield doc_key, pack_document(sentences)
 
 
-# Copies of a document that one CreateRecords call makes: all of them, unless
-# the document is so long that its copies' output should spread over workers.
-WORK_UNIT_TOKENS = 1 << 20
+# A batch of documents, and a unit of work, hold about this many token ids:
+# many short documents (so that the runner handles one element and the kernel
+# is called once for all of them), or the copies of one long document (so
+# that a huge document's copies spread over workers and no element's output
+# grows without bound).
+WORK_UNIT_TOKENS = 1 << 18
 
-# ((doc_key, the dupe indices to make), packed document): one unit of work
-WorkUnit = tuple[tuple[str, range], PackedDocument]
+
+class BatchDocuments(beam.DoFn):
+    """(doc_key, packed document) -> lists of them of about WORK_UNIT_TOKENS
+    token ids, within a bundle. Which documents share a batch never changes
+    the output: every draw is seeded by its document's key."""
+
+    def start_bundle(self) -> None:
+        self._batch: list[tuple[str, PackedDocument]] = []
+        self._tokens = 0
+
+    def process(self, element: tuple[str, PackedDocument]
+                ) -> Iterator[list[tuple[str, PackedDocument]]]:
+        self._batch.append(element)
+        self._tokens += packed_token_count(element[1])
+        if self._tokens >= WORK_UNIT_TOKENS:
+            yield self._take()
+
+    def finish_bundle(self) -> Iterator[object]:
+        if self._batch:
+            yield GlobalWindows.windowed_value(self._take())
+
+    def _take(self) -> list[tuple[str, PackedDocument]]:
+        batch, self._batch, self._tokens = self._batch, [], 0
+        return batch
 
 
-def fan_out_packed(element: tuple[str, PackedDocument], dupe_factor: int
+def fan_out_packed(batch: list[tuple[str, PackedDocument]], dupe_factor: int
                    ) -> Iterator[WorkUnit]:
-    """The document's `dupe_factor` copies (each with its own seeds, hence its
-    own instances) as units of work: one unit for ordinary documents, so that
-    a short document costs one element and one kernel call, not
-    `dupe_factor`; several for a document of over WORK_UNIT_TOKENS tokens."""
-    doc_key, packed = element
-    per_unit = max(1, WORK_UNIT_TOKENS // max(1, packed_token_count(packed)))
-    for start in range(0, dupe_factor, per_unit):
-        yield (doc_key, range(start, min(dupe_factor, start + per_unit))), packed
+    """A batch's `dupe_factor` copies of each document (each copy with its
+    own seeds, hence its own instances) as units of work: the documents'
+    copies together, except that a document whose copies hold over
+    WORK_UNIT_TOKENS tokens is cut into units of fewer copies."""
+    unit: WorkUnit = []
+    for doc_key, packed in batch:
+        per_unit = max(1, WORK_UNIT_TOKENS // max(1, packed_token_count(packed)))
+        if per_unit >= dupe_factor:
+            unit.append((doc_key, packed, range(dupe_factor)))
+            continue
+        for start in range(0, dupe_factor, per_unit):
+            yield [(doc_key, packed, range(start, min(dupe_factor, start + per_unit)))]
+    if unit:
+        yield unit
 
 
 def fan_out(element: tuple[str, PackedDocument],
@@ -97,7 +130,7 @@ def fan_out(element: tuple[str, PackedDocument],
 
 
 class CreateRecords(beam.DoFn):
-    """((doc_key, dupes), packed document) + sample -> RecordBatch.
+    """[(doc_key, packed document, dupes)] + sample -> RecordBatch.
 
     Instance creation (transforms.instances), masking (transforms.masking;
     none when `masking` is None: `--masking=none`) and `encode` of every copy
@@ -130,9 +163,8 @@ class CreateRecords(beam.DoFn):
     def process(self, element: WorkUnit, nsp_sample) -> Iterator[RecordBatch]:
         if nsp_sample is not self._sample_source:  # materialized once per worker
             self._sample, self._sample_source = FlatSample.of(nsp_sample), nsp_sample
-        (doc_key, dupes), packed = element
-        batch, stats = document_records(doc_key, packed, dupes, sample=self._sample,
-                                        engine=self._engine, seed=self._seed)
+        batch, stats = unit_records(element, sample=self._sample, engine=self._engine,
+                                    seed=self._seed)
         count = self._count.counts
         for name in count:
             count[name] += getattr(stats, name)
