@@ -68,3 +68,18 @@ def test_shapes_have_the_document_lengths_they_promise(tmp_path: pathlib.Path):
     median = {shape: values[len(values) // 2] for shape, values in sizes.items()}
     assert 1_500 < median["web"] < 2_700
     assert median["short"] < 500 < 5_000 < median["wikitext"]
+
+
+def test_scale_model_counts_what_the_emulator_test_counts():
+    from bench.scale_model import Job, model
+
+    small, large = (model(Job(gigabytes=size, mean_document_bytes=600)) for size in (1, 16))
+    for results in (small, large):
+        runner, files = results["runner"], results["files"]
+        # tests/test_gcs_requests.py: 2 objects per shard and 4 more, on the runner's shuffle.
+        assert runner["GCS objects created"] == 2 * runner["shards"] + 4
+        assert files["GCS objects created"] > 100 * runner["GCS objects created"]
+        assert files["wall minutes"] > runner["wall minutes"]
+    assert large["runner"]["instances"] == 16 * small["runner"]["instances"]
+    longer = model(Job(gigabytes=1, mean_document_bytes=20_000))["runner"]
+    assert longer["instances"] < small["runner"]["instances"]  # fewer instances per byte
