@@ -21,12 +21,15 @@ MiB = 1 << 20
 # Measured here (bench/pipeline.py, 20 MB of each shape, dupe_factor 10,
 # max_seq_length 128, max_predictions_per_seq 20, 1 worker): mean document
 # bytes of the shape -> (instances per MB of text, CPU microseconds per
-# instance without start-up, output bytes per instance).
+# instance less the run's 3.4 CPU-s of start-up).
 MEASURED = {
-    334: (48_368, 15.5, 641),  # short: 1-5 sentences
-    3_145: (27_268, 17.0, 641),  # web-like: median 2 KB
-    18_425: (23_896, 18.0, 641),  # WikiText-2 articles
+    334: (48_368, 17.4),  # short: 1-5 sentences
+    3_145: (27_268, 15.2),  # web-like: median 2 KB
+    18_425: (23_895, 14.2),  # WikiText-2 articles
 }
+# A padded record (max_seq_length 128, max_predictions_per_seq 20, BERT-Base
+# uncased ids), measured on `make run`'s output: 827 bytes framed.
+RECORD_BYTES_AT_128 = 811
 # Dataflow list prices (us-central1, batch; check the pricing pages).
 PRICE_VCPU_HOUR = 0.056
 PRICE_GB_HOUR = 0.003557
@@ -75,7 +78,7 @@ def model(job: Job) -> dict[str, dict[str, float]]:
     length_factor = 125 / (job.max_seq_length - 3)
     instances = (_interpolate(job.mean_document_bytes, 0) * text_mb * job.dupe_factor / 10
                  * length_factor)
-    record_bytes = MEASURED[334][2] * job.max_seq_length / 128 + 16  # padded, framed
+    record_bytes = RECORD_BYTES_AT_128 * job.max_seq_length / 128 + 16  # padded, framed
     output = instances * record_bytes
     shards = max(1, math.ceil(output / TARGET_SHARD_BYTES))
     cpu_seconds = instances * _interpolate(job.mean_document_bytes, 1) / 1e6

@@ -66,8 +66,7 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
                    nsp_sample=beam.pvalue.AsSingleton(nsp_sample)))
     shards = records | "WriteShards" >> WriteShards(
         staging_dir=layout.staging_dir, shard_names=layout.shard_names,
-        compression=config.compression, shuffle=config.shuffle,
-        max_buffer_bytes=config.shuffle_buffer_bytes)
+        compression=config.compression, shuffle=config.shuffle)
     shard_list = (shards
                   | "CollectShards" >> beam.combiners.ToList()
                   | "ListShards" >> beam.Map(_record, layout, SHARD_LIST_NAME))

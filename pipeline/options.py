@@ -56,7 +56,6 @@ class Config:
     masking: str = "static"
     padding: str = "fixed"
     shuffle: str = "files"
-    shuffle_buffer_bytes: int | None = None
 
     def flags(self) -> dict[str, object]:
         """The flags as recorded in the manifest."""
@@ -168,8 +167,6 @@ def _parser() -> argparse.ArgumentParser:
              "the DirectRunner, which holds a GroupByKey's input in memory). "
              "Default: files on the DirectRunner, runner elsewhere. Same bytes either way")
     add("--input_split_bytes", type=int, help=argparse.SUPPRESS)  # tests: many splits
-    # tests: a bundle's shard buffer, small to model the small bundles of Dataflow
-    add("--shuffle_buffer_bytes", type=int, help=argparse.SUPPRESS)
     return parser
 
 
@@ -216,8 +213,7 @@ def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
         reference_compatible=args.reference_compatible,
         input_split_bytes=args.input_split_bytes, overwrite=args.overwrite,
         recipe=args.recipe, masking=args.masking, padding=args.padding,
-        shuffle=args.shuffle or default_shuffle(beam_args),
-        shuffle_buffer_bytes=args.shuffle_buffer_bytes)
+        shuffle=args.shuffle or default_shuffle(beam_args))
     validate(config)
     return config, beam_args
 

@@ -3,7 +3,8 @@ proxy in front of the emulator (tests/gcs_proxy.py).
 
 - Objects created grow with the output's shards, not with bundles or input
   splits, on the runner's shuffle (Dataflow's path); the bucket-file path
-  creates objects per bundle and shard (printed beside, for comparison).
+  adds an object per bundle and shard (printed beside; the DirectRunner runs
+  a stage as one bundle, Dataflow as thousands: bench/scale_model.py).
 - Transient storage faults (503, 429, dropped connections) on a share of all
   requests: the run completes with the same shards and manifest.
 """
@@ -45,10 +46,9 @@ def _outputs(gcs, name: str) -> dict[str, bytes]:  # noqa: F811
 def test_objects_grow_with_shards_not_with_splits_on_the_runner_shuffle(gcs):  # noqa: F811
     _, one_split = _run_through_proxy(gcs, "req-runner-1", "--shuffle=runner")
     _, many_splits = _run_through_proxy(gcs, "req-runner-66", "--shuffle=runner", MANY_SPLITS)
-    _, buckets = _run_through_proxy(gcs, "req-files-66", "--shuffle=files", MANY_SPLITS,
-                                    "--shuffle_buffer_bytes=65536")
+    _, buckets = _run_through_proxy(gcs, "req-files-66", "--shuffle=files", MANY_SPLITS)
     for label, stats in [("runner, 1 split", one_split), ("runner, 66 splits", many_splits),
-                         ("files, 66 splits, small bundles", buckets)]:
+                         ("files, 66 splits", buckets)]:
         print(f"{label}: {stats.objects_created} objects created, {stats.total} requests "
               f"({dict(sorted(stats.requests.items()))}; in batches "
               f"{dict(sorted(stats.batched.items()))})")
@@ -57,7 +57,8 @@ def test_objects_grow_with_shards_not_with_splits_on_the_runner_shuffle(gcs):  #
     assert one_split.objects_created == many_splits.objects_created == (
         2 * NUM_SHARDS + OTHER_OBJECTS)
     assert many_splits.requests["upload"] == one_split.requests["upload"]
-    assert buckets.objects_created > 2 * many_splits.objects_created
+    # At least one bucket file per shard besides the same 36 objects.
+    assert buckets.objects_created >= many_splits.objects_created + NUM_SHARDS
     runner_out = _outputs(gcs, "req-runner-66")
     files_out = _outputs(gcs, "req-files-66")
     shards = sorted(n for n in runner_out if n.endswith(".tfrecord"))
@@ -66,15 +67,13 @@ def test_objects_grow_with_shards_not_with_splits_on_the_runner_shuffle(gcs):  #
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("shuffle, failure_share, extra", [
-    ("runner", 0.1, []),  # ~60 requests: a larger share, so that several fail
-    ("files", 0.03, [MANY_SPLITS, "--shuffle_buffer_bytes=65536"]),  # ~660 requests
-])
-def test_transient_storage_faults_are_retried_and_change_nothing(
-        gcs, shuffle, failure_share, extra):  # noqa: F811
+@pytest.mark.parametrize("shuffle", ["runner", "files"])
+def test_transient_storage_faults_are_retried_and_change_nothing(gcs, shuffle):  # noqa: F811
+    # A run makes ~60-100 requests: 10% of them fail, so that several do.
+    failure_share = 0.1
     clean_name, faulty_name = f"faults-{shuffle}-clean", f"faults-{shuffle}-injected"
-    _run_through_proxy(gcs, clean_name, f"--shuffle={shuffle}", *extra)
-    _, stats = _run_through_proxy(gcs, faulty_name, f"--shuffle={shuffle}", *extra,
+    _run_through_proxy(gcs, clean_name, f"--shuffle={shuffle}")
+    _, stats = _run_through_proxy(gcs, faulty_name, f"--shuffle={shuffle}",
                                   failure_share=failure_share)
     failed = sum(stats.faults.values())
     print(f"{shuffle}, {failure_share:.0%} faults: {failed} of {stats.total + failed} "
