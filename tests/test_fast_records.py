@@ -106,14 +106,19 @@ def test_compiled_records_equal_the_python_paths(case):
         assert stats.masked_tokens == 0
 
 
+def wiki_documents(vocab, count: int) -> list[tuple[str, bytes]]:
+    """The first `count` WikiText-2 articles, tokenized and packed."""
+    tokenizer = FullTokenizer(vocab)
+    text = (DATA / "wikitext2_valid.txt").read_text(encoding="utf-8").split("\n\n")[:count]
+    return [(f"wiki:{i}", pack_document([tokenizer.tokenize_to_ids(line)
+                                        for line in doc.splitlines() if line.strip()]))
+            for i, doc in enumerate(text)]
+
+
 @pytest.mark.parametrize("whole_word", [False, True, None])  # None: --masking=none
 @pytest.mark.parametrize("padded", [True, False])
 def test_real_documents_and_vocabulary(uncased_vocab, whole_word, padded):
-    tokenizer = FullTokenizer(uncased_vocab)
-    text = (DATA / "wikitext2_valid.txt").read_text(encoding="utf-8").split("\n\n")[:12]
-    docs = [(f"wiki:{i}", pack_document([tokenizer.tokenize_to_ids(line)
-                                        for line in doc.splitlines() if line.strip()]))
-            for i, doc in enumerate(text)]
+    docs = wiki_documents(uncased_vocab, 12)
     instances = InstanceConfig(max_seq_length=128, short_seq_prob=0.1,
                                cls_id=uncased_vocab.cls_id, sep_id=uncased_vocab.sep_id)
     masking = MaskingConfig(
@@ -136,11 +141,7 @@ def test_real_documents_and_vocabulary(uncased_vocab, whole_word, padded):
 
 
 def test_a_unit_of_many_documents_is_their_records_one_after_another(uncased_vocab):
-    tokenizer = FullTokenizer(uncased_vocab)
-    text = (DATA / "wikitext2_valid.txt").read_text(encoding="utf-8").split("\n\n")[:6]
-    docs = [(f"wiki:{i}", pack_document([tokenizer.tokenize_to_ids(line)
-                                        for line in doc.splitlines() if line.strip()]))
-            for i, doc in enumerate(text)]
+    docs = wiki_documents(uncased_vocab, 6)
     instances = InstanceConfig(max_seq_length=64, short_seq_prob=0.1,
                                cls_id=uncased_vocab.cls_id, sep_id=uncased_vocab.sep_id)
     engine = Engine.of(instances, None, max_predictions_per_seq=5, padded=False)
