@@ -5,7 +5,8 @@ with `short_seq_prob`), chunks of whole sentences, `a_end`, a random next
 segment when the chunk has one segment or with p=0.5 (and the unused segments
 put back), `truncate_seq_pair`, `[CLS] A [SEP] B [SEP]`. What differs between
 the distributed pipeline and compat mode is passed in: where a random document
-comes from, and whether masking shares this function's RNG.
+comes from, and the RNG (both mask each instance with this function's RNG as
+soon as it is built, where the original draws its masking randomness).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One document copy to its serialized records, compiled: the engine of the
+"""Documents' copies to framed, keyed records, compiled: the engine of the
 pipeline's default recipe (with or without static masking).
 
 `transforms.instances`, `transforms.masking` and `transforms.encoding` define
@@ -12,8 +12,11 @@ Data layout (numpy, flat):
 - a document or sample: int32 token ids, int64 sentence bounds (sentence s
   is tokens[bounds[s]:bounds[s + 1]]); a sample adds int64 document bounds
   over its sentences;
-- instances: int32 tokens ([CLS] A [SEP] B [SEP]) with int64 bounds, and per
-  instance the length of A and the is-random-next flag.
+- a unit of work: the packed bytes of its documents (transforms.packing's
+  layout, read in `_unpack`) with their bounds, 128-bit seeds
+  (transforms.seeds) and dupe ranges;
+- output: shuffle entries (uint64 key, then the TFRecord-framed record)
+  with their bounds and keys (transforms.sharding.RecordBatch).
 """
 
 from __future__ import annotations
