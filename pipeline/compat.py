@@ -26,7 +26,8 @@ from transforms.tokenization import FullTokenizer
 
 
 def original_file_order(input_file: str) -> list[str]:
-    """Files in the original's order: per pattern, its sorted matches (no de-duplication)."""
+    """Files in the original's order: per pattern (split as the original splits
+    the flag, without stripping), its sorted matches (no de-duplication)."""
     paths: list[str] = []
     for pattern in input_file.split(","):
         matched = FileSystems.match([pattern])[0].metadata_list

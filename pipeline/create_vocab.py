@@ -44,7 +44,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline.options import ConfigError, OneLineParser, parse_bool, split_known_args
 from pipeline.publish import OutputLayout, check_writable, remove_tree
-from transforms.documents import DOCUMENTS, PROBLEMS, InputError, ReadDocuments, match_inputs
+from transforms.documents import (DOCUMENTS, PROBLEMS, InputError, ReadDocuments,
+                                  comma_separated, match_inputs)
 from transforms.word_counts import (CountCharacters, CountWords, MeasureVocabulary,
                                     SplitHeldOut, WordCount)
 from transforms.wordpiece_learning import (LearningConfig, LearningError, TokenizationStats,
@@ -244,7 +245,7 @@ def run(argv: Sequence[str]) -> dict:
     replaces = _check_output(config)
     remove_tree(config.staging_dir)  # whatever an interrupted run left
     check_writable(OutputLayout(config.staging_dir, (config.output_file,), config.metrics_file))
-    patterns = [p.strip() for p in config.input_file.split(",") if p.strip()]
+    patterns = comma_separated(config.input_file)
     pipeline = beam.Pipeline(options=PipelineOptions(beam_args))
     build_vocab_pipeline(pipeline, config=config, patterns=patterns)
     try:

@@ -69,7 +69,7 @@ from pipeline.options import Config
 from pipeline.publish import (SHARD_LIST_NAME, OutputLayout, prepare_output, publish,
                               read_staging_json, write_staging_json)
 from transforms.counters import counter, read_counters
-from transforms.documents import document_key, key_root, match_inputs
+from transforms.documents import comma_separated, document_key, key_root, match_inputs
 from transforms.encoding import encode_features
 from transforms.instances import Instance
 from transforms.masking import MaskingConfig
@@ -380,7 +380,7 @@ def run_d2l(config: Config, beam_args: list[str]) -> dict:
     layout, replaces = prepare_output(config, inputs)
     pipeline = beam.Pipeline(options=PipelineOptions(beam_args))
     build_d2l_pipeline(pipeline, config=config, layout=layout,
-                       patterns=[p.strip() for p in config.input_file.split(",") if p.strip()])
+                       patterns=comma_separated(config.input_file))
     result = pipeline.run()
     result.wait_until_finish()
     counters = read_counters(result)

@@ -36,7 +36,7 @@ from pipeline.build import build_pipeline
 from pipeline.options import Config, ConfigError, Stages, parse_args
 from pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME, OutputLayout,
                               dataset_warnings, prepare_output, publish, read_staging_json)
-from transforms.documents import match_inputs
+from transforms.documents import comma_separated, match_inputs
 from transforms.vocabulary import load_vocabulary
 
 DATAFLOW_RUNNERS = ("DataflowRunner", "TestDataflowRunner")
@@ -81,12 +81,12 @@ def dry_run_summary(result: PipelineResult) -> str:
 
 def _paths(config: Config) -> list[tuple[str, str]]:
     """(flag, path) for every path the workers read or write."""
-    found = [("input_file", p.strip()) for p in config.input_file.split(",") if p.strip()]
+    found = [("input_file", p) for p in comma_separated(config.input_file)]
     if config.vocab_file:  # --recipe=d2l computes its vocabulary
         found.append(("vocab_file", config.vocab_file))
     outputs = config.output_dir or config.output_file
     flag = "output_dir" if config.output_dir else "output_file"
-    found += [(flag, p.strip()) for p in outputs.split(",") if p.strip()]
+    found += [(flag, p) for p in comma_separated(outputs)]
     return found
 
 
@@ -177,7 +177,7 @@ def launch(argv: Sequence[str], *, after_publish: AfterPublish | None = None
     pipeline = beam.Pipeline(options=PipelineOptions(beam_args))
     outputs = build_pipeline(
         pipeline, config=config, stages=stages, layout=layout,
-        patterns=[p.strip() for p in config.input_file.split(",") if p.strip()])
+        patterns=comma_separated(config.input_file))
     manifest = outputs["shard_list"] | "Publish" >> beam.Map(
         publish_in_job, beam.pvalue.AsSingleton(outputs["problem_list"]), layout=layout,
         config=config, vocab_sha256=vocab.sha256, inputs=inputs, replaces=replaces)

@@ -32,7 +32,7 @@ from pipeline.options import Config, ConfigError, Stages, parse_args
 from pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME, OutputLayout,
                               dataset_warnings, prepare_output, publish, read_staging_json)
 from transforms.counters import read_counters
-from transforms.documents import InputError, match_inputs
+from transforms.documents import InputError, comma_separated, match_inputs
 from transforms.tokenization import FullTokenizer
 from transforms.vocabulary import VocabularyError, load_vocabulary
 
@@ -41,7 +41,7 @@ PROG = "create-pretraining-data"
 
 def _run_beam(config: Config, stages: Stages, layout: OutputLayout,
               beam_args: list[str]) -> dict[str, int]:
-    patterns = [p.strip() for p in config.input_file.split(",") if p.strip()]
+    patterns = comma_separated(config.input_file)
     pipeline = beam.Pipeline(options=PipelineOptions(beam_args))
     build_pipeline(pipeline, config=config, stages=stages, patterns=patterns,
                    layout=layout)

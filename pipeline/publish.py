@@ -14,6 +14,7 @@ from typing import Sequence
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.options import Config, ConfigError, default_num_shards
+from transforms.documents import comma_separated
 
 STAGING_NAME = ".staging"
 MANIFEST_NAME = "manifest.json"
@@ -38,7 +39,7 @@ class OutputLayout:
 def num_shards(config: Config, inputs: Sequence[tuple[str, int]]) -> int:
     """One file per `--output_file` name, else `--num_shards` or sized from the input."""
     if config.output_file:
-        return len([p for p in config.output_file.split(",") if p.strip()])
+        return len(comma_separated(config.output_file))
     return config.num_shards or default_num_shards(sum(s for _, s in inputs),
                                                    config.dupe_factor)
 
@@ -81,7 +82,7 @@ def output_layout(config: Config, num_shards: int) -> OutputLayout:
                        for i in range(num_shards))
         return OutputLayout(FileSystems.join(root, STAGING_NAME), finals,
                             FileSystems.join(root, MANIFEST_NAME))
-    finals = tuple(p.strip() for p in config.output_file.split(",") if p.strip())
+    finals = tuple(comma_separated(config.output_file))
     first_dir, first_name = FileSystems.split(finals[0])
     return OutputLayout(FileSystems.join(first_dir, f"{STAGING_NAME}-{first_name}"),
                         finals, f"{finals[0]}.{MANIFEST_NAME}")

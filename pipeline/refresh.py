@@ -50,7 +50,7 @@ from pipeline.dataflow import check_dataflow_options, launch
 from pipeline.main import run
 from pipeline.options import Config, ConfigError, parse_args
 from pipeline.publish import MANIFEST_NAME, package_versions, remove_tree
-from transforms.documents import InputError, match_inputs
+from transforms.documents import InputError, comma_separated, match_inputs
 from transforms.vocabulary import VocabularyError, load_vocabulary
 
 PROG = "create-pretraining-data-refresh"
@@ -79,7 +79,7 @@ def input_states(input_file: str) -> list[dict]:
     match_inputs first: it fails in one line on a pattern that matches nothing.
     """
     match_inputs(input_file)
-    patterns = [p.strip() for p in input_file.split(",") if p.strip()]
+    patterns = comma_separated(input_file)
     states = {}
     for pattern in patterns:  # one per call, as match_inputs does
         for meta in FileSystems.match([pattern])[0].metadata_list:

@@ -326,11 +326,17 @@ def _no_match(pattern: str) -> InputError:
         "(local paths and gs:// globs are supported)")
 
 
+def comma_separated(text: str | None) -> list[str]:
+    """The items of a comma-separated flag (`--input_file` patterns, the
+    `--output_file` list), stripped, empty ones dropped."""
+    return [item.strip() for item in (text or "").split(",") if item.strip()]
+
+
 def match_inputs(input_file: str) -> list[tuple[str, int]]:
     """Expands the comma-separated --input_file into sorted, unique
     (path, size_bytes), failing before any work starts if a pattern matches
     nothing. Uses FileSystems, so local paths and gs:// work alike."""
-    patterns = [p.strip() for p in input_file.split(",") if p.strip()]
+    patterns = comma_separated(input_file)
     if not patterns:
         raise InputError("--input_file is empty; give one or more paths or "
                          "globs, separated by commas")
