@@ -29,8 +29,7 @@ from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from loaders.manifest import DatasetError, Manifest, read_manifest, read_vocabulary_bytes
 from loaders.records import Instance, InstanceDecoder, read_shard
-from pipeline.options import masking_config
-from transforms.masking import MaskingConfig, mask_tokens
+from transforms.masking import MaskingConfig, mask_tokens, masking_config
 from transforms.randomness import derive_rng
 from transforms.vocabulary import parse_vocabulary
 

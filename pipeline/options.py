@@ -16,7 +16,9 @@ import math
 from typing import Sequence
 
 from transforms.instances import InstanceConfig
-from transforms.masking import MaskingConfig
+from transforms.masking import MaskingConfig, masking_config
+from transforms.seeds import MAX_DUPE_FACTOR
+from transforms.sharding import SHUFFLES
 from transforms.vocabulary import Vocabulary
 
 DEFAULT_NSP_SAMPLE_SIZE = 10_000
@@ -81,17 +83,6 @@ class Stages:
                 do_whole_word_mask=config.do_whole_word_mask))
 
 
-def masking_config(vocab: Vocabulary, *, masked_lm_prob: float,
-                   max_predictions_per_seq: int, do_whole_word_mask: bool) -> MaskingConfig:
-    """Masking as the flags ask; the loaders' dynamic masking builds it from the
-    manifest's flags through this same function."""
-    return MaskingConfig(
-        masked_lm_prob=masked_lm_prob, max_predictions_per_seq=max_predictions_per_seq,
-        vocab_size=len(vocab), mask_id=vocab.mask_id, cls_id=vocab.cls_id,
-        sep_id=vocab.sep_id,
-        continuation=tuple(vocab.continuation_flags()) if do_whole_word_mask else None)
-
-
 def parse_bool(text: str) -> bool:
     lowered = text.lower()
     if lowered in ("true", "t", "1", "yes"):
@@ -107,8 +98,6 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    from transforms.sharding import SHUFFLES  # Beam: not for the loaders' masking_config
-
     parser = OneLineParser(
         prog="create-pretraining-data", allow_abbrev=False,
         description="BERT masked-LM + next-sentence-prediction TFRecords on Apache Beam. "
@@ -242,7 +231,6 @@ def _recipe_defaults(args: argparse.Namespace) -> dict[str, int]:
 
 def validate(config: Config) -> None:
     """Raises ConfigError for the first problem found, before any work starts."""
-    from transforms.seeds import MAX_DUPE_FACTOR
     # The d2l recipe computes its vocabulary from the corpus.
     required = ("input_file",) if config.recipe == "d2l" else ("input_file", "vocab_file")
     for flag in required:

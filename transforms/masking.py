@@ -10,6 +10,8 @@ import dataclasses
 import random
 from typing import Sequence
 
+from transforms.vocabulary import Vocabulary
+
 
 @dataclasses.dataclass(frozen=True)
 class MaskingConfig:
@@ -121,3 +123,14 @@ def mask_tokens(tokens: Sequence[int], config: MaskingConfig, rng: random.Random
     positions = sorted(chosen)
     return Masked(tokens=output, positions=positions,
                   labels=[tokens[i] for i in positions])
+
+
+def masking_config(vocab: Vocabulary, *, masked_lm_prob: float,
+                   max_predictions_per_seq: int, do_whole_word_mask: bool) -> MaskingConfig:
+    """Masking as the flags ask: the pipeline builds it from its flags, the
+    loaders' dynamic masking from the manifest's, through this one function."""
+    return MaskingConfig(
+        masked_lm_prob=masked_lm_prob, max_predictions_per_seq=max_predictions_per_seq,
+        vocab_size=len(vocab), mask_id=vocab.mask_id, cls_id=vocab.cls_id,
+        sep_id=vocab.sep_id,
+        continuation=tuple(vocab.continuation_flags()) if do_whole_word_mask else None)
