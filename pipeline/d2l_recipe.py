@@ -61,15 +61,15 @@ import tensorflow_transform.beam as tft_beam
 from apache_beam.io.filebasedsource import FileBasedSource
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions
 from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
 from pipeline.build import SAMPLE_DOCUMENT_SEQUENCES
 from pipeline.options import Config
-from pipeline.publish import (SHARD_LIST_NAME, OutputLayout, prepare_output, publish,
-                              read_staging_json, write_staging_json)
-from transforms.counters import counter, read_counters
-from transforms.documents import comma_separated, document_key, key_root, match_inputs
+from pipeline.prepare import Prepared, run_to_completion
+from pipeline.publish import (SHARD_LIST_NAME, OutputLayout, publish, read_staging_json,
+                              write_staging_json)
+from transforms.counters import counter
+from transforms.documents import document_key, key_root
 from transforms.encoding import encode_features
 from transforms.instances import Instance
 from transforms.masking import MaskingConfig
@@ -374,16 +374,12 @@ def warnings(counters: dict[str, int]) -> list[str]:
     return []
 
 
-def run_d2l(config: Config, beam_args: list[str]) -> dict:
+def run_d2l(run: Prepared) -> dict:
     """`main.run` for --recipe=d2l: no vocabulary to load, one to publish."""
-    inputs = match_inputs(config.input_file)
-    layout, replaces = prepare_output(config, inputs)
-    pipeline = beam.Pipeline(options=PipelineOptions(beam_args))
-    build_d2l_pipeline(pipeline, config=config, layout=layout,
-                       patterns=comma_separated(config.input_file))
-    result = pipeline.run()
-    result.wait_until_finish()
-    counters = read_counters(result)
+    config, layout, replaces, inputs = run.config, run.layout, run.replaces, run.inputs
+    pipeline = run.new_pipeline()
+    build_d2l_pipeline(pipeline, config=config, layout=layout, patterns=run.patterns)
+    counters = run_to_completion(pipeline)
     shards = read_staging_json(layout, SHARD_LIST_NAME)
     vocab_path, vocab_sha256 = _publish_vocabulary(layout, replaces)
     manifest = publish(layout, config=config, vocab_sha256=vocab_sha256, inputs=inputs,

@@ -33,11 +33,11 @@ from apache_beam.options.pipeline_options_validator import PipelineOptionsValida
 from apache_beam.runners.runner import PipelineResult
 
 from pipeline.build import build_pipeline
-from pipeline.options import Config, ConfigError, Stages, parse_args
+from pipeline.options import Config, ConfigError, parse_args
+from pipeline.prepare import prepare
 from pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME, OutputLayout,
-                              dataset_warnings, prepare_output, publish, read_staging_json)
-from transforms.documents import comma_separated, match_inputs
-from transforms.vocabulary import load_vocabulary
+                              dataset_warnings, publish, read_staging_json)
+from transforms.documents import comma_separated
 
 DATAFLOW_RUNNERS = ("DataflowRunner", "TestDataflowRunner")
 
@@ -170,17 +170,14 @@ def launch(argv: Sequence[str], *, after_publish: AfterPublish | None = None
         raise ConfigError("launch-only jobs (the Flex Template) build the bert recipe; "
                           "run --reference_compatible or --recipe=d2l with "
                           "create-pretraining-data")
-    inputs = match_inputs(config.input_file)
-    vocab = load_vocabulary(config.vocab_file)
-    stages = Stages.of(config, vocab)
-    layout, replaces = prepare_output(config, inputs)
-    pipeline = beam.Pipeline(options=PipelineOptions(beam_args))
-    outputs = build_pipeline(
-        pipeline, config=config, stages=stages, layout=layout,
-        patterns=comma_separated(config.input_file))
+    run = prepare(config, beam_args)
+    pipeline = run.new_pipeline()
+    outputs = build_pipeline(pipeline, config=config, stages=run.stages, layout=run.layout,
+                             patterns=run.patterns)
     manifest = outputs["shard_list"] | "Publish" >> beam.Map(
-        publish_in_job, beam.pvalue.AsSingleton(outputs["problem_list"]), layout=layout,
-        config=config, vocab_sha256=vocab.sha256, inputs=inputs, replaces=replaces)
+        publish_in_job, beam.pvalue.AsSingleton(outputs["problem_list"]), layout=run.layout,
+        config=config, vocab_sha256=run.vocab.sha256, inputs=run.inputs,
+        replaces=run.replaces)
     if after_publish is not None:
         after_publish(manifest)
     return pipeline.run()

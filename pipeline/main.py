@@ -22,32 +22,18 @@ from __future__ import annotations
 import sys
 from typing import Sequence
 
-import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
-
 from pipeline.build import build_pipeline
 from pipeline.compat import run_compat
 from pipeline.dataflow import check_dataflow_options, dry_run_summary, is_dry_run, launch
-from pipeline.options import Config, ConfigError, Stages, parse_args
-from pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME, OutputLayout,
-                              dataset_warnings, prepare_output, publish, read_staging_json)
-from transforms.counters import read_counters
-from transforms.documents import InputError, comma_separated, match_inputs
+from pipeline.options import ConfigError, parse_args
+from pipeline.prepare import prepare, run_to_completion
+from pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME, dataset_warnings, publish,
+                              read_staging_json)
+from transforms.documents import InputError
 from transforms.tokenization import FullTokenizer
-from transforms.vocabulary import VocabularyError, load_vocabulary
+from transforms.vocabulary import VocabularyError
 
 PROG = "create-pretraining-data"
-
-
-def _run_beam(config: Config, stages: Stages, layout: OutputLayout,
-              beam_args: list[str]) -> dict[str, int]:
-    patterns = comma_separated(config.input_file)
-    pipeline = beam.Pipeline(options=PipelineOptions(beam_args))
-    build_pipeline(pipeline, config=config, stages=stages, patterns=patterns,
-                   layout=layout)
-    result = pipeline.run()
-    result.wait_until_finish()
-    return read_counters(result)
 
 
 def run(argv: Sequence[str]) -> dict:
@@ -58,23 +44,24 @@ def run(argv: Sequence[str]) -> dict:
     if config.recipe == "d2l":
         from pipeline.d2l_recipe import run_d2l  # loads tf.Transform: this recipe only
 
-        return run_d2l(config, beam_args)
-    inputs = match_inputs(config.input_file)
-    vocab = load_vocabulary(config.vocab_file)
-    stages = Stages.of(config, vocab)
-    layout, replaces = prepare_output(config, inputs)
+        return run_d2l(prepare(config, beam_args))
+    run = prepare(config, beam_args)
+    layout = run.layout
     if config.reference_compatible:
-        tokenizer = FullTokenizer(vocab, do_lower_case=config.do_lower_case)
-        shards = run_compat(config, stages=stages, tokenizer=tokenizer, layout=layout)
+        tokenizer = FullTokenizer(run.vocab, do_lower_case=config.do_lower_case)
+        shards = run_compat(config, stages=run.stages, tokenizer=tokenizer, layout=layout)
         counters: dict[str, int] = {}
         problems: list[dict] = []
     else:
-        counters = _run_beam(config, stages, layout, beam_args)
+        pipeline = run.new_pipeline()
+        build_pipeline(pipeline, config=config, stages=run.stages, patterns=run.patterns,
+                       layout=layout)
+        counters = run_to_completion(pipeline)
         shards = read_staging_json(layout, SHARD_LIST_NAME)
         problems = read_staging_json(layout, PROBLEM_LIST_NAME)
-    manifest = publish(layout, config=config, vocab_sha256=vocab.sha256, inputs=inputs,
+    manifest = publish(layout, config=config, vocab_sha256=run.vocab.sha256, inputs=run.inputs,
                        shards=shards, counters=counters, input_problems=problems,
-                       warnings=dataset_warnings(counters, problems), replaces=replaces)
+                       warnings=dataset_warnings(counters, problems), replaces=run.replaces)
     return dict(manifest, manifest_path=layout.manifest_path)
 
 

@@ -39,7 +39,7 @@ _FLOAT_ONE = (0x00, 0x00, 0x80, 0x3F)
 # Generators seeded together (jit_random.seed_states); 256 states take 1.3 MB.
 _SEED_BATCH = 256
 # Bytes of an entry besides its record: shuffle key, TFRecord header and footer.
-_ENTRY_OVERHEAD = 8 + 16
+_ENTRY_OVERHEAD = 8 + HEADER_SIZE + FOOTER_SIZE
 # Positions in the stats array.
 _INSTANCES, _RANDOM_NEXT, _TRUNCATED, _UNAVAILABLE, _MASKED = range(5)
 

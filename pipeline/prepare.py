@@ -1,0 +1,59 @@
+"""What every entry point does between its flags and its pipeline, in one place.
+
+`create-pretraining-data` (`main.run`, either recipe) and the launch-only
+job of the Flex Template (`dataflow.launch`) match the inputs, read the
+vocabulary and prepare the output location the same way; each step fails
+in one line (InputError, VocabularyError, ConfigError) before any work starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipeline.options import Config, Stages
+from pipeline.publish import OutputLayout, prepare_output
+from transforms.counters import read_counters
+from transforms.documents import comma_separated, match_inputs
+from transforms.vocabulary import Vocabulary, load_vocabulary
+
+
+@dataclasses.dataclass(frozen=True)
+class Prepared:
+    """A validated run, ready for its pipeline."""
+
+    config: Config
+    beam_args: Sequence[str]
+    inputs: list[tuple[str, int]]  # (path, bytes) of every input file
+    layout: OutputLayout
+    replaces: list[str]  # existing outputs the run will replace (--overwrite)
+    vocab: Vocabulary | None  # None with --recipe=d2l, which computes its own
+    stages: Stages | None
+
+    @property
+    def patterns(self) -> list[str]:
+        return comma_separated(self.config.input_file)
+
+    def new_pipeline(self) -> beam.Pipeline:
+        return beam.Pipeline(options=PipelineOptions(list(self.beam_args)))
+
+
+def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:
+    """Matches the inputs, reads the vocabulary (the bert recipe's) and
+    prepares the output location."""
+    inputs = match_inputs(config.input_file)
+    vocab = load_vocabulary(config.vocab_file) if config.recipe == "bert" else None
+    layout, replaces = prepare_output(config, inputs)
+    return Prepared(config=config, beam_args=beam_args, inputs=inputs, layout=layout,
+                    replaces=replaces, vocab=vocab,
+                    stages=Stages.of(config, vocab) if vocab else None)
+
+
+def run_to_completion(pipeline: beam.Pipeline) -> dict[str, int]:
+    """Runs a pipeline, waits for it and returns its counters."""
+    result = pipeline.run()
+    result.wait_until_finish()
+    return read_counters(result)
