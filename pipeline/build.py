@@ -7,8 +7,8 @@
 BatchDocuments groups documents (a few thousand short ones, or one long one);
 FanOutDupes makes units of work of a batch (its documents with the dupe
 indices to make of each: all of them but for huge documents); CreateRecords
-is CreateInstances -> MaskTokens -> Encode for every copy of a unit,
-compiled into one step (transforms.fast_records). WriteShards shuffles through the runner or through
+is the design card's CreateInstances, MaskTokens and Encode for every copy
+of a unit, compiled into one step (transforms.fast_records). WriteShards shuffles through the runner or through
 bucket files (`--shuffle`, transforms.sharding).
 
 `build_pipeline` only adds transforms to `p`; it runs nothing and returns the
