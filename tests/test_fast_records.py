@@ -39,7 +39,7 @@ def python_records(doc_key, dupes, packed, sample, instances, masking, *, seed,
     (INSTANCES, dupe), masking each instance as it is built; shuffle keys by
     (dupe, index))."""
     pairs = []
-    for dupe in dupes:
+    for dupe in range(*dupes):
         rng = derived_rng(document_seed(seed, doc_key), INSTANCES, dupe)
         created, _ = create_instances(
             unpack_document(packed), config=instances,
@@ -90,7 +90,7 @@ def cases(draw):
     if draw(st.booleans()):  # the document itself is in the sample
         sample.insert(draw(st.integers(0, len(sample))), ("doc:0", pack_document(document)))
     first = draw(st.integers(0, 9))
-    return dict(doc_key="doc:0", dupes=range(first, first + draw(st.integers(1, 3))),
+    return dict(doc_key="doc:0", dupes=(first, first + draw(st.integers(1, 3))),
                 packed=pack_document(document),
                 sample=sample, instances=instances, masking=masking,
                 seed=draw(st.integers(0, 2**40)), max_predictions=max_predictions,
@@ -130,7 +130,7 @@ def test_real_documents_and_vocabulary(uncased_vocab, whole_word, padded):
         masking = None
     total = 0
     for doc_key, packed in docs:
-        case = dict(doc_key=doc_key, dupes=range(3), packed=packed, sample=docs[::2],
+        case = dict(doc_key=doc_key, dupes=(0, 3), packed=packed, sample=docs[::2],
                     instances=instances, masking=masking, seed=12345,
                     max_predictions=20, padded=padded)
         pairs, stats = compiled_records(**case)
@@ -146,7 +146,7 @@ def test_a_unit_of_many_documents_is_their_records_one_after_another(uncased_voc
                                cls_id=uncased_vocab.cls_id, sep_id=uncased_vocab.sep_id)
     engine = Engine.of(instances, None, max_predictions_per_seq=5, padded=False)
     sample = FlatSample.of(docs[1::2])
-    unit = [(key, packed, range(i % 3, 4)) for i, (key, packed) in enumerate(docs)]
+    unit = [(key, packed, (i % 3, 4)) for i, (key, packed) in enumerate(docs)]
 
     together, stats = unit_records(unit, sample=sample, engine=engine, seed=9)
     one_by_one = [unit_records([part], sample=sample, engine=engine, seed=9)

@@ -76,7 +76,7 @@ def test_retried_dofns_emit_the_same_elements():
     records = CreateRecords(instances=instances, masking=masking, max_predictions_per_seq=5,
                             padded=True, seed=5)
     records.setup()
-    unit = [("doc:0", tokenized[1], range(2, 5)), ("other:1", sample[0][1], range(3))]
+    unit = [("doc:0", tokenized[1], (2, 5)), ("other:1", sample[0][1], (0, 3))]
     [batch] = list(records.process(unit, sample))
     [again] = list(records.process(unit, sample))
     assert len(batch) and batch.keys.tolist() == again.keys.tolist()

@@ -96,7 +96,7 @@ class FlatSample:
 def warm_up(engine: Engine) -> None:
     """Loads the kernels now (compiling them once per machine, ~12 s, cached
     beside the module), so that no element pays for it."""
-    unit_records([("warm-up", pack_document([[0, 0], [0]]), range(1))],
+    unit_records([("warm-up", pack_document([[0, 0], [0]]), (0, 1))],
                  sample=FlatSample.of([]), engine=engine, seed=0)
 
 
@@ -111,8 +111,10 @@ class RecordStats:
     masked_tokens: int = 0
 
 
-# A unit of work: documents with the dupe indices to make of each.
-WorkUnit = list[tuple[str, PackedDocument, range]]
+# A unit of work: documents with the dupe indices to make of each, as
+# (first, end): plain ints cross stages with Beam's fast coder (a `range`
+# would be pickled, once per document).
+WorkUnit = list[tuple[str, PackedDocument, tuple[int, int]]]
 
 
 def unit_records(unit: WorkUnit, *, sample: FlatSample, engine: Engine, seed: int
@@ -125,8 +127,8 @@ def unit_records(unit: WorkUnit, *, sample: FlatSample, engine: Engine, seed: in
     seeds = np.array([document_seed(seed, key) for key, _, _ in unit], dtype=np.uint64)
     entries, bounds, keys, stats = unit_entries(
         np.frombuffer(packed, dtype=np.uint8), packed_bounds, seeds.reshape(-1, 2),
-        np.array([dupes.start for _, _, dupes in unit], dtype=np.int64),
-        np.array([dupes.stop for _, _, dupes in unit], dtype=np.int64),
+        np.array([first for _, _, (first, _) in unit], dtype=np.int64),
+        np.array([end for _, _, (_, end) in unit], dtype=np.int64),
         np.array([sample.index.get(key, -1) for key, _, _ in unit], dtype=np.int64),
         sample.tokens, sample.bounds, sample.documents, engine.settings, engine.workspace)
     return RecordBatch(keys=keys, entries=entries, bounds=bounds), RecordStats(*stats.tolist())

@@ -111,10 +111,10 @@ def fan_out_packed(batch: list[tuple[str, PackedDocument]], dupe_factor: int
     for doc_key, packed in batch:
         per_unit = max(1, WORK_UNIT_TOKENS // max(1, packed_token_count(packed)))
         if per_unit >= dupe_factor:
-            unit.append((doc_key, packed, range(dupe_factor)))
+            unit.append((doc_key, packed, (0, dupe_factor)))
             continue
         for start in range(0, dupe_factor, per_unit):
-            yield [(doc_key, packed, range(start, min(dupe_factor, start + per_unit)))]
+            yield [(doc_key, packed, (start, min(dupe_factor, start + per_unit)))]
     if unit:
         yield unit
 
@@ -130,7 +130,7 @@ def fan_out(element: tuple[str, PackedDocument],
 
 
 class CreateRecords(beam.DoFn):
-    """[(doc_key, packed document, dupes)] + sample -> RecordBatch.
+    """[(doc_key, packed document, (first dupe, end dupe))] + sample -> RecordBatch.
 
     Instance creation (transforms.instances), masking (transforms.masking;
     none when `masking` is None: `--masking=none`) and `encode` of every copy
