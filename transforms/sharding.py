@@ -217,15 +217,16 @@ def _record_bytes(entries: np.ndarray, bounds: np.ndarray, i: int) -> bytes:
 
 
 def framed_chunks(entries: np.ndarray, bounds: np.ndarray, order: np.ndarray, *,
-                  size: int = _WRITE_CHUNK_BYTES) -> Iterator[bytes]:
-    """The framed records of entries `order`, in chunks of about `size` bytes."""
+                  size: int = _WRITE_CHUNK_BYTES) -> Iterator[memoryview]:
+    """The framed records of entries `order`, in chunks of about `size` bytes
+    (bytes-like views, written and hashed without another copy)."""
     if not len(order):
         return
     per_record = max(1, int(bounds[-1]) // len(order))
     step = max(1, size // per_record)
     for start in range(0, len(order), step):
         chunk, _ = _gather(entries, bounds, order[start:start + step], _KEY_SIZE)
-        yield chunk.tobytes()
+        yield memoryview(chunk)
 
 
 def bucket_root(staging_dir: str) -> str:
@@ -259,7 +260,7 @@ def read_file(path: str) -> bytes:
         return handle.read()
 
 
-def write_shard_file(path: str, chunks: Iterable[bytes], *, records: int,
+def write_shard_file(path: str, chunks: Iterable[bytes | memoryview], *, records: int,
                      compression: str | None = None) -> dict[str, Any]:
     """Writes framed records (in chunks) as a TFRecord file; returns its record
     count, size and sha256.
