@@ -23,9 +23,9 @@ MiB = 1 << 20
 # bytes of the shape -> (instances per MB of text, CPU microseconds per
 # instance less the run's 3.4 CPU-s of start-up).
 MEASURED = {
-    334: (48_368, 17.4),  # short: 1-5 sentences
+    334: (48_368, 15.0),  # short: 1-5 sentences
     3_145: (27_268, 15.2),  # web-like: median 2 KB
-    18_425: (23_895, 14.2),  # WikiText-2 articles
+    18_425: (23_895, 14.4),  # WikiText-2 articles
 }
 # A padded record (max_seq_length 128, max_predictions_per_seq 20, BERT-Base
 # uncased ids), measured on `make run`'s output: 827 bytes framed.
