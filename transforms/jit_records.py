@@ -29,7 +29,7 @@ from numba import njit
 from transforms.jit_random import (N, SEED_WORDS, new_state, randint, random, sample_into,
                                    seed_states, shuffle)
 from transforms.seeds import INSTANCES, seed_key, shuffle_key
-from transforms.tfrecord import FOOTER_SIZE, HEADER_SIZE, frame
+from transforms.sharding import ENTRY_HEADER, ENTRY_OVERHEAD, close_entry
 
 _TAG_1 = 0x0A
 _TAG_MAP_VALUE = 0x12
@@ -38,8 +38,6 @@ _TAG_INT64_LIST = 0x1A
 _FLOAT_ONE = (0x00, 0x00, 0x80, 0x3F)
 # Generators seeded together (jit_random.seed_states); 256 states take 1.3 MB.
 _SEED_BATCH = 256
-# Bytes of an entry besides its record: shuffle key, TFRecord header and footer.
-_ENTRY_OVERHEAD = 8 + HEADER_SIZE + FOOTER_SIZE
 # Positions in the stats array.
 _INSTANCES, _RANDOM_NEXT, _TRUNCATED, _UNAVAILABLE, _MASKED = range(5)
 
@@ -440,14 +438,12 @@ def _emit(mt, original, a_length, random_next, key, s, w, out, pos, stats):
     for c in range(k):
         w.labels[c] = original[positions[c]]
     stats[_MASKED] += k
-    out = _grow(out, pos + len(w.scratch) + _ENTRY_OVERHEAD)
-    for b in range(8):
-        out[pos + b] = (key >> (8 * b)) & 0xFF
-    data = pos + 8 + HEADER_SIZE
+    out = _grow(out, pos + len(w.scratch) + ENTRY_OVERHEAD)
+    data = pos + ENTRY_HEADER
     end = _encode(out, data, s.names, s.name_bounds, s.padded, output[:n], a_length,
                   random_next, positions, w.labels[:k], s.max_seq_length, s.max_predictions,
                   w.scratch, w.starts, w.tags)
-    return out, frame(out, pos + 8, end - data)
+    return out, close_entry(out, pos, key, end - data)
 
 
 @njit(cache=True)

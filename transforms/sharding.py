@@ -64,6 +64,8 @@ FILES_BUFFER_BYTES = 64 << 20
 RUNNER_BUFFER_BYTES = 16 << 20
 _WRITE_CHUNK_BYTES = 1 << 20
 _KEY_SIZE = 8  # an entry: shuffle key (uint64, little-endian), then the framed record
+ENTRY_HEADER = _KEY_SIZE + HEADER_SIZE  # an entry's bytes before its record's data
+ENTRY_OVERHEAD = ENTRY_HEADER + FOOTER_SIZE  # an entry's bytes besides its record's data
 _COMPRESSION = {None: CompressionTypes.UNCOMPRESSED, "gzip": CompressionTypes.GZIP}
 SHUFFLES = ("runner", "files")
 
@@ -96,18 +98,25 @@ class RecordBatch:
 
 
 @njit(cache=True)
+def close_entry(out, pos, key, length):
+    """Completes the entry at out[pos:] whose record (`length` bytes) is
+    already at out[pos + ENTRY_HEADER:]: writes the key before it and frames
+    it; returns the entry's end. The record kernels write entries this way."""
+    for b in range(_KEY_SIZE):
+        out[pos + b] = (key >> (8 * b)) & 0xFF
+    return frame(out, pos + _KEY_SIZE, length)
+
+
+@njit(cache=True)
 def _entries_of(keys, records, record_bounds):
-    overhead = _KEY_SIZE + HEADER_SIZE + FOOTER_SIZE
-    entries = np.empty(len(records) + overhead * len(keys), dtype=np.uint8)
+    entries = np.empty(len(records) + ENTRY_OVERHEAD * len(keys), dtype=np.uint8)
     bounds = np.zeros(len(keys) + 1, dtype=np.int64)
     pos = 0
     for i in range(len(keys)):
-        for b in range(_KEY_SIZE):
-            entries[pos + b] = (keys[i] >> (8 * b)) & 0xFF
-        data = pos + _KEY_SIZE + HEADER_SIZE
         length = record_bounds[i + 1] - record_bounds[i]
+        data = pos + ENTRY_HEADER
         entries[data:data + length] = records[record_bounds[i]:record_bounds[i + 1]]
-        pos = frame(entries, pos + _KEY_SIZE, length)
+        pos = close_entry(entries, pos, keys[i], length)
         bounds[i + 1] = pos
     return entries, bounds
 
@@ -141,7 +150,7 @@ def _scan_entries(data):
         if pos + _KEY_SIZE + 8 <= len(data):
             for b in range(8):
                 length |= np.int64(data[pos + _KEY_SIZE + b]) << (8 * b)
-        pos += _KEY_SIZE + HEADER_SIZE + length + FOOTER_SIZE
+        pos += ENTRY_OVERHEAD + length
         count += 1
     keys = np.empty(count, dtype=np.int64)
     bounds = np.zeros(count + 1, dtype=np.int64)
@@ -154,7 +163,7 @@ def _scan_entries(data):
                 key |= np.int64(data[pos + b]) << (8 * b)
                 length |= np.int64(data[pos + _KEY_SIZE + b]) << (8 * b)
         keys[i] = key
-        pos += _KEY_SIZE + HEADER_SIZE + length + FOOTER_SIZE
+        pos += ENTRY_OVERHEAD + length
         bounds[i + 1] = pos
     return keys, bounds
 
@@ -213,7 +222,7 @@ def sorted_records(data: bytes | bytearray, *, source: str = "shard"
 
 
 def _record_bytes(entries: np.ndarray, bounds: np.ndarray, i: int) -> bytes:
-    return entries[bounds[i] + _KEY_SIZE + HEADER_SIZE:bounds[i + 1] - FOOTER_SIZE].tobytes()
+    return entries[bounds[i] + ENTRY_HEADER:bounds[i + 1] - FOOTER_SIZE].tobytes()
 
 
 def framed_chunks(entries: np.ndarray, bounds: np.ndarray, order: np.ndarray, *,
