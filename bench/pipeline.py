@@ -231,7 +231,7 @@ def print_stages(corpus: pathlib.Path) -> None:
 
 
 def print_ratios(ours: Run, original: Run) -> None:
-    print(f"  {ours.shape} {ours.megabytes:g} MB, {ours.label} / {original.label}: instances/CPU-s "
+    print(f"  {ours.shape} {ours.megabytes:.3g} MB, {ours.label} / {original.label}: instances/CPU-s "
           f"{ours.instances / ours.cpu / (original.instances / original.cpu):.1f}x, "
           f"wall {ours.wall / original.wall:.3f}x, peak RSS (sum) "
           f"{ours.rss_sum / original.rss_sum:.3f}x, instances "
