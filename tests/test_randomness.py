@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from transforms.randomness import Keyed, derive_rng, stable_hash
+import hashlib
+import random
+
+from transforms.randomness import derive_rng, stable_hash
 
 
-def test_keyed_prefix_equals_the_full_key():
-    keyed = Keyed(12345, "mask", "wiki.txt:000000000042", 3)
-    assert keyed.hash(7) == stable_hash(12345, "mask", "wiki.txt:000000000042", 3, 7)
-    assert keyed.rng(7).random() == derive_rng(12345, "mask", "wiki.txt:000000000042",
-                                               3, 7).random()
-    assert keyed.rng(7).random() != keyed.rng(8).random()
+def test_keys_are_the_documented_hashes_of_length_prefixed_typed_parts():
+    # ("s" + utf-8 and "i" + decimal, each after its 8-byte big-endian length)
+    encoded = (b"\x00" * 7 + b"\x06" + b"i12345" + b"\x00" * 7 + b"\x05" + b"sdoc:")
+    assert stable_hash(12345, "doc:") == int.from_bytes(
+        hashlib.blake2b(encoded, digest_size=8).digest(), "big") >> 1
+    seed = int.from_bytes(hashlib.sha256(encoded).digest()[:16], "big")
+    assert derive_rng(12345, "doc:").random() == random.Random(seed).random()
+    assert stable_hash("ab", "c") != stable_hash("a", "bc")
 
 
 def test_keys_differ_by_every_part():

@@ -50,27 +50,11 @@ def stable_hash(*parts: object) -> int:
     samples would change from run to run. 63 bits, not 64: Beam's
     VarIntCoder (inferred for int elements) only encodes signed 64-bit ints.
     """
-    return Keyed().hash(*parts)
+    digest = hashlib.blake2b(encode_parts(parts), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1
 
 
 def derive_rng(*parts: object) -> random.Random:
     """A `random.Random` seeded from the parts (128 bits of their sha256)."""
-    return Keyed().rng(*parts)
-
-
-class Keyed:
-    """`stable_hash` and `derive_rng` for many keys that share leading parts
-    (every instance of one document): the shared parts are encoded once, and
-    `Keyed(a, b).hash(c)` equals `stable_hash(a, b, c)`."""
-
-    def __init__(self, *prefix: object) -> None:
-        self._prefix = encode_parts(prefix)
-
-    def hash(self, *parts: object) -> int:
-        digest = hashlib.blake2b(self._prefix + encode_parts(parts), digest_size=8).digest()
-        return int.from_bytes(digest, "big") >> 1
-
-    def rng(self, *parts: object) -> random.Random:
-        """A generator seeded with 128 bits of the key's sha256."""
-        digest = hashlib.sha256(self._prefix + encode_parts(parts)).digest()
-        return random.Random(int.from_bytes(digest[:16], "big"))
+    digest = hashlib.sha256(encode_parts(parts)).digest()
+    return random.Random(int.from_bytes(digest[:16], "big"))
