@@ -14,15 +14,15 @@ from source when it starts and compiles on first use, once per worker process.
 
 from __future__ import annotations
 
-from transforms import jit_records, sharding, tfrecord
+from transforms import jit_records, packing, sharding, tfrecord
 from transforms.fast_records import Engine, warm_up as warm_up_records
 from transforms.instances import InstanceConfig
 from transforms.masking import MaskingConfig
 from transforms.sharding import RecordBatch, framed_chunks, sorted_records, split_by_shard
 
 # The kernels the pipeline calls from Python (each compiles what it calls).
-KERNELS = (jit_records.unit_entries, sharding._entries_of, sharding._gather,
-           sharding._scan_entries, tfrecord.frame)
+KERNELS = (jit_records.unit_entries, packing.read_packed, sharding._entries_of,
+           sharding._gather, sharding._scan_entries, tfrecord.frame)
 
 # Kernel types do not depend on flag values: one small configuration compiles
 # every specialization the pipeline uses.

@@ -96,8 +96,9 @@ class FlatSample:
 def warm_up(engine: Engine) -> None:
     """Loads the kernels now (compiling them once per machine, ~12 s, cached
     beside the module), so that no element pays for it."""
-    unit_records([("warm-up", pack_document([[0, 0], [0]]), (0, 1))],
-                 sample=FlatSample.of([]), engine=engine, seed=0)
+    document = pack_document([[0, 0], [0]])
+    unit_records([("warm-up", document, (0, 1))],
+                 sample=FlatSample.of([("sampled", document)]), engine=engine, seed=0)
 
 
 @dataclasses.dataclass

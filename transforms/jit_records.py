@@ -13,7 +13,7 @@ Data layout (numpy, flat):
   is tokens[bounds[s]:bounds[s + 1]]); a sample adds int64 document bounds
   over its sentences;
 - a unit of work: the packed bytes of its documents (transforms.packing's
-  layout, read in `_unpack`) with their bounds, 128-bit seeds
+  layout, read by its `read_packed`) with their bounds, 128-bit seeds
   (transforms.seeds) and dupe ranges;
 - output: shuffle entries (uint64 key, then the TFRecord-framed record)
   with their bounds and keys (transforms.sharding.RecordBatch).
@@ -28,6 +28,7 @@ from numba import njit
 
 from transforms.jit_random import (N, SEED_WORDS, new_state, randint, random, sample_into,
                                    seed_states, shuffle)
+from transforms.packing import read_packed
 from transforms.seeds import INSTANCES, seed_key, shuffle_key
 from transforms.sharding import ENTRY_HEADER, ENTRY_OVERHEAD, close_entry
 
@@ -388,32 +389,6 @@ def _encode(out, pos, names, name_bounds, padded, tokens, a_length, random_next,
 
 
 @njit(cache=True)
-def _unpack(packed):
-    """transforms.packing's layout, read from its bytes: (int32 token ids,
-    int64 sentence bounds)."""
-    wide = packed[0] == ord("i")
-    count = _int32_at(packed, 1)
-    bounds = np.zeros(count + 1, dtype=np.int64)
-    for s in range(count):
-        bounds[s + 1] = bounds[s] + _int32_at(packed, 5 + 4 * s)
-    body = 5 + 4 * count
-    tokens = np.empty(bounds[count], dtype=np.int32)
-    for t in range(bounds[count]):
-        if wide:
-            tokens[t] = _int32_at(packed, body + 4 * t)
-        else:
-            tokens[t] = packed[body + 2 * t] | (np.int32(packed[body + 2 * t + 1]) << 8)
-    return tokens, bounds
-
-
-@njit(cache=True)
-def _int32_at(data, pos):
-    value = (np.int64(data[pos]) | (np.int64(data[pos + 1]) << 8)
-             | (np.int64(data[pos + 2]) << 16) | (np.int64(data[pos + 3]) << 24))
-    return value - (1 << 32) if value >= (1 << 31) else value
-
-
-@njit(cache=True)
 def _emit(mt, original, a_length, random_next, key, s, w, out, pos, stats):
     """Masks one instance with `mt` (as transforms.masking.mask_tokens; not at
     all when masking is off), encodes it (as transforms.encoding) and appends
@@ -499,7 +474,7 @@ def unit_entries(packed, packed_bounds, seeds, dupe_starts, dupe_ends, owns, sam
     count = 0
     mt = w.state
     for u in range(len(owns)):
-        tokens, bounds = _unpack(packed[packed_bounds[u]:packed_bounds[u + 1]])
+        tokens, bounds = read_packed(packed[packed_bounds[u]:packed_bounds[u + 1]])
         seed_lo, seed_hi = seeds[u, 0], seeds[u, 1]
         dupes = np.arange(dupe_starts[u], dupe_ends[u])
         for first in range(0, len(dupes), _SEED_BATCH):

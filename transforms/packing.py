@@ -20,12 +20,14 @@ from itertools import accumulate
 from typing import Iterator, Sequence
 
 import numpy as np
+from numba import njit
 
 PackedDocument = bytes
 
 _NARROW, _WIDE = "H", "i"
 _HEADER = "i"
 _HEADER_SIZE = array(_HEADER).itemsize
+_WIDE_CODE = ord(_WIDE)
 
 
 def pack_document(sentences: Sequence[Sequence[int]]) -> PackedDocument:
@@ -59,14 +61,36 @@ def _unpacked(packed: PackedDocument) -> tuple[array, array]:
 
 
 def packed_arrays(packed: PackedDocument) -> tuple[np.ndarray, np.ndarray]:
-    """(int32 token ids, int64 sentence bounds) without Python lists, for the
-    compiled core: sentence s is tokens[bounds[s]:bounds[s + 1]]."""
-    count, body = _layout(packed)
-    lengths = np.frombuffer(packed, dtype=_HEADER, count=count, offset=1 + _HEADER_SIZE)
-    tokens = np.frombuffer(packed, dtype=packed[:1].decode(), offset=body).astype(np.int32)
+    """(int32 token ids, int64 sentence bounds) without Python lists:
+    sentence s is tokens[bounds[s]:bounds[s + 1]]."""
+    return read_packed(np.frombuffer(packed, dtype=np.uint8))
+
+
+@njit(cache=True)
+def read_packed(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """packed_arrays of a packed document's bytes (uint8), compiled: what the
+    record kernels call on every document."""
+    wide = data[0] == _WIDE_CODE
+    count = _int32_at(data, 1)
     bounds = np.zeros(count + 1, dtype=np.int64)
-    np.cumsum(lengths, out=bounds[1:])
+    for s in range(count):
+        bounds[s + 1] = bounds[s] + _int32_at(data, 1 + _HEADER_SIZE * (1 + s))
+    body = 1 + _HEADER_SIZE * (1 + count)
+    tokens = np.empty(bounds[count], dtype=np.int32)
+    for t in range(bounds[count]):
+        if wide:
+            tokens[t] = _int32_at(data, body + 4 * t)
+        else:
+            tokens[t] = data[body + 2 * t] | (np.int32(data[body + 2 * t + 1]) << 8)
     return tokens, bounds
+
+
+@njit(cache=True)
+def _int32_at(data: np.ndarray, pos: int) -> int:
+    """The little-endian int32 at data[pos:pos + 4]."""
+    value = (np.int64(data[pos]) | (np.int64(data[pos + 1]) << 8)
+             | (np.int64(data[pos + 2]) << 16) | (np.int64(data[pos + 3]) << 24))
+    return value - (1 << 32) if value >= (1 << 31) else value
 
 
 def unpack_document(packed: PackedDocument) -> list[list[int]]:
