@@ -2,7 +2,7 @@
 
 Records arrive as shuffle *entries* (`RecordBatch`): a 63-bit shuffle key
 then the record already framed as TFRecord bytes (transforms.tfrecord), one
-batch per document. Record r goes to shard `key % N`; within a shard, records
+batch per unit of work. Record r goes to shard `key % N`; within a shard, records
 are sorted by (key, record). A shard's content and order therefore depend
 only on the set of (key, record) pairs: not on bundles, workers, element
 order or retries, nor on the path the entries took to their shard.
@@ -145,27 +145,31 @@ def _scan_entries(data):
     end is reported by bounds[-1] > len(data)."""
     count = 0
     pos = 0
-    while pos < len(data):
-        length = 0
-        if pos + _KEY_SIZE + 8 <= len(data):
-            for b in range(8):
-                length |= np.int64(data[pos + _KEY_SIZE + b]) << (8 * b)
-        pos += ENTRY_OVERHEAD + length
+    while pos < len(data):  # count them, then read them
+        pos = _next_entry(data, pos)
         count += 1
     keys = np.empty(count, dtype=np.int64)
     bounds = np.zeros(count + 1, dtype=np.int64)
-    pos = 0
     for i in range(count):
-        key = 0
-        length = 0
-        if pos + _KEY_SIZE + 8 <= len(data):
-            for b in range(8):
-                key |= np.int64(data[pos + b]) << (8 * b)
-                length |= np.int64(data[pos + _KEY_SIZE + b]) << (8 * b)
-        keys[i] = key
-        pos += ENTRY_OVERHEAD + length
-        bounds[i + 1] = pos
+        keys[i] = _uint64_at(data, bounds[i]) if bounds[i] + _KEY_SIZE <= len(data) else 0
+        bounds[i + 1] = _next_entry(data, bounds[i])
     return keys, bounds
+
+
+@njit(cache=True)
+def _next_entry(data, pos):
+    """Where the entry at `pos` ends, from its record's TFRecord length field."""
+    if pos + _KEY_SIZE + 8 > len(data):
+        return pos + ENTRY_OVERHEAD  # a truncated header: past the end
+    return pos + ENTRY_OVERHEAD + _uint64_at(data, pos + _KEY_SIZE)
+
+
+@njit(cache=True)
+def _uint64_at(data, pos):
+    value = 0
+    for b in range(8):
+        value |= np.int64(data[pos + b]) << (8 * b)
+    return value
 
 
 def shard_of(key: int, num_shards: int) -> int:
