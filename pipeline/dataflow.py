@@ -27,13 +27,13 @@ from typing import Callable, Sequence
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOptions,
-                                                  SetupOptions, StandardOptions, TestOptions,
+                                                  SetupOptions, TestOptions,
                                                   WorkerOptions)
 from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
 from apache_beam.runners.runner import PipelineResult
 
 from pipeline.build import build_pipeline
-from pipeline.options import Config, ConfigError, parse_args
+from pipeline.options import Config, ConfigError, parse_args, runner_name
 from pipeline.prepare import prepare
 from pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME, OutputLayout,
                               dataset_warnings, publish, read_staging_json)
@@ -44,8 +44,7 @@ DATAFLOW_RUNNERS = ("DataflowRunner", "TestDataflowRunner")
 
 def is_dataflow(beam_args: Sequence[str]) -> bool:
     """Whether these Beam flags select a Dataflow runner (by name or class path)."""
-    runner = PipelineOptions(list(beam_args)).view_as(StandardOptions).runner or ""
-    return runner.rsplit(".", 1)[-1] in DATAFLOW_RUNNERS
+    return runner_name(beam_args) in DATAFLOW_RUNNERS
 
 
 def is_dry_run(beam_args: Sequence[str]) -> bool:

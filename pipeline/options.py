@@ -207,12 +207,19 @@ def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
     return config, beam_args
 
 
-def default_shuffle(beam_args: Sequence[str]) -> str:
-    """`files` on the DirectRunner (Beam's default runner), `runner` elsewhere."""
+def runner_name(beam_args: Sequence[str]) -> str:
+    """The `--runner` of these Beam flags, by class name (a class path is
+    cut to its last part); "" when unset, i.e. Beam's default DirectRunner."""
     from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
-    runner = PipelineOptions(list(beam_args)).view_as(StandardOptions).runner
-    return "files" if runner is None or "direct" in str(runner).lower() else "runner"
+    runner = PipelineOptions(list(beam_args)).view_as(StandardOptions).runner or ""
+    return str(runner).rsplit(".", 1)[-1]
+
+
+def default_shuffle(beam_args: Sequence[str]) -> str:
+    """`files` on the DirectRunner (Beam's default runner), `runner` elsewhere."""
+    runner = runner_name(beam_args)
+    return "files" if not runner or "direct" in runner.lower() else "runner"
 
 
 def _recipe_defaults(args: argparse.Namespace) -> dict[str, int]:

@@ -83,3 +83,17 @@ def test_cli_exits_2_with_one_line_and_writes_nothing(tmp_path, flags, fragment)
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("create-pretraining-data: error: ") and fragment in last
     assert not out.exists()
+
+
+@pytest.mark.parametrize("extra, shuffle", [
+    ([], "files"),  # Beam's default runner is the DirectRunner
+    (["--runner=DirectRunner"], "files"),
+    (["--runner=DataflowRunner"], "runner"),
+    (["--runner=apache_beam.runners.dataflow.dataflow_runner.DataflowRunner"], "runner"),
+    (["--runner=FlinkRunner"], "runner"),
+    (["--runner=DataflowRunner", "--shuffle=files"], "files"),
+    (["--shuffle=runner"], "runner"),
+])
+def test_shuffle_path_follows_the_runner_unless_asked(extra, shuffle):
+    config, _ = parse_args(BASE + extra)
+    assert config.shuffle == shuffle
