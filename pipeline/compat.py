@@ -3,25 +3,24 @@
 One process and one `random.Random(random_seed)` consumed in exactly the
 original's order: document shuffle, per-document draws with masking
 interleaved, the final shuffle of all instances, round-robin over the output
-files. It reuses the pipeline's pure functions, which is what proves them
-faithful. Like the original it holds the corpus and every instance in memory,
+files. It runs the pipeline's own compiled definition of the algorithm
+(transforms.jit_records.reference_entries), which is what proves it faithful. Like the original it holds the corpus and every instance in memory,
 and like the original's reader (TF's GFile) it lets a document run on across
 input files and drops every carriage return.
 """
 
 from __future__ import annotations
 
-import random
 from typing import Sequence
 
+import numpy as np
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.options import Config
 from pipeline.publish import OutputLayout, staged_paths
-from transforms.instances import Document, Instance, create_instances
-from transforms.masking import mask_tokens
-from transforms.stages import encode_instance
-from transforms.tfrecord import write_record
+from transforms.fast_records import Engine
+from transforms.jit_records import reference_entries
+from transforms.sharding import ENTRY_KEY_SIZE
 from transforms.tokenization import FullTokenizer
 
 
@@ -54,49 +53,33 @@ def read_documents(paths: Sequence[str], tokenizer: FullTokenizer) -> list[list[
     return [d for d in documents if d]
 
 
-def _original_random_document(documents: list, index: int):
-    """The original's choice: up to 10 tries to avoid the current document."""
-
-    def choose(rng: random.Random) -> Document:
-        for _ in range(10):
-            other = rng.randint(0, len(documents) - 1)
-            if other != index:
-                break
-        return documents[other]
-
-    return choose
-
-
-def create_all_instances(documents: list, *, config: Config, stages,
-                         rng: random.Random) -> list[Instance]:
-    rng.shuffle(documents)
-    instances: list[Instance] = []
-    for _ in range(config.dupe_factor):
-        for index, document in enumerate(documents):
-            made, _ = create_instances(
-                document, config=stages.instances,
-                random_document=_original_random_document(documents, index), rng=rng,
-                mask=lambda tokens: mask_tokens(tokens, stages.masking, rng,
-                                                original_draws=True))
-            instances.extend(made)
-    rng.shuffle(instances)
-    return instances
+def flatten(documents: list[list[list[int]]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Documents as the kernels' flat arrays: tokens, sentence bounds, and
+    document bounds over the sentences."""
+    sentences = [sentence for document in documents for sentence in document]
+    bounds = np.zeros(len(sentences) + 1, dtype=np.int64)
+    np.cumsum([len(s) for s in sentences], out=bounds[1:])
+    document_bounds = np.zeros(len(documents) + 1, dtype=np.int64)
+    np.cumsum([len(d) for d in documents], out=document_bounds[1:])
+    tokens = np.fromiter((t for s in sentences for t in s), dtype=np.int32, count=bounds[-1])
+    return tokens, bounds, document_bounds
 
 
 def run_compat(config: Config, *, stages, tokenizer: FullTokenizer,
                layout: OutputLayout) -> list[dict]:
     """Writes the staged shards; returns the shard list for the manifest."""
-    rng = random.Random(config.random_seed)
     documents = read_documents(original_file_order(config.input_file), tokenizer)
-    instances = create_all_instances(documents, config=config, stages=stages, rng=rng)
+    engine = Engine.of(stages.instances, stages.masking, padded=True,
+                       max_predictions_per_seq=config.max_predictions_per_seq, reference=True)
+    entries, bounds, order, _ = reference_entries(
+        *flatten(documents), config.dupe_factor, config.random_seed, engine.settings,
+        engine.workspace)
     paths = staged_paths(layout)
     handles = [FileSystems.create(p) for p in paths]
     counts = [0] * len(paths)
-    for index, instance in enumerate(instances):
+    for index, entry in enumerate(order.tolist()):
         shard = index % len(handles)
-        write_record(handles[shard], encode_instance(
-            instance, max_seq_length=config.max_seq_length,
-            max_predictions_per_seq=config.max_predictions_per_seq))
+        handles[shard].write(entries[bounds[entry] + ENTRY_KEY_SIZE:bounds[entry + 1]].tobytes())
         counts[shard] += 1
     for handle in handles:
         handle.close()

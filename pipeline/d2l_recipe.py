@@ -71,13 +71,12 @@ from pipeline.publish import (SHARD_LIST_NAME, OutputLayout, publish, read_stagi
 from transforms.counters import counter
 from transforms.documents import document_key, key_root
 from transforms.encoding import encode_features
-from transforms.instances import Instance
 from transforms.masking import MaskingConfig
 from transforms.packing import pack_document
 from transforms.randomness import derive_rng
 from transforms.sampling import SampleDocuments, random_document_from_sample
 from transforms.sharding import WriteShards
-from transforms.stages import MaskTokens, encode, fan_out
+from transforms.stages import Instance, MaskTokens, encode, fan_out
 
 UNK = "<unk>"
 RESERVED_TOKENS = (UNK, "<pad>", "<mask>", "<cls>", "<sep>")  # ids 0..4, as d2l's Vocab
@@ -277,10 +276,8 @@ class CreatePairs(beam.DoFn):
 
     def process(self, element, sample):
         (key, dupe), paragraph = element
-        random_paragraph = random_document_from_sample(sample, key)
-
         def random_sentence(rng: random.Random):
-            other = random_paragraph(rng)
+            other = random_document_from_sample(sample, key, rng)
             return None if other is None else other[rng.randint(0, len(other) - 1)]
 
         instances, dropped = nsp_pairs(paragraph, max_len=self._max_len,

@@ -15,7 +15,7 @@ import dataclasses
 import math
 from typing import Sequence
 
-from transforms.instances import InstanceConfig
+from transforms.instances import NEXT_SENTENCE_OBJECTIVES, InstanceConfig
 from transforms.masking import MaskingConfig, masking_config
 from transforms.seeds import MAX_DUPE_FACTOR
 from transforms.sharding import SHUFFLES
@@ -58,6 +58,14 @@ class Config:
     masking: str = "static"
     padding: str = "fixed"
     shuffle: str = "files"
+    next_sentence: str = "nsp"
+    ngram: int = 0
+    favor_shorter_ngram: bool = True
+
+    @property
+    def token_boundary(self) -> bool:
+        """ALBERT's objectives write ALBERT's token_boundary feature."""
+        return self.next_sentence == "sop" or self.ngram > 0
 
     def flags(self) -> dict[str, object]:
         """The flags as recorded in the manifest."""
@@ -76,11 +84,13 @@ class Stages:
         return cls(
             instances=InstanceConfig(
                 max_seq_length=config.max_seq_length, short_seq_prob=config.short_seq_prob,
-                cls_id=vocab.cls_id, sep_id=vocab.sep_id),
+                cls_id=vocab.cls_id, sep_id=vocab.sep_id, next_sentence=config.next_sentence,
+                continues=tuple(vocab.continuation_flags()) if config.token_boundary else None),
             masking=masking_config(
                 vocab, masked_lm_prob=config.masked_lm_prob,
                 max_predictions_per_seq=config.max_predictions_per_seq,
-                do_whole_word_mask=config.do_whole_word_mask))
+                do_whole_word_mask=config.do_whole_word_mask, ngram=config.ngram,
+                favor_shorter_ngram=config.favor_shorter_ngram))
 
 
 def parse_bool(text: str) -> bool:
@@ -112,7 +122,9 @@ def _parser() -> argparse.ArgumentParser:
     add("--vocab_file", help="the WordPiece vocab.txt of the model to train")
     for name, default, text in (
             ("do_lower_case", True, "lower-case and strip accents (uncased models)"),
-            ("do_whole_word_mask", False, "mask whole words instead of WordPieces")):
+            ("do_whole_word_mask", False, "mask whole words instead of WordPieces"),
+            ("favor_shorter_ngram", True, "with --ngram: n-gram lengths weighted 1/n, "
+             "else n/sum (ALBERT's flag)")):
         add(f"--{name}", type=parse_bool, nargs="?", const=True, default=default,
             help=f"{text} (default {default})")
         add(f"--no{name}", dest=name, action="store_false", help=argparse.SUPPRESS)
@@ -155,6 +167,14 @@ def _parser() -> argparse.ArgumentParser:
              "Dataflow the Shuffle service) or files (temporary bucket files, for "
              "the DirectRunner, which holds a GroupByKey's input in memory). "
              "Default: files on the DirectRunner, runner elsewhere. Same bytes either way")
+    add("--next_sentence", choices=list(NEXT_SENTENCE_OBJECTIVES), default="nsp",
+        help="the sentence-pair task: nsp, BERT's next sentence prediction (default); "
+             "sop, ALBERT's sentence order prediction (B is the actual next segment, "
+             "swapped with A half the time; label 1 = swapped)")
+    add("--ngram", type=int, default=0,
+        help="ALBERT's n-gram masking: mask spans of up to N words (or WordPieces), "
+             "lengths weighted 1/n; 0: BERT's masking (default). ALBERT's features "
+             "(token_boundary) are written with --ngram or --next_sentence=sop")
     add("--input_split_bytes", type=int, help=argparse.SUPPRESS)  # tests: many splits
     return parser
 
@@ -202,7 +222,9 @@ def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
         reference_compatible=args.reference_compatible,
         input_split_bytes=args.input_split_bytes, overwrite=args.overwrite,
         recipe=args.recipe, masking=args.masking, padding=args.padding,
-        shuffle=args.shuffle or default_shuffle(beam_args))
+        shuffle=args.shuffle or default_shuffle(beam_args),
+        next_sentence=args.next_sentence, ngram=args.ngram,
+        favor_shorter_ngram=args.favor_shorter_ngram)
     validate(config)
     return config, beam_args
 
@@ -258,6 +280,11 @@ def validate(config: Config) -> None:
          f"{config.masked_lm_prob}"),
         (0 <= config.short_seq_prob <= 1, "--short_seq_prob must be in [0, 1], got "
          f"{config.short_seq_prob}"),
+        (config.ngram >= 0, f"--ngram must be at least 0 (0: off), got {config.ngram}"),
+        (not (config.ngram and config.reference_compatible
+              and not 0 <= config.random_seed < 2**32),
+         "--reference_compatible with --ngram seeds numpy's generator as ALBERT's "
+         f"runs do, which takes a --random_seed in [0, 2**32), got {config.random_seed}"),
         (config.num_shards is None or config.num_shards >= 1,
          f"--num_shards must be at least 1, got {config.num_shards}"),
         (config.nsp_sample_size >= 1, "--nsp_sample_size must be at least 1, got "

@@ -31,3 +31,41 @@ def read_examples(paths: Sequence[str], max_seq_length: int, max_predictions_per
         parsed = tf.io.parse_single_example(serialized, spec)
         records.append({name: value.numpy().tolist() for name, value in parsed.items()})
     return records
+
+
+def encode_example(*, input_ids, segment_ids, masked_lm_positions, masked_lm_ids,
+                   next_sentence_label, max_seq_length, max_predictions_per_seq,
+                   padded=True) -> bytes:
+    """One record written by the pipeline's compiled writer
+    (transforms.example_writer) in the BERT layout; segment_ids must be
+    zeros then ones, as every instance's are."""
+    import numpy as np
+
+    from transforms.example_writer import layout, layout_arrays, scratch_size, encode
+
+    names, name_bounds, fields = layout_arrays(layout(padded=padded))
+    segment_ids = list(segment_ids)
+    segment_b_start = segment_ids.count(0)
+    assert segment_ids == [0] * segment_b_start + [1] * (len(segment_ids) - segment_b_start)
+    out = np.empty(scratch_size(max_seq_length, max_predictions_per_seq) + 64, dtype=np.uint8)
+    end = encode(out, 0, names, name_bounds, fields, padded,
+                 np.asarray(input_ids, dtype=np.int64), segment_b_start, next_sentence_label,
+                 np.asarray(masked_lm_positions, dtype=np.int64),
+                 np.asarray(masked_lm_ids, dtype=np.int64), np.zeros(0, np.uint8), max_seq_length,
+                 max_predictions_per_seq,
+                 np.empty(scratch_size(max_seq_length, max_predictions_per_seq), np.uint8),
+                 np.empty(len(fields) + 1, dtype=np.int64))
+    return out[:end].tobytes()
+
+
+def decode_records(path: str, compression: str = "") -> list[dict[str, list]]:
+    """Every record of a file with every feature it has, as plain lists (the
+    anchors' golden files' form: int64 lists as ints, float lists as floats)."""
+    records = []
+    for raw in tf.data.TFRecordDataset(path, compression_type=compression).as_numpy_iterator():
+        feature = tf.train.Example.FromString(raw).features.feature
+        records.append({
+            name: ([float(v) for v in value.float_list.value] if value.HasField("float_list")
+                   else [int(v) for v in value.int64_list.value])
+            for name, value in feature.items()})
+    return records

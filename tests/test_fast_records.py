@@ -1,7 +1,7 @@
-"""The compiled engine against the Python path it replaces: the same
-(shuffle key, record) pairs and counters for every document copy, sample and
-flag set (the Python stages are the reference; their fidelity to the
-original is shown in test_compat.py and test_pipeline.py)."""
+"""The compiled definition against the readable oracle (tests/oracle_bert.py):
+the same (shuffle key, record) pairs and counters for every document copy,
+sample and flag set. Fidelity to the original script itself is shown in
+test_pipeline.py (compat mode runs the same kernels)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 
 from conftest import DATA
 from transforms.fast_records import Engine, FlatSample, unit_records
-from transforms.instances import InstanceConfig, create_instances
-from transforms.masking import MaskingConfig, mask_tokens
+from oracle_bert import create_instances, encode_instance, mask_tokens, random_document_from_sample
+from transforms.instances import InstanceConfig
+from transforms.masking import MaskingConfig
 from transforms.packing import pack_document, unpack_document
-from transforms.sampling import random_document_from_sample
 from transforms.seeds import INSTANCES, derived_rng, document_seed
-from transforms.stages import encode, encode_instance
+from transforms.stages import encode
 from transforms.tokenization import FullTokenizer
 
 CLS, SEP, MASK, VOCAB = 2, 3, 4, 30522

@@ -1,4 +1,6 @@
-"""The pure core of instance creation and masking, rule by rule."""
+"""Instance creation and masking rule by rule, on the readable oracle
+(tests/oracle_bert.py, which test_fast_records ties to the compiled
+definition), and the sample's chooser and bounds."""
 
 from __future__ import annotations
 
@@ -6,11 +8,14 @@ import random
 
 import pytest
 
-from transforms.instances import InstanceConfig, create_instances, truncate_seq_pair
-from transforms.masking import MaskingConfig, mask_tokens, num_to_predict
+from oracle_bert import (create_instances, mask_tokens, random_document_from_sample,
+                         truncate_seq_pair)
+from transforms import sampling
+from transforms.instances import InstanceConfig
+from transforms.masking import MaskingConfig, num_to_predict
 from transforms.packing import (PackedView, pack_document, packed_arrays, packed_token_count,
                                 unpack_document)
-from transforms.sampling import bound_sample, cap_document, random_document_from_sample
+from transforms.sampling import bound_sample, cap_document
 
 CLS, SEP, MASK = 101, 102, 103
 CONFIG = InstanceConfig(max_seq_length=16, short_seq_prob=0.0, cls_id=CLS, sep_id=SEP)
@@ -105,11 +110,26 @@ def test_no_other_document_never_pairs_a_document_with_itself():
 
 def test_chooser_from_sample_skips_the_own_document():
     sample = [("own", pack_document([[1]])), ("other", pack_document([[2]]))]
-    choose = random_document_from_sample(sample, "own")
-    assert all(list(choose(random.Random(s))[0:]) == [[2]] for s in range(50))
+    choose = sampling.random_document_from_sample
+    assert all(list(choose(sample, "own", random.Random(s))[0:]) == [[2]] for s in range(50))
     alone = [("own", pack_document([[1]]))]
-    assert random_document_from_sample(alone, "own")(random.Random(0)) is None
-    assert random_document_from_sample([], "own")(random.Random(0)) is None
+    assert choose(alone, "own", random.Random(0)) is None
+    assert choose([], "own", random.Random(0)) is None
+
+
+@pytest.mark.parametrize("own", ["d0", "d3", "elsewhere"])
+def test_compiled_chooser_draws_as_the_readable_one(own):
+    """Same choice and same generator state after it, over many seeds, with
+    samples where the 10 tries often fail (2 documents) or never do."""
+    for size in (2, 5):
+        sample = [(f"d{i}", pack_document([[i + 1]])) for i in range(size)]
+        for seed in range(200):
+            ours, theirs = random.Random(seed), random.Random(seed)
+            mine = sampling.random_document_from_sample(sample, own, ours)
+            expected = random_document_from_sample(sample, own)(theirs)
+            assert (None if mine is None else list(mine)) == (
+                None if expected is None else list(expected))
+            assert ours.random() == theirs.random()
 
 
 def test_sample_is_bounded_by_bytes_in_rank_order():

@@ -13,10 +13,10 @@ import time
 import pytest
 
 from conftest import DATA, UNCASED_VOCAB
-from transforms.instances import Instance, InstanceConfig
+from transforms.instances import InstanceConfig
 from transforms.masking import MaskingConfig
 from transforms.packing import pack_document
-from transforms.stages import CreateRecords, MaskTokens, TokenizeDocument
+from transforms.stages import CreateRecords, Instance, MaskTokens, TokenizeDocument
 
 FLAGS = [f"--input_file={DATA / 'wikitext2_valid.txt'}", f"--vocab_file={UNCASED_VOCAB}",
          "--dupe_factor=4", "--num_shards=4"]

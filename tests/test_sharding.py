@@ -19,7 +19,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing import test_pipeline
 from apache_beam.testing.util import BeamAssertException, assert_that, equal_to
 
-from transforms.encoding import encode_example
+from records import encode_example
 from transforms.sharding import (
     RecordBatch,
     WriteShards,

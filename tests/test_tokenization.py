@@ -102,3 +102,21 @@ def test_chinese_vocabulary_splits_every_ideograph():
     for line in text.splitlines()[:200]:
         assert fast.tokenize(line) == oracle.tokenize(line)
     assert fast.tokenize("你好世界") == ["你", "好", "世", "界"]
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_the_originals_interface_runs_code_written_against_it(lower):
+    """As create_pretraining_data.py and run_classifier.py use tokenization.py:
+    built from a vocab file path by keyword, tokens, ids both ways, the
+    vocab dict's keys as the word list."""
+    path = DATA / "bert-base-uncased-vocab.txt"
+    lines = path.read_text(encoding="utf-8").split("\n")[:-1]
+    tokenizer = tokenization.FullTokenizer(vocab_file=str(path), do_lower_case=lower)
+    assert list(tokenizer.vocab.keys()) == lines
+    for case in GOLDEN[::7]:
+        tokens = tokenizer.tokenize(case["text"])
+        assert tokens == _expected(case, lower)
+        ids = tokenizer.convert_tokens_to_ids(tokens)
+        assert ids == [lines.index(t) for t in tokens]
+        assert tokenizer.convert_ids_to_tokens(ids) == tokens
+        assert [tokenizer.inv_vocab[i] for i in ids] == tokens

@@ -1,18 +1,14 @@
-"""Encode one masked-LM instance as serialized `tf.train.Example` bytes.
+"""Any `tf.train.Example` of int64 and float features as deterministic
+bytes, in Python: for recipes built in Python (the d2l recipe) and tests.
 
 The pipeline promises byte-identical shards on every run and runner, so the
 serialization must not depend on the process: protobuf's default
 serialization orders map entries (the `Features.feature` map) differently per
 process. This module writes the protobuf wire format by hand, with the map
 entries in sorted key order, which is exactly what
-`tf.train.Example.SerializeToString(deterministic=True)` produces. Writing it
-by hand also keeps TensorFlow out of the workers and is several times faster.
-
-Feature names, types and padding follow the original
-`write_instance_to_example_files`, so `run_pretraining.py` reads the records
-unchanged. `--padding=none` writes the same features without padding (the
-loaders pad each batch to its longest sequence), and recipes with their own
-feature names use `encode_features`; all three share the writer below.
+`tf.train.Example.SerializeToString(deterministic=True)` produces, and keeps
+TensorFlow out of the workers. The BERT records' layout and its compiled
+writer are transforms.example_writer.
 """
 
 from __future__ import annotations
@@ -44,7 +40,6 @@ def _varint(value: int) -> bytes:
 # indexing from the end.
 _VARINT: dict[int, bytes] = {i: _varint(i) for i in range(_FAST_VARINT_LIMIT)}
 
-_FLOAT_ONE = b"\x00\x00\x80\x3f"  # little-endian IEEE-754 1.0f
 
 # Wire tags (field_number << 3 | wire_type 2 = length-delimited).
 _TAG_1 = b"\x0a"  # Example.features, Features.feature, map key, *List.value
@@ -76,15 +71,6 @@ def _uncommon_varint(value: int) -> bytes:
         if len(_VARINT) < _VARINT_CACHE_LIMIT:
             _VARINT[value] = encoded
     return encoded
-
-
-def _packed_small(values: Sequence[int]) -> bytes:
-    """Like _packed_varints, faster when every value is below 128 (one byte each)."""
-    try:
-        packed = bytes(values)
-    except (ValueError, TypeError):
-        return _packed_varints(values)
-    return packed if packed.isascii() else _packed_varints(values)
 
 
 def _varint_size_prefix(size: int) -> bytes:
@@ -136,105 +122,6 @@ def _as_list(values: Sequence[int]) -> Sequence[int]:
     """Numpy arrays become lists of Python ints (fast dict lookups)."""
     tolist = getattr(values, "tolist", None)
     return tolist() if tolist is not None else values
-
-
-def _checked_lists(input_ids: Sequence[int], segment_ids: Sequence[int],
-                   masked_lm_positions: Sequence[int], masked_lm_ids: Sequence[int],
-                   max_seq_length: int, max_predictions_per_seq: int) -> tuple[list, ...]:
-    """The four sequences as lists, after the checks both BERT layouts need."""
-    input_ids = _as_list(input_ids)
-    segment_ids = _as_list(segment_ids)
-    masked_lm_positions = _as_list(masked_lm_positions)
-    masked_lm_ids = _as_list(masked_lm_ids)
-    num_tokens = len(input_ids)
-    if num_tokens > max_seq_length:
-        raise ValueError(
-            f"input_ids has {num_tokens} tokens, more than max_seq_length={max_seq_length}")
-    if len(segment_ids) != num_tokens:
-        raise ValueError(
-            f"segment_ids has {len(segment_ids)} entries but input_ids has {num_tokens}")
-    num_predictions = len(masked_lm_positions)
-    if num_predictions > max_predictions_per_seq:
-        raise ValueError(
-            f"masked_lm_positions has {num_predictions} entries, more than "
-            f"max_predictions_per_seq={max_predictions_per_seq}")
-    if len(masked_lm_ids) != num_predictions:
-        raise ValueError(
-            f"masked_lm_ids has {len(masked_lm_ids)} entries but masked_lm_positions "
-            f"has {num_predictions}")
-    return input_ids, segment_ids, masked_lm_positions, masked_lm_ids
-
-
-def encode_example(
-    *,
-    input_ids: Sequence[int],
-    segment_ids: Sequence[int],
-    masked_lm_positions: Sequence[int],
-    masked_lm_ids: Sequence[int],
-    next_sentence_label: int,
-    max_seq_length: int,
-    max_predictions_per_seq: int,
-) -> bytes:
-    """Serialized `tf.train.Example`, padded as the original writer pads.
-
-    The bytes equal `SerializeToString(deterministic=True)` of the Example the
-    original script builds, so they are the same in every process.
-
-    Raises:
-      ValueError: a sequence is longer than its maximum, or the paired
-        sequences (ids/segments, positions/ids) differ in length.
-    """
-    input_ids, segment_ids, masked_lm_positions, masked_lm_ids = _checked_lists(
-        input_ids, segment_ids, masked_lm_positions, masked_lm_ids,
-        max_seq_length, max_predictions_per_seq)
-    num_tokens = len(input_ids)
-    num_predictions = len(masked_lm_positions)
-    # Zero padding is one 0x00 byte per int64 and four per float.
-    token_pad = b"\x00" * (max_seq_length - num_tokens)
-    prediction_pad = b"\x00" * (max_predictions_per_seq - num_predictions)
-    return _serialize((
-        ("input_ids", _TAG_INT64_LIST, _packed_varints(input_ids) + token_pad),
-        ("input_mask", _TAG_INT64_LIST, b"\x01" * num_tokens + token_pad),
-        ("masked_lm_ids", _TAG_INT64_LIST, _packed_varints(masked_lm_ids) + prediction_pad),
-        ("masked_lm_positions", _TAG_INT64_LIST,
-         _packed_small(masked_lm_positions) + prediction_pad),
-        ("masked_lm_weights", _TAG_FLOAT_LIST,
-         _FLOAT_ONE * num_predictions + prediction_pad * 4),
-        ("next_sentence_labels", _TAG_INT64_LIST, _packed_small((next_sentence_label,))),
-        ("segment_ids", _TAG_INT64_LIST, _packed_small(segment_ids) + token_pad),
-    ))
-
-
-def encode_unpadded_example(
-    *,
-    input_ids: Sequence[int],
-    segment_ids: Sequence[int],
-    masked_lm_positions: Sequence[int],
-    masked_lm_ids: Sequence[int],
-    next_sentence_label: int,
-    max_seq_length: int,
-    max_predictions_per_seq: int,
-) -> bytes:
-    """The same Example without padding (`--padding=none`), for dynamic padding.
-
-    Each feature holds only its real values; `input_mask` and
-    `masked_lm_weights`, all ones without padding, are left out (the loaders
-    rebuild them). Unmasked instances (`--masking=none`) have empty
-    masked_lm features. Deterministic bytes, like `encode_example`.
-
-    Raises:
-      ValueError: as `encode_example`.
-    """
-    input_ids, segment_ids, masked_lm_positions, masked_lm_ids = _checked_lists(
-        input_ids, segment_ids, masked_lm_positions, masked_lm_ids,
-        max_seq_length, max_predictions_per_seq)
-    return _serialize((
-        ("input_ids", _TAG_INT64_LIST, _packed_varints(input_ids)),
-        ("masked_lm_ids", _TAG_INT64_LIST, _packed_varints(masked_lm_ids)),
-        ("masked_lm_positions", _TAG_INT64_LIST, _packed_small(masked_lm_positions)),
-        ("next_sentence_labels", _TAG_INT64_LIST, _packed_small((next_sentence_label,))),
-        ("segment_ids", _TAG_INT64_LIST, _packed_small(segment_ids)),
-    ))
 
 
 def encode_features(*, int64: Mapping[str, Sequence[int]],

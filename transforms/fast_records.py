@@ -1,11 +1,9 @@
 """Documents' copies to shuffle entries through the compiled kernels.
 
-The same records as `create_instances -> MaskTokens -> encode` of the Python
-core would give for each copy, byte for byte, key for key: the seeds derive
-from the same document seed (transforms.seeds) and transforms.jit_records
-makes the same draws. Python is left with one sha256 per document and one
-kernel call for a unit of work (many documents, all their copies), so a
-short document costs little more than its tokens.
+Python is left with one sha256 per document (transforms.seeds) and one
+kernel call (transforms.jit_records.unit_entries) for a unit of work (many
+documents, all their copies), so a short document costs little more than
+its tokens.
 """
 
 from __future__ import annotations
@@ -16,10 +14,8 @@ from typing import Sequence
 import numpy as np
 
 from transforms.instances import InstanceConfig
-from transforms.jit_random import sample_set_size
-from transforms.jit_records import (Settings, Workspace, feature_names, unit_entries,
-                                     workspace)
-from transforms.masking import MaskingConfig, num_to_predict
+from transforms.jit_records import Settings, Workspace, settings, unit_entries, workspace
+from transforms.masking import MaskingConfig
 from transforms.packing import PackedDocument, pack_document, packed_arrays
 from transforms.sampling import SampledDocument
 from transforms.seeds import document_seed
@@ -28,11 +24,9 @@ from transforms.sharding import RecordBatch
 
 @dataclasses.dataclass(frozen=True)
 class Engine:
-    """Everything the kernels need besides the document and the sample: the
-    settings record and a workspace, built once per worker (`DoFn.setup`)
-    from the same configs as the Python path. Without a masking config
-    (`--masking=none`) records carry no predictions, as the Python path
-    writes them."""
+    """The kernels' settings and a workspace, built once per worker
+    (`DoFn.setup`) from the flags' configs. Without a masking config
+    (`--masking=none`) records carry no predictions."""
 
     instances: InstanceConfig
     masking: MaskingConfig | None
@@ -41,30 +35,10 @@ class Engine:
 
     @classmethod
     def of(cls, instances: InstanceConfig, masking: MaskingConfig | None, *,
-           max_predictions_per_seq: int, padded: bool) -> "Engine":
-        lengths = range(instances.max_seq_length + 1)
-        budgets = np.zeros(len(lengths), dtype=np.int64)
-        set_sizes = np.zeros(1, dtype=np.int64)
-        continuation = np.zeros(1, dtype=np.bool_)
-        if masking is not None:
-            budgets = np.array([num_to_predict(n, masking) for n in lengths], dtype=np.int64)
-            set_sizes = np.array([sample_set_size(k) for k in range(
-                masking.max_predictions_per_seq + 1)], dtype=np.int64)
-            if masking.continuation is not None:
-                continuation = np.array(masking.continuation, dtype=np.bool_)
-        names, name_bounds = feature_names(padded)
-        settings = Settings(
-            max_seq_length=int(instances.max_seq_length),
-            short_seq_prob=float(instances.short_seq_prob),
-            cls_id=int(instances.cls_id), sep_id=int(instances.sep_id),
-            mask=masking is not None, budgets=budgets, set_sizes=set_sizes,
-            mask_id=int(masking.mask_id) if masking else 0,
-            vocab_size=int(masking.vocab_size) if masking else 0,
-            continuation=continuation,
-            whole_word=bool(masking and masking.continuation is not None),
-            names=names, name_bounds=name_bounds, padded=bool(padded),
-            max_predictions=int(max_predictions_per_seq))
-        return cls(instances=instances, masking=masking, settings=settings,
+           max_predictions_per_seq: int, padded: bool, reference: bool = False) -> "Engine":
+        return cls(instances=instances, masking=masking,
+                   settings=settings(instances, masking, padded=padded, reference=reference,
+                                     max_predictions_per_seq=max_predictions_per_seq),
                    workspace=workspace(instances.max_seq_length, max_predictions_per_seq))
 
 

@@ -1,26 +1,44 @@
-"""Next-sentence-prediction instances of one document, as the original builds them.
+"""Sentence-pair instances of one document: the original's
+`create_instances_from_document`, compiled, and the one definition of it,
+for BERT's next sentence prediction and ALBERT's sentence order prediction
+(`--next_sentence=sop`; ALBERT's function is BERT's with that branch).
 
-The algorithm is the original's, step by step: a target length (shortened
-with `short_seq_prob`), chunks of whole sentences, `a_end`, a random next
-segment when the chunk has one segment or with p=0.5 (and the unused segments
-put back), `truncate_seq_pair`, `[CLS] A [SEP] B [SEP]`. What differs between
-the distributed pipeline and compat mode is passed in: where a random document
-comes from, and the RNG (both mask each instance with this function's RNG as
-soon as it is built, where the original draws its masking randomness).
+Read it beside the original, step by step: a target length (shortened with
+`short_seq_prob`), chunks of whole sentences up to it, `a_end`, a random
+next segment when the chunk has one segment or (NSP) with p=0.5 (the unused
+segments put back); with SOP, B is the actual next segment and the two are
+swapped with p=0.5 (label 1 = swapped or random); `truncate_seq_pair`,
+`[CLS] A [SEP] B [SEP]`. Each
+instance is masked (transforms.masking) with the same generator as soon as
+it is built, where the original draws its masking randomness, then written
+(transforms.example_writer) as a shuffle entry (transforms.sharding).
+
+What differs between the distributed pipeline and `--reference_compatible`
+is the generator passed in (one per document copy, or one for the whole
+run) and, in `random_document`, what happens when the 10 tries to avoid
+the own document fail. The settings record and scratch arrays are
+transforms.jit_records' `Settings` and `Workspace`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import random
-from typing import Callable, Sequence
 
-from transforms.masking import Masked
+import numpy as np
+from numba import njit
 
-Document = Sequence[Sequence[int]]
-# Returns a document other than the current one, or None when none exists.
-RandomDocumentFn = Callable[[random.Random], "Document | None"]
-MaskFn = Callable[[list[int]], Masked]
+from transforms.example_writer import encode
+from transforms.jit_random import randint, random
+from transforms.masking import mask_instance
+from transforms.seeds import shuffle_key
+from transforms.sharding import ENTRY_HEADER, ENTRY_OVERHEAD, close_entry
+
+# Positions in the stats array the kernels fill.
+INSTANCES, RANDOM_NEXT, TRUNCATED, UNAVAILABLE, MASKED = range(5)
+# The sentence-pair objectives (--next_sentence): BERT's next sentence
+# prediction, ALBERT's sentence order prediction.
+NEXT_SENTENCE_OBJECTIVES = {"nsp": 0, "sop": 1}
+NSP, SOP = NEXT_SENTENCE_OBJECTIVES.values()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,111 +47,175 @@ class InstanceConfig:
     short_seq_prob: float
     cls_id: int
     sep_id: int
+    next_sentence: str = "nsp"  # a key of NEXT_SENTENCE_OBJECTIVES
+    # Per vocabulary id, True for `##` pieces: set when the records carry
+    # ALBERT's token_boundary feature.
+    continues: tuple[bool, ...] | None = None
 
 
-@dataclasses.dataclass
-class Instance:
-    """One training pair; the masked_lm fields are empty until it is masked."""
-
-    tokens: list[int]
-    segment_ids: list[int]
-    is_random_next: bool
-    masked_lm_positions: list[int] = dataclasses.field(default_factory=list)
-    masked_lm_labels: list[int] = dataclasses.field(default_factory=list)
-
-    def with_mask(self, masked: Masked) -> "Instance":
-        return dataclasses.replace(self, tokens=masked.tokens,
-                                   masked_lm_positions=masked.positions,
-                                   masked_lm_labels=masked.labels)
+@njit(cache=True)
+def grow(values: np.ndarray, needed: int) -> np.ndarray:
+    """`values`, or a copy at least twice as long when `needed` exceeds it."""
+    if needed <= len(values):
+        return values
+    grown = np.empty(max(needed, 2 * len(values)), dtype=values.dtype)
+    grown[:len(values)] = values
+    return grown
 
 
-@dataclasses.dataclass
-class InstanceStats:
-    """What happened to one document, for counters: nothing is cut silently."""
+@njit(cache=True)
+def random_document(mt, num_documents: int, own: int, reference: bool) -> int:
+    """The original's chooser: up to 10 tries to avoid the own document. Then
+    the original keeps the last try (`reference`); the pipeline, whose sample
+    may hold the own document among few others, draws uniformly from the
+    others instead. -1 when there is no document to choose."""
+    if num_documents == 0:
+        return -1
+    index = own
+    for _ in range(10):
+        index = randint(mt, 0, num_documents - 1)
+        if index != own:
+            return index
+    if reference:
+        return index
+    if num_documents == 1:
+        return -1
+    index = randint(mt, 0, num_documents - 2)
+    return index if index < own else index + 1
 
-    truncated_tokens: int = 0
-    random_next_unavailable: int = 0
+
+@njit(cache=True)
+def _emit(mt, instance, segment_b_start, random_next, key, s, w, out, pos, stats):
+    """Masks one instance with `mt` (not at all with --masking=none), encodes
+    it and appends its shuffle entry (key, then the framed record) at
+    out[pos:]. Returns (out, pos), `out` grown as needed."""
+    n = len(instance)
+    k = 0
+    if s.mask:
+        # ALBERT draws n-gram lengths from numpy's global generator: its own
+        # in reference mode, this copy's otherwise.
+        lengths = w.lengths if s.reference else mt
+        k = mask_instance(mt, lengths, instance, w.output, s.masking, w.masking)
+    else:
+        w.output[:n] = instance
+    if s.token_boundary:  # ALBERT's, of the unmasked tokens
+        for t in range(n):
+            token = instance[t]
+            w.boundary[t] = token == s.cls_id or token == s.sep_id or not s.continues[token]
+    stats[MASKED] += k
+    out = grow(out, pos + len(w.scratch) + ENTRY_OVERHEAD)
+    data = pos + ENTRY_HEADER
+    end = encode(out, data, s.names, s.name_bounds, s.fields, s.padded, w.output[:n],
+                 segment_b_start, 1 if random_next else 0, w.masking.chosen[:k],
+                 w.masking.labels[:k], w.boundary, s.max_seq_length, s.max_predictions,
+                 w.scratch, w.starts)
+    return out, close_entry(out, pos, key, end - data)
 
 
-def truncate_seq_pair(tokens_a: list[int], tokens_b: list[int], max_num_tokens: int,
-                      rng: random.Random) -> int:
-    """Trims the longer side, front or back at random; returns tokens removed.
+@njit(cache=True)
+def create_instances(mt, tokens, bounds, sample_tokens, sample_bounds, sample_documents, own,
+                     seed_lo, seed_hi, dupe, s, w, out, pos, entry_bounds, keys, count, stats):
+    """Every instance of one copy of a document (tokens, sentence bounds),
+    masked and appended as shuffle entries; instance i gets the shuffle key of
+    (dupe, i). Random next segments come from the sample (flat tokens,
+    sentence bounds, document bounds over the sentences), where the document
+    itself is `own` (-1: not in it).
 
-    One draw per removed token, in the original's order, but each step only
-    moves a window bound: deleting from the front of a list is O(n), which
-    made the original quadratic on a very long sentence.
+    Returns (out, pos, entry_bounds, keys, count): the output, grown as needed.
     """
-    a_start, a_end, b_start, b_end = 0, len(tokens_a), 0, len(tokens_b)
-    removed = 0
-    while (a_end - a_start) + (b_end - b_start) > max_num_tokens:
-        trim_a = (a_end - a_start) > (b_end - b_start)
-        front = rng.random() < 0.5
-        if trim_a:
-            a_start, a_end = (a_start + 1, a_end) if front else (a_start, a_end - 1)
-        else:
-            b_start, b_end = (b_start + 1, b_end) if front else (b_start, b_end - 1)
-        removed += 1
-    if removed:
-        tokens_a[:] = tokens_a[a_start:a_end]
-        tokens_b[:] = tokens_b[b_start:b_end]
-    return removed
-
-
-def _pair(tokens_a: list[int], tokens_b: list[int], is_random_next: bool,
-          config: InstanceConfig) -> Instance:
-    tokens = [config.cls_id, *tokens_a, config.sep_id, *tokens_b, config.sep_id]
-    segment_ids = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
-    return Instance(tokens=tokens, segment_ids=segment_ids, is_random_next=is_random_next)
-
-
-def create_instances(document: Document, *, config: InstanceConfig,
-                     random_document: RandomDocumentFn, rng: random.Random,
-                     mask: MaskFn | None = None) -> tuple[list[Instance], InstanceStats]:
-    """All instances of one document, in the original's order.
-
-    `mask`, when given, is applied to each instance as soon as it is built,
-    which is where the original draws its masking randomness.
-    """
-    max_num_tokens = config.max_seq_length - 3
-    target_seq_length = max_num_tokens
-    if rng.random() < config.short_seq_prob:
-        target_seq_length = rng.randint(2, max_num_tokens)
-
-    instances: list[Instance] = []
-    stats = InstanceStats()
-    chunk: list[Sequence[int]] = []
+    max_num_tokens = s.max_seq_length - 3
+    target = max_num_tokens
+    if random(mt) < s.short_seq_prob:
+        target = randint(mt, 2, max_num_tokens)
+    num_sentences = len(bounds) - 1
+    num_documents = len(sample_documents) - 1
+    instance = w.instance
+    index = 0
+    chunk_start = 0
+    chunk_count = 0
     chunk_length = 0
     i = 0
-    while i < len(document):
-        chunk.append(document[i])
-        chunk_length += len(document[i])
-        if i == len(document) - 1 or chunk_length >= target_seq_length:
-            a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
-            tokens_a = [t for segment in chunk[:a_end] for t in segment]
-            tokens_b: list[int] = []
-            is_random_next = len(chunk) == 1 or rng.random() < 0.5
-            other = random_document(rng) if is_random_next else None
-            if is_random_next and other is None:
+    while i < num_sentences:
+        if chunk_count == 0:
+            chunk_start = i
+        chunk_count += 1
+        chunk_length += bounds[i + 1] - bounds[i]
+        if i == num_sentences - 1 or chunk_length >= target:
+            a_end = randint(mt, 1, chunk_count - 1) if chunk_count >= 2 else 1
+            a_from, a_to = bounds[chunk_start], bounds[chunk_start + a_end]
+            is_random = chunk_count == 1 or (s.next_sentence == NSP and random(mt) < 0.5)
+            # SOP (ALBERT): the actual next segment, swapped with A half the time.
+            swapped = not is_random and s.next_sentence == SOP and random(mt) < 0.5
+            other = random_document(mt, num_documents, own, s.reference) if is_random else -1
+            if is_random and other < 0:
                 # No other document exists: never pair with our own text.
-                stats.random_next_unavailable += 1
-                is_random_next = False
-            if is_random_next:
-                target_b_length = target_seq_length - len(tokens_a)
-                for segment in other[rng.randint(0, len(other) - 1):]:
-                    tokens_b.extend(segment)
-                    if len(tokens_b) >= target_b_length:
+                stats[UNAVAILABLE] += 1
+                is_random = False
+            b_length = 0
+            b_source = tokens
+            b_from = 0
+            if is_random:
+                target_b = target - (a_to - a_from)
+                first = sample_documents[other]
+                last = sample_documents[other + 1]
+                start = first + randint(mt, 0, last - first - 1)
+                b_from = sample_bounds[start]
+                end = start
+                while end < last:
+                    end += 1
+                    b_length = sample_bounds[end] - b_from
+                    if b_length >= target_b:
                         break
-                i -= len(chunk) - a_end  # put the unused segments back
+                b_source = sample_tokens
+                i -= chunk_count - a_end  # put the unused segments back
             else:
-                tokens_b = [t for segment in chunk[a_end:] for t in segment]
-            if tokens_b:  # empty only when a lone segment had no other document
-                stats.truncated_tokens += truncate_seq_pair(
-                    tokens_a, tokens_b, max_num_tokens, rng)
-                instance = _pair(tokens_a, tokens_b, is_random_next, config)
-                if mask is not None:
-                    instance = instance.with_mask(mask(instance.tokens))
-                instances.append(instance)
-            chunk = []
+                b_from = bounds[chunk_start + a_end]
+                b_length = bounds[chunk_start + chunk_count] - b_from
+            if swapped:
+                a_from, a_to, b_from, b_length = b_from, b_from + b_length, a_from, a_to - a_from
+            if b_length > 0:
+                # truncate_seq_pair: windows over A and B, one draw per token
+                # removed (deleting from a list's front made the original quadratic).
+                a_lo, a_hi, b_lo, b_hi = a_from, a_to, b_from, b_from + b_length
+                while (a_hi - a_lo) + (b_hi - b_lo) > max_num_tokens:
+                    trim_a = (a_hi - a_lo) > (b_hi - b_lo)
+                    front = random(mt) < 0.5
+                    if trim_a:
+                        if front:
+                            a_lo += 1
+                        else:
+                            a_hi -= 1
+                    elif front:
+                        b_lo += 1
+                    else:
+                        b_hi -= 1
+                    stats[TRUNCATED] += 1
+                n = 0
+                instance[n] = s.cls_id
+                n += 1
+                for t in range(a_lo, a_hi):
+                    instance[n] = tokens[t]
+                    n += 1
+                instance[n] = s.sep_id
+                n += 1
+                segment_b_start = n
+                for t in range(b_lo, b_hi):
+                    instance[n] = b_source[t]
+                    n += 1
+                instance[n] = s.sep_id
+                n += 1
+                key = shuffle_key(seed_lo, seed_hi, dupe, index)
+                out, pos = _emit(mt, instance[:n], segment_b_start, is_random or swapped, key,
+                                 s, w, out, pos, stats)
+                entry_bounds = grow(entry_bounds, count + 2)
+                keys = grow(keys, count + 1)
+                entry_bounds[count + 1] = pos
+                keys[count] = key
+                count += 1
+                index += 1
+                stats[INSTANCES] += 1
+                stats[RANDOM_NEXT] += is_random or swapped
+            chunk_count = 0
             chunk_length = 0
         i += 1
-    return instances, stats
+    return out, pos, entry_bounds, keys, count

@@ -16,7 +16,10 @@ unsigned/signed arithmetic into floats; every word is kept below 2**32.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import random as _random
+from typing import Iterator
 
 import numpy as np
 from numba import njit
@@ -29,6 +32,16 @@ _LOWER = 0x7FFFFFFF
 _WORD = 0xFFFFFFFF
 # Seed words of a 128-bit seed (transforms.seeds derives 128-bit seeds).
 SEED_WORDS = 4
+
+
+@contextlib.contextmanager
+def generator_state(rng: _random.Random) -> Iterator[np.ndarray]:
+    """`rng`'s state as a compiled generator's, for Python callers of the
+    kernels; on exit `rng` continues after the draws made from it."""
+    version, state, gauss = rng.getstate()
+    mt = np.array(state, dtype=np.int64)  # the 624 words, then the index
+    yield mt
+    rng.setstate((version, tuple(mt.tolist()), gauss))
 
 
 def seed_words(seed: int) -> tuple[np.ndarray, int]:
@@ -84,6 +97,19 @@ def seed_state(mt: np.ndarray, key: np.ndarray, key_length: int) -> None:
             mt[0] = mt[N - 1]
             i = 1
     mt[0] = 0x80000000
+    mt[N] = N
+
+
+def seed_genrand(mt: np.ndarray, seed: int) -> None:
+    """init_genrand(seed): numpy's legacy `np.random.seed(seed)` for a 32-bit
+    seed, whose `random_sample()` is then `random(mt)` (the same 53-bit
+    double); the ALBERT script draws its n-gram lengths from it."""
+    if not 0 <= seed < 2**32:
+        raise ValueError(f"numpy's legacy seed must be in [0, 2**32), got {seed}")
+    mt[0] = seed
+    for i in range(1, N):
+        prev = int(mt[i - 1])
+        mt[i] = (1812433253 * (prev ^ (prev >> 30)) + i) & _WORD
     mt[N] = N
 
 

@@ -13,7 +13,8 @@ from typing import Sequence
 
 import apache_beam as beam
 
-from transforms.instances import Document, RandomDocumentFn
+from transforms.instances import random_document
+from transforms.jit_random import generator_state
 from transforms.packing import (PackedDocument, PackedView, pack_document,
                                 packed_token_count, unpack_document)
 from transforms.randomness import stable_hash
@@ -59,22 +60,15 @@ def bound_sample(ranked: list[tuple[int, str, PackedDocument]],
     return sample
 
 
-def random_document_from_sample(sample: Sequence[SampledDocument],
-                                own_key: str) -> RandomDocumentFn:
-    """A chooser like the original's (10 tries to avoid the current document)
-    that, unlike it, never falls back to the current document."""
-
-    def choose(rng: random.Random) -> Document | None:
-        if not sample:
-            return None
-        for _ in range(10):
-            key, document = sample[rng.randint(0, len(sample) - 1)]
-            if key != own_key:
-                return PackedView(document)
-        others = [document for key, document in sample if key != own_key]
-        return PackedView(others[rng.randint(0, len(others) - 1)]) if others else None
-
-    return choose
+def random_document_from_sample(sample: Sequence[SampledDocument], own_key: str,
+                                rng: random.Random) -> PackedView | None:
+    """A document of the sample other than `own_key`, drawn by the pipeline's
+    chooser (transforms.instances.random_document) from `rng`; None when the
+    sample has no other document."""
+    own = next((i for i, (key, _) in enumerate(sample) if key == own_key), -1)
+    with generator_state(rng) as mt:
+        index = random_document(mt, len(sample), own, False)
+    return None if index < 0 else PackedView(sample[index][1])
 
 
 class SampleDocuments(beam.PTransform):

@@ -63,8 +63,8 @@ _BUCKET_SUFFIX = ".bucket"
 FILES_BUFFER_BYTES = 64 << 20
 RUNNER_BUFFER_BYTES = 16 << 20
 _WRITE_CHUNK_BYTES = 1 << 20
-_KEY_SIZE = 8  # an entry: shuffle key (uint64, little-endian), then the framed record
-ENTRY_HEADER = _KEY_SIZE + HEADER_SIZE  # an entry's bytes before its record's data
+ENTRY_KEY_SIZE = 8  # an entry: shuffle key (uint64, little-endian), then the framed record
+ENTRY_HEADER = ENTRY_KEY_SIZE + HEADER_SIZE  # an entry's bytes before its record's data
 ENTRY_OVERHEAD = ENTRY_HEADER + FOOTER_SIZE  # an entry's bytes besides its record's data
 _COMPRESSION = {None: CompressionTypes.UNCOMPRESSED, "gzip": CompressionTypes.GZIP}
 SHUFFLES = ("runner", "files")
@@ -102,9 +102,9 @@ def close_entry(out, pos, key, length):
     """Completes the entry at out[pos:] whose record (`length` bytes) is
     already at out[pos + ENTRY_HEADER:]: writes the key before it and frames
     it; returns the entry's end. The record kernels write entries this way."""
-    for b in range(_KEY_SIZE):
+    for b in range(ENTRY_KEY_SIZE):
         out[pos + b] = (key >> (8 * b)) & 0xFF
-    return frame(out, pos + _KEY_SIZE, length)
+    return frame(out, pos + ENTRY_KEY_SIZE, length)
 
 
 @njit(cache=True)
@@ -151,7 +151,7 @@ def _scan_entries(data):
     keys = np.empty(count, dtype=np.int64)
     bounds = np.zeros(count + 1, dtype=np.int64)
     for i in range(count):
-        keys[i] = _uint64_at(data, bounds[i]) if bounds[i] + _KEY_SIZE <= len(data) else 0
+        keys[i] = _uint64_at(data, bounds[i]) if bounds[i] + ENTRY_KEY_SIZE <= len(data) else 0
         bounds[i + 1] = _next_entry(data, bounds[i])
     return keys, bounds
 
@@ -159,9 +159,9 @@ def _scan_entries(data):
 @njit(cache=True)
 def _next_entry(data, pos):
     """Where the entry at `pos` ends, from its record's TFRecord length field."""
-    if pos + _KEY_SIZE + 8 > len(data):
+    if pos + ENTRY_KEY_SIZE + 8 > len(data):
         return pos + ENTRY_OVERHEAD  # a truncated header: past the end
-    return pos + ENTRY_OVERHEAD + _uint64_at(data, pos + _KEY_SIZE)
+    return pos + ENTRY_OVERHEAD + _uint64_at(data, pos + ENTRY_KEY_SIZE)
 
 
 @njit(cache=True)
@@ -238,7 +238,7 @@ def framed_chunks(entries: np.ndarray, bounds: np.ndarray, order: np.ndarray, *,
     per_record = max(1, int(bounds[-1]) // len(order))
     step = max(1, size // per_record)
     for start in range(0, len(order), step):
-        chunk, _ = _gather(entries, bounds, order[start:start + step], _KEY_SIZE)
+        chunk, _ = _gather(entries, bounds, order[start:start + step], ENTRY_KEY_SIZE)
         yield memoryview(chunk)
 
 

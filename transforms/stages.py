@@ -16,16 +16,32 @@ import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 
 from transforms.counters import BundleCounters, counter
-from transforms.encoding import encode_example, encode_unpadded_example
 from transforms.fast_records import (Engine, FlatSample, RecordStats, WorkUnit, unit_records,
                                      warm_up)
-from transforms.instances import Instance, InstanceConfig
-from transforms.masking import MaskingConfig, mask_tokens
+from transforms.instances import InstanceConfig
+from transforms.masking import Masked, MaskingConfig, mask_tokens
 from transforms.packing import PackedDocument, pack_document, packed_token_count, unpack_document
 from transforms.seeds import MASK, document_seed, derived_rng, shuffle_key
 from transforms.sharding import RecordBatch
 from transforms.tokenization import FullTokenizer, count_control_characters
 from transforms.vocabulary import load_vocabulary
+
+@dataclasses.dataclass
+class Instance:
+    """One training pair of a recipe built in Python (the d2l recipe's); the
+    masked_lm fields are empty until it is masked."""
+
+    tokens: list[int]
+    segment_ids: list[int]
+    is_random_next: bool
+    masked_lm_positions: list[int] = dataclasses.field(default_factory=list)
+    masked_lm_labels: list[int] = dataclasses.field(default_factory=list)
+
+    def with_mask(self, masked: Masked) -> "Instance":
+        return dataclasses.replace(self, tokens=masked.tokens,
+                                   masked_lm_positions=masked.positions,
+                                   masked_lm_labels=masked.labels)
+
 
 # ((doc_key, dupe_index), the instances of that document copy, in order)
 InstanceBatch = tuple[tuple[str, int], list[Instance]]
@@ -133,9 +149,9 @@ class CreateRecords(beam.DoFn):
     """[(doc_key, packed document, (first dupe, end dupe))] + sample -> RecordBatch.
 
     Instance creation (transforms.instances), masking (transforms.masking;
-    none when `masking` is None: `--masking=none`) and `encode` of every copy
-    in one compiled step (transforms.fast_records): the same records and
-    shuffle keys as those Python functions would give, many times faster.
+    none when `masking` is None: `--masking=none`) and writing
+    (transforms.example_writer) of every copy in one compiled step
+    (transforms.fast_records).
     """
 
     def __init__(self, *, instances: InstanceConfig, masking: MaskingConfig | None,
@@ -194,19 +210,6 @@ class MaskTokens(beam.DoFn):
                   for index, instance in enumerate(instances)]
         self._masked.inc(sum(len(m.masked_lm_positions) for m in masked))
         yield (doc_key, dupe_index), masked
-
-
-def encode_instance(instance: Instance, *, max_seq_length: int,
-                    max_predictions_per_seq: int, padded: bool = True) -> bytes:
-    """The original's tf.train.Example for one instance; `padded=False` writes
-    it without padding (`--padding=none`)."""
-    encoder = encode_example if padded else encode_unpadded_example
-    return encoder(
-        input_ids=instance.tokens, segment_ids=instance.segment_ids,
-        masked_lm_positions=instance.masked_lm_positions,
-        masked_lm_ids=instance.masked_lm_labels,
-        next_sentence_label=int(instance.is_random_next),
-        max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq)
 
 
 def encode(batch: InstanceBatch, *, seed: int,

@@ -24,7 +24,7 @@ import unicodedata
 from itertools import chain
 from typing import Iterable, Sequence
 
-from transforms.vocabulary import Vocabulary
+from transforms.vocabulary import Vocabulary, load_vocabulary
 
 MAX_INPUT_CHARS_PER_WORD = 200
 _CACHE_LIMIT = 1 << 18  # distinct words kept; cleared when full (memory bound)
@@ -128,12 +128,22 @@ def basic_pieces(word: str, *, do_lower_case: bool) -> list[str]:
 class FullTokenizer:
     """Text to WordPiece ids or tokens, identical to BERT's FullTokenizer.
 
+    Constructed as the original is, `FullTokenizer(vocab_file=...,
+    do_lower_case=...)`, it has the original's interface (`tokenize`,
+    `convert_tokens_to_ids`, `convert_ids_to_tokens`, `vocab` and `inv_vocab`
+    dicts), so code written against BERT's `tokenization.py` runs unchanged;
+    `vocab_file` may also be a loaded Vocabulary (`vocabulary`).
+
     Build it once per process (it holds a vocabulary and a word cache); it is
     not meant to be pickled to Beam workers: construct it in `DoFn.setup`.
     """
 
-    def __init__(self, vocab: Vocabulary, *, do_lower_case: bool = True) -> None:
-        self.vocab = vocab
+    def __init__(self, vocab_file: "str | Vocabulary", do_lower_case: bool = True) -> None:
+        vocab = (vocab_file if isinstance(vocab_file, Vocabulary)
+                 else load_vocabulary(vocab_file))
+        self.vocabulary = vocab
+        self.vocab = vocab.ids  # token -> id, in id order, as the original's
+        self.inv_vocab = dict(enumerate(vocab.tokens))
         self.do_lower_case = do_lower_case
         self._ids = vocab.ids
         self._unk = (vocab.unk_id,)
@@ -167,7 +177,7 @@ class FullTokenizer:
         return [ids for ids in map(self.tokenize_to_ids, lines) if ids]
 
     def convert_ids_to_tokens(self, ids: Sequence[int]) -> list[str]:
-        tokens = self.vocab.tokens
+        tokens = self.vocabulary.tokens
         return [tokens[i] for i in ids]
 
     def convert_tokens_to_ids(self, tokens: Sequence[str]) -> list[int]:

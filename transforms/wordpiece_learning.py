@@ -305,9 +305,9 @@ def word_stats(tokenizer: FullTokenizer, word: str, count: int) -> TokenizationS
     """How `tokenizer` (built with do_lower_case=False: `word` is already a
     basic-tokenizer word) handles `count` occurrences of `word`."""
     ids = tokenizer.tokenize_to_ids(word)
-    vocab = tokenizer.vocab.ids
+    vocab = tokenizer.vocab
     covered = sum((CONTINUATION + c if i else c) in vocab for i, c in enumerate(word))
     return TokenizationStats(distinct_words=1, words=count, tokens=len(ids) * count,
-                             unk_tokens=ids.count(tokenizer.vocab.unk_id) * count,
+                             unk_tokens=ids.count(tokenizer.vocabulary.unk_id) * count,
                              characters=len(word) * count,
                              covered_characters=covered * count)

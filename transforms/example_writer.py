@@ -1,0 +1,190 @@
+"""The records' feature layout and its compiled `tf.train.Example` writer.
+
+One definition of what a record holds: `layout` names each feature and the
+field it carries (`Field`), and `encode` writes any layout. Bytes equal
+`SerializeToString(deterministic=True)` of the Example the original builds
+(map entries in sorted name order; tests/test_encoding.py checks against
+TensorFlow), so shards are byte-identical in every process. Names, types
+and padding follow the original `write_instance_to_example_files`, so
+`run_pretraining.py` reads the records unchanged; `--padding=none` writes
+only the real values and leaves out `input_mask` and `masked_lm_weights`
+(all ones without padding; the loaders rebuild them).
+"""
+
+from __future__ import annotations
+
+import enum
+
+import numpy as np
+from numba import njit
+
+_TAG_1 = 0x0A  # Example.features, Features.feature, map key, *List.value
+_TAG_MAP_VALUE = 0x12  # map entry value (field 2)
+_TAG_FLOAT_LIST = 0x12  # Feature.float_list (field 2)
+_TAG_INT64_LIST = 0x1A  # Feature.int64_list (field 3)
+_FLOAT_ONE = (0x00, 0x00, 0x80, 0x3F)  # little-endian IEEE-754 1.0f
+
+
+class Field(enum.IntEnum):
+    """What a feature carries, whatever its name."""
+
+    INPUT_IDS = 0
+    INPUT_MASK = 1
+    SEGMENT_IDS = 2
+    MASKED_LM_POSITIONS = 3
+    MASKED_LM_IDS = 4
+    MASKED_LM_WEIGHTS = 5
+    NEXT_SENTENCE_LABELS = 6
+    TOKEN_BOUNDARY = 7  # ALBERT's: 1 where a word starts ([CLS], [SEP], not `##`)
+
+
+# The original's names. Fields that are all ones without padding.
+BERT_NAMES = {field: field.name.lower() for field in Field}
+_ONLY_WHEN_PADDED = (Field.INPUT_MASK, Field.MASKED_LM_WEIGHTS)
+
+
+def layout(*, padded: bool, token_boundary: bool = False) -> dict[str, Field]:
+    """Feature name -> field, in the sorted order the writer writes them:
+    the original's features, and ALBERT's `token_boundary` if asked."""
+    fields = [f for f in Field if (padded or f not in _ONLY_WHEN_PADDED)
+              and (token_boundary or f != Field.TOKEN_BOUNDARY)]
+    return dict(sorted((BERT_NAMES[f], f) for f in fields))
+
+
+def layout_arrays(names_to_fields: dict[str, Field]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A layout as the compiled writer reads it: the names as one uint8 array,
+    their int64 bounds, and the int64 fields, in sorted name order."""
+    items = sorted(names_to_fields.items())
+    names = [name.encode() for name, _ in items]
+    bounds = np.cumsum([0] + [len(n) for n in names]).astype(np.int64)
+    return (np.frombuffer(b"".join(names), dtype=np.uint8).copy(), bounds,
+            np.array([int(field) for _, field in items], dtype=np.int64))
+
+
+def scratch_size(max_seq_length: int, max_predictions: int) -> int:
+    """Bytes of scratch `encode` needs: at most ~11 bytes per token and
+    prediction per feature, plus headers."""
+    return 11 * (4 * max_seq_length + 3 * max_predictions) + 1024
+
+
+@njit(cache=True)
+def _varint_size(value: int) -> int:
+    size = 1
+    while value > 0x7F:
+        value >>= 7
+        size += 1
+    return size
+
+
+@njit(cache=True)
+def _put_varint(out, pos: int, value: int) -> int:
+    while value > 0x7F:
+        out[pos] = (value & 0x7F) | 0x80
+        value >>= 7
+        pos += 1
+    out[pos] = value
+    return pos + 1
+
+
+@njit(cache=True)
+def _entry_sizes(name_length: int, size: int):
+    """(values field size, feature size, entry body size) of one map entry;
+    an empty packed field is omitted, as protobuf does."""
+    values = 1 + _varint_size(size) + size if size else 0
+    feature = 1 + _varint_size(values) + values
+    entry = 1 + _varint_size(name_length) + name_length + 1 + _varint_size(feature) + feature
+    return values, feature, entry
+
+
+@njit(cache=True)
+def _put_entry(out, pos, name, list_tag, packed):
+    size = len(packed)
+    values, feature, entry = _entry_sizes(len(name), size)
+    out[pos] = _TAG_1
+    pos = _put_varint(out, pos + 1, entry)
+    out[pos] = _TAG_1
+    pos = _put_varint(out, pos + 1, len(name))
+    out[pos:pos + len(name)] = name
+    pos += len(name)
+    out[pos] = _TAG_MAP_VALUE
+    pos = _put_varint(out, pos + 1, feature)
+    out[pos] = list_tag
+    pos = _put_varint(out, pos + 1, values)
+    if size:
+        out[pos] = _TAG_1
+        pos = _put_varint(out, pos + 1, size)
+        out[pos:pos + size] = packed
+        pos += size
+    return pos
+
+
+@njit(cache=True)
+def _pack_varints(scratch, values, pad) -> int:
+    pos = 0
+    for k in range(len(values)):
+        pos = _put_varint(scratch, pos, values[k])
+    scratch[pos:pos + pad] = 0
+    return pos + pad
+
+
+@njit(cache=True)
+def _pack_field(scratch, field, tokens, segment_b_start, label, positions, labels, boundary,
+                token_pad, prediction_pad) -> int:
+    """Packs one field's values into scratch; returns their size."""
+    n = len(tokens)
+    if field == 0:  # INPUT_IDS
+        return _pack_varints(scratch, tokens, token_pad)
+    if field == 1:  # INPUT_MASK
+        scratch[:n] = 1
+        scratch[n:n + token_pad] = 0
+        return n + token_pad
+    if field == 2:  # SEGMENT_IDS
+        scratch[:segment_b_start] = 0
+        scratch[segment_b_start:n] = 1
+        scratch[n:n + token_pad] = 0
+        return n + token_pad
+    if field == 3:  # MASKED_LM_POSITIONS
+        return _pack_varints(scratch, positions, prediction_pad)
+    if field == 4:  # MASKED_LM_IDS
+        return _pack_varints(scratch, labels, prediction_pad)
+    if field == 5:  # MASKED_LM_WEIGHTS
+        k = len(positions)
+        for c in range(k):
+            for b in range(4):
+                scratch[4 * c + b] = _FLOAT_ONE[b]
+        scratch[4 * k:4 * (k + prediction_pad)] = 0
+        return 4 * (k + prediction_pad)
+    if field == 7:  # TOKEN_BOUNDARY
+        scratch[:n] = boundary[:n]
+        scratch[n:n + token_pad] = 0
+        return n + token_pad
+    # NEXT_SENTENCE_LABELS
+    return _put_varint(scratch, 0, label)
+
+
+@njit(cache=True)
+def encode(out, pos, names, name_bounds, fields, padded, tokens, segment_b_start, label,
+           positions, labels, boundary, max_seq_length, max_predictions, scratch, starts) -> int:
+    """Writes one Example at out[pos:]; returns its end. The features are
+    those of (names, name_bounds, fields) (`layout_arrays`); tokens before
+    `segment_b_start` are segment 0; `boundary` (0/1 per token) is read only
+    for TOKEN_BOUNDARY. `scratch` (`scratch_size` bytes) and `starts` (one
+    more than the features) are scratch space."""
+    token_pad = max_seq_length - len(tokens) if padded else 0
+    prediction_pad = max_predictions - len(positions) if padded else 0
+    starts[0] = 0
+    body = 0
+    for f in range(len(fields)):
+        start = starts[f]
+        starts[f + 1] = start + _pack_field(scratch[start:], fields[f], tokens, segment_b_start,
+                                            label, positions, labels, boundary, token_pad,
+                                            prediction_pad)
+        _, _, entry = _entry_sizes(name_bounds[f + 1] - name_bounds[f], starts[f + 1] - start)
+        body += 1 + _varint_size(entry) + entry
+    out[pos] = _TAG_1
+    pos = _put_varint(out, pos + 1, body)
+    for f in range(len(fields)):
+        tag = _TAG_FLOAT_LIST if fields[f] == 5 else _TAG_INT64_LIST
+        pos = _put_entry(out, pos, names[name_bounds[f]:name_bounds[f + 1]], tag,
+                         scratch[starts[f]:starts[f + 1]])
+    return pos
