@@ -61,8 +61,8 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
                        instances=stages.instances, seed=seed,
                        # --masking=none: the loaders mask at load time, same function.
                        masking=stages.masking if config.masking == "static" else None,
-                       max_predictions_per_seq=config.max_predictions_per_seq,
-                       padded=config.padding == "fixed"),
+                       layout=stages.layout,
+                       max_predictions_per_seq=config.max_predictions_per_seq),
                    nsp_sample=beam.pvalue.AsSingleton(nsp_sample)))
     shards = records | "WriteShards" >> WriteShards(
         staging_dir=layout.staging_dir, shard_names=layout.shard_names,

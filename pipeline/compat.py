@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.options import Config
@@ -69,13 +70,14 @@ def run_compat(config: Config, *, stages, tokenizer: FullTokenizer,
                layout: OutputLayout) -> list[dict]:
     """Writes the staged shards; returns the shard list for the manifest."""
     documents = read_documents(original_file_order(config.input_file), tokenizer)
-    engine = Engine.of(stages.instances, stages.masking, padded=True,
+    engine = Engine.of(stages.instances, stages.masking, stages.layout,
                        max_predictions_per_seq=config.max_predictions_per_seq, reference=True)
     entries, bounds, order, _ = reference_entries(
         *flatten(documents), config.dupe_factor, config.random_seed, engine.settings,
         engine.workspace)
     paths = staged_paths(layout)
-    handles = [FileSystems.create(p) for p in paths]
+    handles = [FileSystems.create(p, compression_type=CompressionTypes.GZIP if config.compression
+                                  else CompressionTypes.UNCOMPRESSED) for p in paths]
     counts = [0] * len(paths)
     for index, entry in enumerate(order.tolist()):
         shard = index % len(handles)

@@ -15,6 +15,7 @@ import dataclasses
 import math
 from typing import Sequence
 
+from transforms.example_writer import RecordLayout
 from transforms.instances import NEXT_SENTENCE_OBJECTIVES, InstanceConfig
 from transforms.masking import MaskingConfig, masking_config
 from transforms.seeds import MAX_DUPE_FACTOR
@@ -61,6 +62,8 @@ class Config:
     next_sentence: str = "nsp"
     ngram: int = 0
     favor_shorter_ngram: bool = True
+    max_ngram_size: int = 0
+    use_v2_feature_names: bool = False
 
     @property
     def token_boundary(self) -> bool:
@@ -78,19 +81,23 @@ class Stages:
 
     instances: InstanceConfig
     masking: MaskingConfig
+    layout: RecordLayout
 
     @classmethod
     def of(cls, config: Config, vocab: Vocabulary) -> "Stages":
         return cls(
             instances=InstanceConfig(
                 max_seq_length=config.max_seq_length, short_seq_prob=config.short_seq_prob,
-                cls_id=vocab.cls_id, sep_id=vocab.sep_id, next_sentence=config.next_sentence,
-                continues=tuple(vocab.continuation_flags()) if config.token_boundary else None),
+                cls_id=vocab.cls_id, sep_id=vocab.sep_id, next_sentence=config.next_sentence),
             masking=masking_config(
                 vocab, masked_lm_prob=config.masked_lm_prob,
                 max_predictions_per_seq=config.max_predictions_per_seq,
                 do_whole_word_mask=config.do_whole_word_mask, ngram=config.ngram,
-                favor_shorter_ngram=config.favor_shorter_ngram))
+                favor_shorter_ngram=config.favor_shorter_ngram,
+                max_ngram_size=config.max_ngram_size),
+            layout=RecordLayout(
+                padded=config.padding == "fixed", v2_names=config.use_v2_feature_names,
+                continues=tuple(vocab.continuation_flags()) if config.token_boundary else None))
 
 
 def parse_bool(text: str) -> bool:
@@ -124,7 +131,10 @@ def _parser() -> argparse.ArgumentParser:
             ("do_lower_case", True, "lower-case and strip accents (uncased models)"),
             ("do_whole_word_mask", False, "mask whole words instead of WordPieces"),
             ("favor_shorter_ngram", True, "with --ngram: n-gram lengths weighted 1/n, "
-             "else n/sum (ALBERT's flag)")):
+             "else n/sum (ALBERT's flag)"),
+            ("use_v2_feature_names", False, "the Model Garden's names: input_word_ids and "
+             "input_type_ids for input_ids and segment_ids"),
+            ("gzip_compress", False, "the Model Garden's flag: --compression=gzip")):
         add(f"--{name}", type=parse_bool, nargs="?", const=True, default=default,
             help=f"{text} (default {default})")
         add(f"--no{name}", dest=name, action="store_false", help=argparse.SUPPRESS)
@@ -175,6 +185,10 @@ def _parser() -> argparse.ArgumentParser:
         help="ALBERT's n-gram masking: mask spans of up to N words (or WordPieces), "
              "lengths weighted 1/n; 0: BERT's masking (default). ALBERT's features "
              "(token_boundary) are written with --ngram or --next_sentence=sop")
+    add("--max_ngram_size", type=int, default=0,
+        help="the TF Model Garden's masking: spans of up to N whole words (with "
+             "--do_whole_word_mask), lengths weighted 1/n, each span replaced as one; "
+             "1: its token (or whole-word) masking; 0: BERT's masking (default)")
     add("--input_split_bytes", type=int, help=argparse.SUPPRESS)  # tests: many splits
     return parser
 
@@ -216,7 +230,8 @@ def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
         **_recipe_defaults(args),
         masked_lm_prob=args.masked_lm_prob, short_seq_prob=args.short_seq_prob,
         num_shards=args.num_shards,
-        compression=None if args.compression == "none" else args.compression,
+        compression="gzip" if args.gzip_compress else (
+            None if args.compression == "none" else args.compression),
         nsp_sample_size=args.nsp_sample_size,
         nsp_sample_max_bytes=args.nsp_sample_max_bytes,
         reference_compatible=args.reference_compatible,
@@ -224,7 +239,8 @@ def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
         recipe=args.recipe, masking=args.masking, padding=args.padding,
         shuffle=args.shuffle or default_shuffle(beam_args),
         next_sentence=args.next_sentence, ngram=args.ngram,
-        favor_shorter_ngram=args.favor_shorter_ngram)
+        favor_shorter_ngram=args.favor_shorter_ngram, max_ngram_size=args.max_ngram_size,
+        use_v2_feature_names=args.use_v2_feature_names)
     validate(config)
     return config, beam_args
 
@@ -281,6 +297,12 @@ def validate(config: Config) -> None:
         (0 <= config.short_seq_prob <= 1, "--short_seq_prob must be in [0, 1], got "
          f"{config.short_seq_prob}"),
         (config.ngram >= 0, f"--ngram must be at least 0 (0: off), got {config.ngram}"),
+        (config.max_ngram_size >= 0, "--max_ngram_size must be at least 0 (0: off), got "
+         f"{config.max_ngram_size}"),
+        (not (config.ngram and config.max_ngram_size), "--ngram (ALBERT's masking) and "
+         "--max_ngram_size (the Model Garden's) are two masking policies; give one"),
+        (config.max_ngram_size <= 1 or config.do_whole_word_mask, "--max_ngram_size "
+         "spans whole words, as the Model Garden's; add --do_whole_word_mask"),
         (not (config.ngram and config.reference_compatible
               and not 0 <= config.random_seed < 2**32),
          "--reference_compatible with --ngram seeds numpy's generator as ALBERT's "
@@ -290,8 +312,8 @@ def validate(config: Config) -> None:
         (config.nsp_sample_size >= 1, "--nsp_sample_size must be at least 1, got "
          f"{config.nsp_sample_size}"),
         (config.nsp_sample_max_bytes >= 1, "--nsp_sample_max_bytes must be positive"),
-        (not (config.output_file and (config.num_shards or config.compression)),
-         "--num_shards and --compression apply to --output_dir only; with "
+        (not (config.output_file and config.num_shards),
+         "--num_shards applies to --output_dir only; with "
          "--output_file the number of files is the number of names given"),
         (not (config.reference_compatible and config.output_dir),
          "--reference_compatible writes exactly the --output_file list, as the "

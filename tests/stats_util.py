@@ -77,3 +77,23 @@ def instance_stats(
         "short_fraction": ratio(short, n),
         "mean_predictions": ratio(total_predictions, n),
     }
+
+
+def differences_beyond_standard_errors(ours: list[Mapping[str, float]],
+                                       golden: Mapping[str, Any],
+                                       limit: float = 3.0) -> dict[str, tuple[float, float]]:
+    """Statistics whose mean over our runs (one per seed) differs from the
+    anchor's mean over its seeds by more than `limit` standard errors of the
+    difference (from both sides' seed-to-seed spreads); {name: (ours, theirs)}."""
+    import statistics
+
+    n_ours, n_theirs = len(ours), len(golden["runs"])
+    failures = {}
+    for name, theirs in golden["mean"].items():
+        values = [run[name] for run in ours]
+        mean = statistics.mean(values)
+        error = (golden["sd"][name] ** 2 / n_theirs
+                 + statistics.stdev(values) ** 2 / n_ours) ** 0.5
+        if abs(mean - theirs) > limit * error:
+            failures[name] = (mean, theirs)
+    return failures

@@ -13,6 +13,7 @@ only the real values and leaves out `input_mask` and `masked_lm_weights`
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 
 import numpy as np
@@ -38,17 +39,29 @@ class Field(enum.IntEnum):
     TOKEN_BOUNDARY = 7  # ALBERT's: 1 where a word starts ([CLS], [SEP], not `##`)
 
 
-# The original's names. Fields that are all ones without padding.
+# The original's names; the Model Garden's v2 names (--use_v2_feature_names).
 BERT_NAMES = {field: field.name.lower() for field in Field}
+V2_NAMES = {**BERT_NAMES, Field.INPUT_IDS: "input_word_ids",
+            Field.SEGMENT_IDS: "input_type_ids"}
 _ONLY_WHEN_PADDED = (Field.INPUT_MASK, Field.MASKED_LM_WEIGHTS)
 
 
-def layout(*, padded: bool, token_boundary: bool = False) -> dict[str, Field]:
-    """Feature name -> field, in the sorted order the writer writes them:
-    the original's features, and ALBERT's `token_boundary` if asked."""
-    fields = [f for f in Field if (padded or f not in _ONLY_WHEN_PADDED)
-              and (token_boundary or f != Field.TOKEN_BOUNDARY)]
-    return dict(sorted((BERT_NAMES[f], f) for f in fields))
+@dataclasses.dataclass(frozen=True)
+class RecordLayout:
+    """Which features a record has and their names."""
+
+    padded: bool = True  # --padding=fixed
+    v2_names: bool = False  # --use_v2_feature_names
+    # Per vocabulary id, True for `##` pieces: set when the records carry
+    # ALBERT's token_boundary feature (1 where a word starts).
+    continues: tuple[bool, ...] | None = None
+
+    def features(self) -> dict[str, Field]:
+        """Feature name -> field, in the sorted order the writer writes them."""
+        names = V2_NAMES if self.v2_names else BERT_NAMES
+        fields = [f for f in Field if (self.padded or f not in _ONLY_WHEN_PADDED)
+                  and (self.continues is not None or f != Field.TOKEN_BOUNDARY)]
+        return dict(sorted((names[f], f) for f in fields))
 
 
 def layout_arrays(names_to_fields: dict[str, Field]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

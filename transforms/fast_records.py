@@ -13,6 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
+from transforms.example_writer import RecordLayout
 from transforms.instances import InstanceConfig
 from transforms.jit_records import Settings, Workspace, settings, unit_entries, workspace
 from transforms.masking import MaskingConfig
@@ -34,12 +35,14 @@ class Engine:
     workspace: Workspace
 
     @classmethod
-    def of(cls, instances: InstanceConfig, masking: MaskingConfig | None, *,
-           max_predictions_per_seq: int, padded: bool, reference: bool = False) -> "Engine":
+    def of(cls, instances: InstanceConfig, masking: MaskingConfig | None,
+           layout: RecordLayout, *, max_predictions_per_seq: int,
+           reference: bool = False) -> "Engine":
         return cls(instances=instances, masking=masking,
-                   settings=settings(instances, masking, padded=padded, reference=reference,
+                   settings=settings(instances, masking, layout, reference=reference,
                                      max_predictions_per_seq=max_predictions_per_seq),
-                   workspace=workspace(instances.max_seq_length, max_predictions_per_seq))
+                   workspace=workspace(instances.max_seq_length, max_predictions_per_seq,
+                                       masking.max_ngram_size if masking else 1))
 
 
 @dataclasses.dataclass(frozen=True)

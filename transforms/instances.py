@@ -48,9 +48,6 @@ class InstanceConfig:
     cls_id: int
     sep_id: int
     next_sentence: str = "nsp"  # a key of NEXT_SENTENCE_OBJECTIVES
-    # Per vocabulary id, True for `##` pieces: set when the records carry
-    # ALBERT's token_boundary feature.
-    continues: tuple[bool, ...] | None = None
 
 
 @njit(cache=True)

@@ -29,8 +29,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from transforms import masking
-from transforms.example_writer import layout, layout_arrays, scratch_size
+from transforms import example_writer, masking
+from transforms.example_writer import RecordLayout, layout_arrays, scratch_size
 from transforms.instances import NEXT_SENTENCE_OBJECTIVES, InstanceConfig, create_instances
 from transforms.jit_random import (N, SEED_WORDS, new_state, seed_genrand, seed_state,
                                    seed_states, seed_words, shuffle)
@@ -76,11 +76,12 @@ class Workspace(NamedTuple):
     boundary: np.ndarray
 
 
-def settings(instances: InstanceConfig, masking_config: masking.MaskingConfig | None, *,
-             max_predictions_per_seq: int, padded: bool, reference: bool = False) -> Settings:
+def settings(instances: InstanceConfig, masking_config: masking.MaskingConfig | None,
+             layout: RecordLayout, *, max_predictions_per_seq: int,
+             reference: bool = False) -> Settings:
     """The kernels' settings from the flags' configs; no masking config:
     --masking=none (records without predictions)."""
-    continues = instances.continues
+    continues = layout.continues
     if masking_config is None:  # tables of a config that is never used
         masking_config = masking.MaskingConfig(
             masked_lm_prob=0.0, max_predictions_per_seq=0, vocab_size=0, mask_id=0,
@@ -88,28 +89,27 @@ def settings(instances: InstanceConfig, masking_config: masking.MaskingConfig | 
         mask = False
     else:
         mask = True
-    names, name_bounds, fields = layout_arrays(
-        layout(padded=padded, token_boundary=continues is not None))
+    names, name_bounds, fields = layout_arrays(layout.features())
     return Settings(
         max_seq_length=int(instances.max_seq_length),
         short_seq_prob=float(instances.short_seq_prob),
         cls_id=int(instances.cls_id), sep_id=int(instances.sep_id), mask=mask,
         masking=masking.tables(masking_config, instances.max_seq_length, reference=reference),
-        names=names, name_bounds=name_bounds, fields=fields, padded=bool(padded),
+        names=names, name_bounds=name_bounds, fields=fields, padded=layout.padded,
         max_predictions=int(max_predictions_per_seq), reference=bool(reference),
         next_sentence=NEXT_SENTENCE_OBJECTIVES[instances.next_sentence],
         token_boundary=continues is not None,
         continues=np.array(continues if continues is not None else [False], dtype=np.bool_))
 
 
-def workspace(max_seq_length: int, max_predictions: int) -> Workspace:
+def workspace(max_seq_length: int, max_predictions: int, max_ngram_size: int = 1) -> Workspace:
     """Scratch arrays of the kernels, allocated once per worker."""
     return Workspace(
         instance=np.empty(max_seq_length, dtype=np.int32),
         output=np.empty(max_seq_length, dtype=np.int32),
-        masking=masking.scratch(max_seq_length),
+        masking=masking.scratch(max_seq_length, max_ngram_size),
         scratch=np.empty(scratch_size(max_seq_length, max_predictions), dtype=np.uint8),
-        starts=np.empty(len(layout(padded=True, token_boundary=True)) + 1, dtype=np.int64),
+        starts=np.empty(len(example_writer.Field) + 1, dtype=np.int64),
         keys=np.empty((_SEED_BATCH, SEED_WORDS), dtype=np.int64),
         key_lengths=np.empty(_SEED_BATCH, dtype=np.int64),
         state=new_state(), lengths=new_state(),
@@ -218,4 +218,6 @@ def reference_entries(tokens: np.ndarray, bounds: np.ndarray, documents: np.ndar
     seed_state(mt, key, length)
     if s.masking.policy == masking.ALBERT_NGRAMS:
         seed_genrand(w.lengths, random_seed)  # the ALBERT script's np.random.seed (its shim's)
+    elif s.masking.policy == masking.MODEL_GARDEN:
+        seed_state(w.lengths, key, length)  # the Model Garden script's random.seed (its shim's)
     return _reference_entries(tokens, bounds, documents, dupe_factor, mt, s, w)

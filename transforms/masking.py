@@ -22,6 +22,7 @@ makes the original's draws exactly.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import random
 from typing import NamedTuple, Sequence
 
@@ -49,6 +50,8 @@ class MaskingConfig:
     # ALBERT's n-gram masking (--ngram): spans of up to `ngram` candidates.
     ngram: int = 0
     favor_shorter_ngram: bool = True
+    # The Model Garden's masking (--max_ngram_size): spans of up to N grams.
+    max_ngram_size: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,8 +75,9 @@ class MaskingTables(NamedTuple):
     continuation: np.ndarray  # per id: a `##` piece (whole-word masking only)
     whole_word: bool
     reference: bool  # the original's draws (a shuffle of every candidate)
-    policy: int  # BERT or ALBERT_NGRAMS
+    policy: int  # BERT, ALBERT_NGRAMS or MODEL_GARDEN
     ngram_cdf: np.ndarray  # ALBERT: np.random.choice's cdf over n-gram lengths 1..N
+    cum_weights: np.ndarray  # Model Garden: random.choices' cum_weights over lengths 1..N
 
 
 class MaskingScratch(NamedTuple):
@@ -86,10 +90,17 @@ class MaskingScratch(NamedTuple):
     work: np.ndarray
     labels: np.ndarray
     covered: np.ndarray
+    gram_begin: np.ndarray  # Model Garden: grams, spans of grams, lists of spans per length
+    gram_end: np.ndarray
+    span_begin: np.ndarray
+    span_end: np.ndarray
+    span_order: np.ndarray
+    list_start: np.ndarray
+    list_length: np.ndarray
 
 
 # Masking policies, each its anchor's create_masked_lm_predictions.
-BERT, ALBERT_NGRAMS = range(2)
+BERT, ALBERT_NGRAMS, MODEL_GARDEN = range(3)
 
 
 def ngram_cdf(ngram: int, favor_shorter: bool) -> np.ndarray:
@@ -115,7 +126,7 @@ def num_to_predict(length: int, config: MaskingConfig) -> int:
 
 def masking_config(vocab: Vocabulary, *, masked_lm_prob: float,
                    max_predictions_per_seq: int, do_whole_word_mask: bool, ngram: int = 0,
-                   favor_shorter_ngram: bool = True) -> MaskingConfig:
+                   favor_shorter_ngram: bool = True, max_ngram_size: int = 0) -> MaskingConfig:
     """Masking as the flags ask: the pipeline builds it from its flags, the
     loaders' dynamic masking from the manifest's, through this one function."""
     return MaskingConfig(
@@ -123,7 +134,7 @@ def masking_config(vocab: Vocabulary, *, masked_lm_prob: float,
         vocab_size=len(vocab), mask_id=vocab.mask_id, cls_id=vocab.cls_id,
         sep_id=vocab.sep_id,
         continuation=tuple(vocab.continuation_flags()) if do_whole_word_mask else None,
-        ngram=ngram, favor_shorter_ngram=favor_shorter_ngram)
+        ngram=ngram, favor_shorter_ngram=favor_shorter_ngram, max_ngram_size=max_ngram_size)
 
 
 def tables(config: MaskingConfig, max_seq_length: int, *, reference: bool = False
@@ -140,13 +151,23 @@ def tables(config: MaskingConfig, max_seq_length: int, *, reference: bool = Fals
         cls_id=int(config.cls_id), sep_id=int(config.sep_id), mask_id=int(config.mask_id),
         vocab_size=int(config.vocab_size), continuation=continuation,
         whole_word=config.continuation is not None, reference=bool(reference),
-        policy=ALBERT_NGRAMS if config.ngram else BERT,
+        policy=(ALBERT_NGRAMS if config.ngram else MODEL_GARDEN if config.max_ngram_size
+                else BERT),
         ngram_cdf=ngram_cdf(config.ngram, config.favor_shorter_ngram) if config.ngram
-        else np.ones(1))
+        else np.ones(1),
+        # itertools.accumulate's float sums, as the Model Garden computes them.
+        cum_weights=np.array(list(itertools.accumulate(
+            1. / n for n in range(1, max(1, config.max_ngram_size) + 1)))))
 
 
-def scratch(max_seq_length: int) -> MaskingScratch:
-    return MaskingScratch(*(np.empty(max_seq_length + 1, dtype=np.int64) for _ in range(7)))
+def scratch(max_seq_length: int, max_ngram_size: int = 1) -> MaskingScratch:
+    """Scratch arrays for sequences up to max_seq_length (and, for the Model
+    Garden's masking, n-grams up to max_ngram_size)."""
+    per_token = [np.empty(max_seq_length + 1, dtype=np.int64) for _ in range(9)]
+    spans = max(1, max_ngram_size) * (max_seq_length + 1)
+    return MaskingScratch(*per_token, *(np.empty(spans, dtype=np.int64) for _ in range(3)),
+                          np.empty(max_ngram_size + 2, dtype=np.int64),
+                          np.empty(max_ngram_size + 2, dtype=np.int64))
 
 
 @njit(cache=True)
@@ -255,14 +276,117 @@ def _albert_ngrams(mt, lengths, tokens, output, m, w) -> int:
 
 
 @njit(cache=True)
+def _model_garden_grams(tokens, m, w) -> int:
+    """The Model Garden's `_tokens_to_grams` (whole words: a `##` piece
+    extends the word before it, unless [CLS]/[SEP] comes between), or one
+    gram per token other than [CLS]/[SEP]; returns the number of grams."""
+    grams = 0
+    start = -1
+    for index in range(len(tokens)):
+        token = tokens[index]
+        special = token == m.cls_id or token == m.sep_id
+        if m.whole_word:
+            if start >= 0 and m.continuation[token]:
+                continue
+            if start >= 0:
+                w.gram_begin[grams], w.gram_end[grams] = start, index
+                grams += 1
+            start = -1 if special else index
+        elif not special:
+            w.gram_begin[grams], w.gram_end[grams] = index, index + 1
+            grams += 1
+    if start >= 0:
+        w.gram_begin[grams], w.gram_end[grams] = start, len(tokens)
+        grams += 1
+    return grams
+
+
+@njit(cache=True)
+def _model_garden(mt, lengths, tokens, output, m, w) -> int:
+    """The TF Model Garden's create_masked_lm_predictions (`_masking_ngrams`):
+    for each length n, the spans of n touching grams, each list shuffled;
+    until the budget is full or no span is left, a length is drawn from
+    `lengths` (`random.choices` with cum_weights of 1/n: the global generator
+    in the script) and that list's last span is popped and taken unless it
+    overflows or overlaps (a length that cannot fit empties its list); each
+    taken span is then replaced as one: all [MASK], all kept, or each token
+    a random id."""
+    budget = m.budgets[len(tokens)]
+    grams = _model_garden_grams(tokens, m, w)
+    max_n = len(m.cum_weights)
+    count = 0
+    for n in range(1, max_n + 1):
+        w.list_start[n] = count
+        for g in range(grams - n + 1):
+            touching = True
+            for j in range(g, g + n - 1):
+                touching = touching and w.gram_end[j] == w.gram_begin[j + 1]
+            if touching:
+                w.span_begin[count], w.span_end[count] = w.gram_begin[g], w.gram_end[g + n - 1]
+                count += 1
+        w.list_length[n] = count - w.list_start[n]
+        order = w.order[:w.list_length[n]]  # rng.shuffle(ngrams[n])
+        order[:] = np.arange(w.list_length[n])
+        shuffle(mt, order)
+        w.span_order[w.list_start[n]:count] = order + w.list_start[n]
+    covered = w.covered[:len(tokens)]
+    covered[:] = 0
+    masked = 0
+    left = count
+    spans = 0
+    total = m.cum_weights[max_n - 1]
+    while masked < budget and left > 0:
+        x = uniform(lengths) * total
+        n = 1
+        while n < max_n and m.cum_weights[n - 1] <= x:  # bisect_right, hi = N - 1
+            n += 1
+        if masked + n > budget:
+            left -= w.list_length[n]
+            w.list_length[n] = 0
+            continue
+        if w.list_length[n] == 0:
+            continue
+        w.list_length[n] -= 1
+        left -= 1
+        span = w.span_order[w.list_start[n] + w.list_length[n]]
+        begin, end = w.span_begin[span], w.span_end[span]
+        if masked + end - begin > budget:
+            continue
+        overlaps = False
+        for index in range(begin, end):
+            overlaps = overlaps or covered[index] != 0
+        if overlaps:
+            continue
+        covered[begin:end] = 1
+        masked += end - begin
+        w.group_starts[spans] = span  # taken spans, in order
+        spans += 1
+    taken = 0
+    for s in range(spans):
+        begin, end = w.span_begin[w.group_starts[s]], w.span_end[w.group_starts[s]]
+        action = 0 if uniform(mt) < 0.8 else 1 if uniform(mt) < 0.5 else 2
+        for index in range(begin, end):
+            if action == 0:
+                output[index] = m.mask_id
+            elif action == 2:
+                output[index] = randint(mt, 0, m.vocab_size - 1)
+            w.chosen[taken] = index
+            taken += 1
+    return taken
+
+
+@njit(cache=True)
 def mask_instance(mt, lengths, tokens, output, m, w) -> int:
     """Masks `tokens` into `output` (same length) with the generator `mt`
-    (and `lengths` for ALBERT's n-gram lengths: its own generator in
-    reference mode, `mt` otherwise); returns k, the sorted positions being
+    (and `lengths` for the n-gram lengths of ALBERT and the Model Garden,
+    drawn from a global generator in their scripts: its own in reference
+    mode, `mt` otherwise); returns k, the sorted positions being
     w.chosen[:k] and their original ids w.labels[:k]."""
     output[:len(tokens)] = tokens
     if m.policy == ALBERT_NGRAMS:
         k = _albert_ngrams(mt, lengths, tokens, output, m, w)
+    elif m.policy == MODEL_GARDEN:
+        k = _model_garden(mt, lengths, tokens, output, m, w)
     else:
         k = _bert(mt, tokens, output, m, w)
     w.chosen[:k].sort()
@@ -287,7 +411,8 @@ def mask_tokens(tokens: Sequence[int], config: MaskingConfig, rng: random.Random
     tokens = np.asarray(tokens, dtype=np.int64)
     if not _prepared or _prepared[0].config is not config or _prepared[0].max_length < len(tokens):
         length = max(len(tokens), 512)
-        _prepared[:] = [_Prepared(config, tables(config, length), scratch(length), length)]
+        _prepared[:] = [_Prepared(config, tables(config, length),
+                                  scratch(length, config.max_ngram_size), length)]
     _, m, w, _ = _prepared[0]
     output = np.empty_like(tokens)
     with generator_state(rng) as mt:

@@ -16,6 +16,7 @@ import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 
 from transforms.counters import BundleCounters, counter
+from transforms.example_writer import RecordLayout
 from transforms.fast_records import (Engine, FlatSample, RecordStats, WorkUnit, unit_records,
                                      warm_up)
 from transforms.instances import InstanceConfig
@@ -155,8 +156,8 @@ class CreateRecords(beam.DoFn):
     """
 
     def __init__(self, *, instances: InstanceConfig, masking: MaskingConfig | None,
-                 max_predictions_per_seq: int, padded: bool, seed: int) -> None:
-        self._configs = (instances, masking, max_predictions_per_seq, padded)
+                 layout: RecordLayout, max_predictions_per_seq: int, seed: int) -> None:
+        self._configs = (instances, masking, layout, max_predictions_per_seq)
         self._seed = seed
         names = [f.name for f in dataclasses.fields(RecordStats)]
         if masking is None:  # nothing is masked, so no masked_tokens counter
@@ -164,8 +165,8 @@ class CreateRecords(beam.DoFn):
         self._count = BundleCounters(*names)
 
     def setup(self) -> None:
-        instances, masking, max_predictions_per_seq, padded = self._configs
-        self._engine = Engine.of(instances, masking, padded=padded,
+        instances, masking, layout, max_predictions_per_seq = self._configs
+        self._engine = Engine.of(instances, masking, layout,
                                  max_predictions_per_seq=max_predictions_per_seq)
         warm_up(self._engine)
         self._sample_source: object = None

@@ -1,0 +1,62 @@
+"""The TF Model Garden's masking (--max_ngram_size), v2 feature names and gzip
+against its own create_pretraining_data.py (golden data made by
+tests/golden/make_model_garden_golden.py from the tf-models-official wheel)."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import pytest
+
+from anchors import assert_reference_mode_reproduces, assert_statistics_match
+from conftest import DATA
+from pipeline.main import run
+from pipeline.options import ConfigError
+from stats_ngram import span_stats
+from stats_util import instance_stats
+
+GOLDEN = DATA / "golden_model_garden"
+CASES = json.loads((GOLDEN / "cases.json").read_text())
+_DROPPED = ("tokenization", "sp_model_file")  # WordPiece, no SentencePiece model
+
+
+def our_flags(garden_flags: dict) -> list[str]:
+    """The script's flags as ours; its default masking (no --max_ngram_size)
+    is its policy with 1-grams, which is ours with --max_ngram_size=1."""
+    flags = []
+    for name, value in garden_flags.items():
+        if name in _DROPPED:
+            assert value in ("WordPiece", ""), (name, value)
+            continue
+        if name == "max_ngram_size" and value is None:
+            value = 1
+        flags.append(f"--{name}={value}")
+    return flags
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", [c for c in CASES if c["outputs"]], ids=lambda c: c["name"])
+def test_reference_mode_reproduces_the_model_garden_record_for_record(case, tmp_path,
+                                                                      monkeypatch):
+    monkeypatch.chdir(DATA)  # the case's paths are relative to tests/data
+    assert_reference_mode_reproduces(case, GOLDEN, our_flags(case["flags"]), tmp_path,
+                                     compression=case["compression"])
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if not c["outputs"]], ids=lambda c: c["name"])
+def test_what_the_model_garden_refuses_is_refused_before_any_work(case, tmp_path, monkeypatch):
+    monkeypatch.chdir(DATA)
+    assert "whole word" in case["expected_error"]["last_log_line"]
+    with pytest.raises(ConfigError, match="--do_whole_word_mask"):
+        run(our_flags(case["flags"]) + [f"--output_file={tmp_path / 'out.tfrecord'}"])
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_distributed_ngram_statistics_match_the_model_garden_on_wikitext(tmp_path):
+    """Label share, span lengths, replacement split, lengths."""
+    golden = json.loads((GOLDEN / "wikitext2_valid_ngram_stats.json").read_text())
+    assert_statistics_match(golden, our_flags, [
+        functools.partial(instance_stats, max_seq_length=128, mask_id=golden["mask_id"]),
+        span_stats], tmp_path)
