@@ -11,6 +11,7 @@ input files and drops every carriage return.
 
 from __future__ import annotations
 
+import random
 from typing import Sequence
 
 import numpy as np
@@ -35,10 +36,14 @@ def original_file_order(input_file: str) -> list[str]:
     return paths
 
 
-def read_documents(paths: Sequence[str], tokenizer: FullTokenizer) -> list[list[list[int]]]:
-    """All documents of all files, as the original reads them."""
+def read_documents(paths: Sequence[str], tokenizer: FullTokenizer, *,
+                   end_at_file_end: bool = False) -> list[list[list[int]]]:
+    """All documents of all files, as the original reads them (ELECTRA's
+    script, unlike BERT's, ends a document at the end of each file)."""
     documents: list[list[list[int]]] = [[]]
     for path in paths:
+        if end_at_file_end:
+            documents.append([])
         with FileSystems.open(path) as handle:
             data = handle.read().replace(b"\r", b"")
         lines = data.split(b"\n")
@@ -69,16 +74,22 @@ def flatten(documents: list[list[list[int]]]) -> tuple[np.ndarray, np.ndarray, n
 def run_compat(config: Config, *, stages, tokenizer: FullTokenizer,
                layout: OutputLayout) -> list[dict]:
     """Writes the staged shards; returns the shard list for the manifest."""
-    documents = read_documents(original_file_order(config.input_file), tokenizer)
-    engine = Engine.of(stages.instances, stages.masking, stages.layout,
-                       max_predictions_per_seq=config.max_predictions_per_seq, reference=True)
+    rng = random.Random(config.random_seed)
+    paths = original_file_order(config.input_file)
+    electra = config.next_sentence == "none"
+    if electra:
+        rng.shuffle(paths)  # ELECTRA's first draws: the order of its input files
+    documents = read_documents(paths, tokenizer, end_at_file_end=electra)
+    engine = Engine.of(stages.instances, stages.masking if config.masking == "static" else None,
+                       stages.layout, max_predictions_per_seq=config.max_predictions_per_seq,
+                       reference=True)
     entries, bounds, order, _ = reference_entries(
-        *flatten(documents), config.dupe_factor, config.random_seed, engine.settings,
+        *flatten(documents), config.dupe_factor, rng, config.random_seed, engine.settings,
         engine.workspace)
-    paths = staged_paths(layout)
     handles = [FileSystems.create(p, compression_type=CompressionTypes.GZIP if config.compression
-                                  else CompressionTypes.UNCOMPRESSED) for p in paths]
-    counts = [0] * len(paths)
+                                  else CompressionTypes.UNCOMPRESSED)
+               for p in staged_paths(layout)]
+    counts = [0] * len(handles)
     for index, entry in enumerate(order.tolist()):
         shard = index % len(handles)
         handles[shard].write(entries[bounds[entry] + ENTRY_KEY_SIZE:bounds[entry + 1]].tobytes())

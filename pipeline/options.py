@@ -97,7 +97,11 @@ class Stages:
                 max_ngram_size=config.max_ngram_size),
             layout=RecordLayout(
                 padded=config.padding == "fixed", v2_names=config.use_v2_feature_names,
-                continues=tuple(vocab.continuation_flags()) if config.token_boundary else None))
+                continues=tuple(vocab.continuation_flags()) if config.token_boundary else None,
+                next_sentence_labels=config.next_sentence != "none",
+                # --masking=none keeps empty masked_lm features for the loaders,
+                # unless there is no pair task either (ELECTRA's records).
+                masked_lm=config.masking == "static" or config.next_sentence != "none"))
 
 
 def parse_bool(text: str) -> bool:
@@ -180,7 +184,10 @@ def _parser() -> argparse.ArgumentParser:
     add("--next_sentence", choices=list(NEXT_SENTENCE_OBJECTIVES), default="nsp",
         help="the sentence-pair task: nsp, BERT's next sentence prediction (default); "
              "sop, ALBERT's sentence order prediction (B is the actual next segment, "
-             "swapped with A half the time; label 1 = swapped)")
+             "swapped with A half the time; label 1 = swapped); none, ELECTRA's and "
+             "RoBERTa's full sequences (filled to max_seq_length across a document's "
+             "sentences, no label; with --masking=none, ELECTRA's input_ids, "
+             "input_mask and segment_ids only)")
     add("--ngram", type=int, default=0,
         help="ALBERT's n-gram masking: mask spans of up to N words (or WordPieces), "
              "lengths weighted 1/n; 0: BERT's masking (default). ALBERT's features "
@@ -318,9 +325,14 @@ def validate(config: Config) -> None:
         (not (config.reference_compatible and config.output_dir),
          "--reference_compatible writes exactly the --output_file list, as the "
          "original; use --output_file"),
-        (not config.reference_compatible or (config.masking, config.padding) == (
-            "static", "fixed"), "--reference_compatible writes the original's padded, "
-         "statically masked records; drop --masking and --padding"),
+        (not config.reference_compatible or config.next_sentence == "none"
+         or (config.masking, config.padding) == ("static", "fixed"),
+         "--reference_compatible writes the original's padded, statically masked "
+         "records; drop --masking and --padding"),
+        (not config.reference_compatible or config.next_sentence != "none"
+         or (config.masking, config.padding) == ("none", "fixed"),
+         "--reference_compatible with --next_sentence=none writes ELECTRA's padded, "
+         "unmasked records; add --masking=none and drop --padding"),
     ]
     if config.recipe == "d2l":
         checks += [
@@ -335,6 +347,10 @@ def validate(config: Config) -> None:
              "--padding apply to --recipe=bert"),
             (not config.do_whole_word_mask, "--do_whole_word_mask has no effect with "
              "--recipe=d2l, whose tokens are whole words; drop it"),
+            ((config.next_sentence, config.ngram, config.max_ngram_size,
+              config.use_v2_feature_names) == ("nsp", 0, 0, False),
+             "--recipe=d2l is d2l's NSP and masking; --next_sentence, --ngram, "
+             "--max_ngram_size and --use_v2_feature_names apply to --recipe=bert"),
         ]
     for ok, message in checks:
         if not ok:

@@ -44,6 +44,7 @@ BERT_NAMES = {field: field.name.lower() for field in Field}
 V2_NAMES = {**BERT_NAMES, Field.INPUT_IDS: "input_word_ids",
             Field.SEGMENT_IDS: "input_type_ids"}
 _ONLY_WHEN_PADDED = (Field.INPUT_MASK, Field.MASKED_LM_WEIGHTS)
+_MASKED_LM = (Field.MASKED_LM_POSITIONS, Field.MASKED_LM_IDS, Field.MASKED_LM_WEIGHTS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,12 +56,18 @@ class RecordLayout:
     # Per vocabulary id, True for `##` pieces: set when the records carry
     # ALBERT's token_boundary feature (1 where a word starts).
     continues: tuple[bool, ...] | None = None
+    # Without a sentence-pair task (ELECTRA's records): no label, and no
+    # masked_lm features unless masked here.
+    next_sentence_labels: bool = True
+    masked_lm: bool = True
 
     def features(self) -> dict[str, Field]:
         """Feature name -> field, in the sorted order the writer writes them."""
         names = V2_NAMES if self.v2_names else BERT_NAMES
         fields = [f for f in Field if (self.padded or f not in _ONLY_WHEN_PADDED)
-                  and (self.continues is not None or f != Field.TOKEN_BOUNDARY)]
+                  and (self.continues is not None or f != Field.TOKEN_BOUNDARY)
+                  and (self.next_sentence_labels or f != Field.NEXT_SENTENCE_LABELS)
+                  and (self.masked_lm or f not in _MASKED_LM)]
         return dict(sorted((names[f], f) for f in fields))
 
 

@@ -37,8 +37,9 @@ from transforms.sharding import ENTRY_HEADER, ENTRY_OVERHEAD, close_entry
 INSTANCES, RANDOM_NEXT, TRUNCATED, UNAVAILABLE, MASKED = range(5)
 # The sentence-pair objectives (--next_sentence): BERT's next sentence
 # prediction, ALBERT's sentence order prediction.
-NEXT_SENTENCE_OBJECTIVES = {"nsp": 0, "sop": 1}
-NSP, SOP = NEXT_SENTENCE_OBJECTIVES.values()
+# (`none`, full sequences without a pair task, is transforms.full_sequences.)
+NEXT_SENTENCE_OBJECTIVES = {"nsp": 0, "sop": 1, "none": 2}
+NSP, SOP, NONE = NEXT_SENTENCE_OBJECTIVES.values()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,7 +83,7 @@ def random_document(mt, num_documents: int, own: int, reference: bool) -> int:
 
 
 @njit(cache=True)
-def _emit(mt, instance, segment_b_start, random_next, key, s, w, out, pos, stats):
+def emit(mt, instance, segment_b_start, random_next, key, s, w, out, pos, stats):
     """Masks one instance with `mt` (not at all with --masking=none), encodes
     it and appends its shuffle entry (key, then the framed record) at
     out[pos:]. Returns (out, pos), `out` grown as needed."""
@@ -202,7 +203,7 @@ def create_instances(mt, tokens, bounds, sample_tokens, sample_bounds, sample_do
                 instance[n] = s.sep_id
                 n += 1
                 key = shuffle_key(seed_lo, seed_hi, dupe, index)
-                out, pos = _emit(mt, instance[:n], segment_b_start, is_random or swapped, key,
+                out, pos = emit(mt, instance[:n], segment_b_start, is_random or swapped, key,
                                  s, w, out, pos, stats)
                 entry_bounds = grow(entry_bounds, count + 2)
                 keys = grow(keys, count + 1)

@@ -24,6 +24,7 @@ Data layout (numpy, flat):
 
 from __future__ import annotations
 
+import random
 from typing import NamedTuple
 
 import numpy as np
@@ -31,9 +32,10 @@ from numba import njit
 
 from transforms import example_writer, masking
 from transforms.example_writer import RecordLayout, layout_arrays, scratch_size
-from transforms.instances import NEXT_SENTENCE_OBJECTIVES, InstanceConfig, create_instances
-from transforms.jit_random import (N, SEED_WORDS, new_state, seed_genrand, seed_state,
-                                   seed_states, seed_words, shuffle)
+from transforms.full_sequences import create_sequences, next_target
+from transforms.instances import NEXT_SENTENCE_OBJECTIVES, NONE, InstanceConfig, create_instances
+from transforms.jit_random import (N, SEED_WORDS, generator_state, new_state, seed_genrand,
+                                   seed_state, seed_states, seed_words, shuffle)
 from transforms.packing import read_packed
 from transforms.seeds import INSTANCES, seed_key
 
@@ -161,17 +163,23 @@ def unit_entries(packed, packed_bounds, seeds, dupe_starts, dupe_ends, owns, sam
             _seed_generators(seed_lo, seed_hi, dupes[first:last], states, w.keys, w.key_lengths)
             for c in range(first, last):
                 mt[:] = states[:, c - first]
-                out, pos, entry_bounds, keys, count = create_instances(
-                    mt, tokens, bounds, sample_tokens, sample_bounds, sample_documents,
-                    owns[u], seed_lo, seed_hi, dupes[c], s, w, out, pos, entry_bounds, keys,
-                    count, stats)
+                if s.next_sentence == NONE:
+                    _, out, pos, entry_bounds, keys, count = create_sequences(
+                        mt, tokens, bounds, next_target(mt, s.max_seq_length), seed_lo,
+                        seed_hi, dupes[c], s, w, out, pos, entry_bounds, keys, count, stats)
+                else:
+                    out, pos, entry_bounds, keys, count = create_instances(
+                        mt, tokens, bounds, sample_tokens, sample_bounds, sample_documents,
+                        owns[u], seed_lo, seed_hi, dupes[c], s, w, out, pos, entry_bounds,
+                        keys, count, stats)
     return out[:pos], entry_bounds[:count + 1], keys[:count], stats
 
 
 @njit(cache=True)
 def _reference_entries(tokens, bounds, documents, dupe_factor, mt, s, w):
     order = np.arange(len(documents) - 1)
-    shuffle(mt, order)  # rng.shuffle(all_documents)
+    if s.next_sentence != NONE:  # ELECTRA keeps its documents in order
+        shuffle(mt, order)  # rng.shuffle(all_documents)
     # The corpus in the shuffled order, so that a sample index is a position.
     shuffled_bounds = np.zeros(len(bounds), dtype=np.int64)
     shuffled_documents = np.zeros(len(documents), dtype=np.int64)
@@ -190,34 +198,42 @@ def _reference_entries(tokens, bounds, documents, dupe_factor, mt, s, w):
     out, entry_bounds, keys, stats = _new_output(max(1, dupe_factor * len(order)))
     pos = 0
     count = 0
+    target = s.max_seq_length  # ELECTRA's, carried from document to document
     for dupe in range(dupe_factor):
         for p in range(len(order)):
             first, last = shuffled_documents[p], shuffled_documents[p + 1]
-            out, pos, entry_bounds, keys, count = create_instances(
-                mt, shuffled, shuffled_bounds[first:last + 1], shuffled, shuffled_bounds,
-                shuffled_documents, p, 0, 0, dupe, s, w, out, pos, entry_bounds, keys, count,
-                stats)
+            if s.next_sentence == NONE:
+                target, out, pos, entry_bounds, keys, count = create_sequences(
+                    mt, shuffled, shuffled_bounds[first:last + 1], target, 0, 0, dupe, s, w,
+                    out, pos, entry_bounds, keys, count, stats)
+            else:
+                out, pos, entry_bounds, keys, count = create_instances(
+                    mt, shuffled, shuffled_bounds[first:last + 1], shuffled, shuffled_bounds,
+                    shuffled_documents, p, 0, 0, dupe, s, w, out, pos, entry_bounds, keys,
+                    count, stats)
     final = np.arange(count)
-    shuffle(mt, final)  # rng.shuffle(instances)
+    if s.next_sentence != NONE:  # ELECTRA writes its examples in order
+        shuffle(mt, final)  # rng.shuffle(instances)
     return out, entry_bounds[:count + 1], final, stats
 
 
 def reference_entries(tokens: np.ndarray, bounds: np.ndarray, documents: np.ndarray,
-                      dupe_factor: int, random_seed: int, s: Settings, w: Workspace
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                      dupe_factor: int, rng: random.Random, random_seed: int, s: Settings,
+                      w: Workspace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every instance of a corpus (flat tokens, sentence bounds, document
-    bounds over the sentences, in the original's reading order) as the
-    original makes them with `random.Random(random_seed)`.
+    bounds over the sentences, in the script's reading order) as the anchor's
+    script makes them with `rng` (its `random.Random(random_seed)`, which
+    continues after the draws), n-gram lengths (ALBERT, Model Garden) from
+    the global generator its shim seeds with `random_seed`.
 
     Returns (entry bytes, entry bounds, order, stats): entries in the order
-    they were made, and the order the original writes them in (round-robin
+    they were made, and the order the script writes them in (round-robin
     over the output files).
     """
-    mt = w.state
     key, length = seed_words(random_seed)
-    seed_state(mt, key, length)
     if s.masking.policy == masking.ALBERT_NGRAMS:
         seed_genrand(w.lengths, random_seed)  # the ALBERT script's np.random.seed (its shim's)
     elif s.masking.policy == masking.MODEL_GARDEN:
         seed_state(w.lengths, key, length)  # the Model Garden script's random.seed (its shim's)
-    return _reference_entries(tokens, bounds, documents, dupe_factor, mt, s, w)
+    with generator_state(rng) as mt:
+        return _reference_entries(tokens, bounds, documents, dupe_factor, mt, s, w)
