@@ -16,6 +16,7 @@ setuptools.setup(
         "google-cloud-storage>=2.14,<4",
         "numpy>=1.26,<3",
         "numba>=0.60,<1",
+        "jieba>=0.42.1,<0.43",
     ],
     extras_require={
         # gcp-storage-emulator: a real GCS API on loopback for the gs:// tests.

@@ -174,7 +174,7 @@ def stage_breakdown(corpus: pathlib.Path, *, vocab_file: pathlib.Path = VOCAB) -
     tokenize.setup()
     records_fn = CreateRecords(
         instances=stages.instances, masking=stages.masking, seed=config.random_seed,
-        max_predictions_per_seq=config.max_predictions_per_seq, padded=True)
+        layout=stages.layout, max_predictions_per_seq=config.max_predictions_per_seq)
     records_fn.setup()
     seconds["setup"] = clock() - start
 

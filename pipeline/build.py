@@ -43,7 +43,8 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
         patterns=patterns, split_bytes=config.input_split_bytes)
     docs_by_key = read[DOCUMENTS]
     tokenized_docs = docs_by_key | "Tokenize" >> beam.ParDo(TokenizeDocument(
-        vocab_file=config.vocab_file, do_lower_case=config.do_lower_case))
+        vocab_file=config.vocab_file, do_lower_case=config.do_lower_case,
+        whole_word_segmenter=config.whole_word_segmenter))
     nsp_sample = tokenized_docs | "SampleRandomDocuments" >> SampleDocuments(
         seed=seed, size=config.nsp_sample_size, max_bytes=config.nsp_sample_max_bytes,
         max_tokens_per_document=SAMPLE_DOCUMENT_SEQUENCES * config.max_seq_length)

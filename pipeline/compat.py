@@ -12,7 +12,7 @@ input files and drops every carriage return.
 from __future__ import annotations
 
 import random
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from apache_beam.io.filesystem import CompressionTypes
@@ -22,6 +22,7 @@ from pipeline.options import Config
 from pipeline.publish import OutputLayout, staged_paths
 from transforms.fast_records import Engine
 from transforms.jit_records import reference_entries
+from transforms.segmentation import line_ids
 from transforms.sharding import ENTRY_KEY_SIZE
 from transforms.tokenization import FullTokenizer
 
@@ -36,7 +37,7 @@ def original_file_order(input_file: str) -> list[str]:
     return paths
 
 
-def read_documents(paths: Sequence[str], tokenizer: FullTokenizer, *,
+def read_documents(paths: Sequence[str], line_ids: Callable[[str], list[int]], *,
                    end_at_file_end: bool = False) -> list[list[list[int]]]:
     """All documents of all files, as the original reads them (ELECTRA's
     script, unlike BERT's, ends a document at the end of each file)."""
@@ -53,7 +54,7 @@ def read_documents(paths: Sequence[str], tokenizer: FullTokenizer, *,
             line = raw.decode("utf-8", "ignore").strip()
             if not line:
                 documents.append([])
-            ids = tokenizer.tokenize_to_ids(line)
+            ids = line_ids(line)
             if ids:
                 documents[-1].append(ids)
     return [d for d in documents if d]
@@ -79,7 +80,8 @@ def run_compat(config: Config, *, stages, tokenizer: FullTokenizer,
     electra = config.next_sentence == "none"
     if electra:
         rng.shuffle(paths)  # ELECTRA's first draws: the order of its input files
-    documents = read_documents(paths, tokenizer, end_at_file_end=electra)
+    documents = read_documents(paths, line_ids(tokenizer, config.whole_word_segmenter),
+                               end_at_file_end=electra)
     engine = Engine.of(stages.instances, stages.masking if config.masking == "static" else None,
                        stages.layout, max_predictions_per_seq=config.max_predictions_per_seq,
                        reference=True)

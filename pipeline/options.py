@@ -19,6 +19,7 @@ from transforms.example_writer import RecordLayout
 from transforms.instances import NEXT_SENTENCE_OBJECTIVES, InstanceConfig
 from transforms.masking import MaskingConfig, masking_config
 from transforms.seeds import MAX_DUPE_FACTOR
+from transforms.segmentation import SEGMENTERS
 from transforms.sharding import SHUFFLES
 from transforms.vocabulary import Vocabulary
 
@@ -64,6 +65,7 @@ class Config:
     favor_shorter_ngram: bool = True
     max_ngram_size: int = 0
     use_v2_feature_names: bool = False
+    whole_word_segmenter: str = "none"
 
     @property
     def token_boundary(self) -> bool:
@@ -196,6 +198,10 @@ def _parser() -> argparse.ArgumentParser:
         help="the TF Model Garden's masking: spans of up to N whole words (with "
              "--do_whole_word_mask), lengths weighted 1/n, each span replaced as one; "
              "1: its token (or whole-word) masking; 0: BERT's masking (default)")
+    add("--whole_word_segmenter", choices=list(SEGMENTERS), default="none",
+        help="with --do_whole_word_mask: jieba, Chinese whole words (Chinese "
+             "BERT-wwm): the characters that continue a jieba word are masked with "
+             "it; none: WordPiece's whole words only (default)")
     add("--input_split_bytes", type=int, help=argparse.SUPPRESS)  # tests: many splits
     return parser
 
@@ -247,7 +253,8 @@ def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
         shuffle=args.shuffle or default_shuffle(beam_args),
         next_sentence=args.next_sentence, ngram=args.ngram,
         favor_shorter_ngram=args.favor_shorter_ngram, max_ngram_size=args.max_ngram_size,
-        use_v2_feature_names=args.use_v2_feature_names)
+        use_v2_feature_names=args.use_v2_feature_names,
+        whole_word_segmenter=args.whole_word_segmenter)
     validate(config)
     return config, beam_args
 
@@ -310,6 +317,12 @@ def validate(config: Config) -> None:
          "--max_ngram_size (the Model Garden's) are two masking policies; give one"),
         (config.max_ngram_size <= 1 or config.do_whole_word_mask, "--max_ngram_size "
          "spans whole words, as the Model Garden's; add --do_whole_word_mask"),
+        (config.whole_word_segmenter == "none" or config.do_whole_word_mask,
+         "--whole_word_segmenter finds the whole words that --do_whole_word_mask "
+         "masks; add --do_whole_word_mask"),
+        (config.whole_word_segmenter == "none" or config.masking == "static",
+         "--whole_word_segmenter's words are used when masking here; the records "
+         "keep plain ids, so dynamic masking could not use them: drop --masking=none"),
         (not (config.ngram and config.reference_compatible
               and not 0 <= config.random_seed < 2**32),
          "--reference_compatible with --ngram seeds numpy's generator as ALBERT's "

@@ -75,11 +75,20 @@ def test_results_do_not_depend_on_the_cache(uncased_vocab, monkeypatch):
     assert len(tiny._word_cache) <= 3
 
 
-def test_tokenize_lines_drops_lines_without_tokens(uncased_tokenizer):
+def test_tokenize_stage_drops_lines_without_tokens(uncased_tokenizer):
+    from transforms.packing import unpack_document
+    from transforms.stages import TokenizeDocument
+
+    stage = TokenizeDocument(vocab_file=str(DATA / "bert-base-uncased-vocab.txt"),
+                             do_lower_case=True)
+    stage.setup()
+    stage.start_bundle()
     lines = ["Hello world.", "", "\u200b\x00", "  ", "again"]
-    assert uncased_tokenizer.tokenize_lines(lines) == [
+    [(_, packed)] = stage.process(("doc", lines))
+    assert unpack_document(packed) == [
         uncased_tokenizer.tokenize_to_ids("Hello world."),
         uncased_tokenizer.tokenize_to_ids("again")]
+    assert stage._count.counts["lines_without_tokens"] == 3
 
 
 def test_wordpiece_limit_is_200_characters(uncased_tokenizer):

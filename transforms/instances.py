@@ -30,9 +30,11 @@ from numba import njit
 from transforms.example_writer import encode
 from transforms.jit_random import randint, random
 from transforms.masking import mask_instance
+from transforms.segmentation import ID_BITS, MARK
 from transforms.seeds import shuffle_key
 from transforms.sharding import ENTRY_HEADER, ENTRY_OVERHEAD, close_entry
 
+MARK_BIT = MARK.bit_length() - 1
 # Positions in the stats array the kernels fill.
 INSTANCES, RANDOM_NEXT, TRUNCATED, UNAVAILABLE, MASKED = range(5)
 # The sentence-pair objectives (--next_sentence): BERT's next sentence
@@ -88,18 +90,23 @@ def emit(mt, instance, segment_b_start, random_next, key, s, w, out, pos, stats)
     it and appends its shuffle entry (key, then the framed record) at
     out[pos:]. Returns (out, pos), `out` grown as needed."""
     n = len(instance)
+    marks = w.marks[:n]
+    for t in range(n):  # segmented words' marks (transforms.segmentation) leave the ids
+        marks[t] = instance[t] >> MARK_BIT
+        instance[t] &= ID_BITS
     k = 0
     if s.mask:
-        # ALBERT draws n-gram lengths from numpy's global generator: its own
-        # in reference mode, this copy's otherwise.
+        # ALBERT and the Model Garden draw n-gram lengths from a global
+        # generator: its own in reference mode, this copy's otherwise.
         lengths = w.lengths if s.reference else mt
-        k = mask_instance(mt, lengths, instance, w.output, s.masking, w.masking)
+        k = mask_instance(mt, lengths, instance, marks, w.output, s.masking, w.masking)
     else:
         w.output[:n] = instance
     if s.token_boundary:  # ALBERT's, of the unmasked tokens
         for t in range(n):
             token = instance[t]
-            w.boundary[t] = token == s.cls_id or token == s.sep_id or not s.continues[token]
+            w.boundary[t] = token == s.cls_id or token == s.sep_id or not (
+                s.continues[token] or marks[t])
     stats[MASKED] += k
     out = grow(out, pos + len(w.scratch) + ENTRY_OVERHEAD)
     data = pos + ENTRY_HEADER

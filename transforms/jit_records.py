@@ -74,8 +74,9 @@ class Workspace(NamedTuple):
     keys: np.ndarray
     key_lengths: np.ndarray
     state: np.ndarray
-    lengths: np.ndarray  # reference mode: numpy's global generator (ALBERT's n-gram lengths)
+    lengths: np.ndarray  # reference mode: the n-gram lengths' global generator
     boundary: np.ndarray
+    marks: np.ndarray
 
 
 def settings(instances: InstanceConfig, masking_config: masking.MaskingConfig | None,
@@ -115,7 +116,8 @@ def workspace(max_seq_length: int, max_predictions: int, max_ngram_size: int = 1
         keys=np.empty((_SEED_BATCH, SEED_WORDS), dtype=np.int64),
         key_lengths=np.empty(_SEED_BATCH, dtype=np.int64),
         state=new_state(), lengths=new_state(),
-        boundary=np.zeros(max_seq_length, dtype=np.uint8))
+        boundary=np.zeros(max_seq_length, dtype=np.uint8),
+        marks=np.zeros(max_seq_length, dtype=np.uint8))
 
 
 @njit(cache=True)

@@ -171,10 +171,11 @@ def scratch(max_seq_length: int, max_ngram_size: int = 1) -> MaskingScratch:
 
 
 @njit(cache=True)
-def _candidates(tokens, m, w) -> tuple[int, int]:
+def _candidates(tokens, marks, m, w) -> tuple[int, int]:
     """Every position but [CLS]/[SEP] into w.candidates, grouped (one each,
-    or whole words: a `##` piece joins the previous candidate) with group g
-    being w.candidates[w.group_starts[g]:w.group_starts[g + 1]]; returns
+    or whole words: a `##` piece, or a position marked as continuing a
+    segmented word, joins the previous candidate) with group g being
+    w.candidates[w.group_starts[g]:w.group_starts[g + 1]]; returns
     (candidates, groups)."""
     count = 0
     groups = 0
@@ -183,7 +184,7 @@ def _candidates(tokens, m, w) -> tuple[int, int]:
         if token == m.cls_id or token == m.sep_id:
             continue
         w.candidates[count] = index
-        if groups == 0 or not (m.whole_word and m.continuation[token]):
+        if groups == 0 or not (m.whole_word and (m.continuation[token] or marks[index])):
             w.group_starts[groups] = count
             groups += 1
         count += 1
@@ -201,13 +202,13 @@ def _replace(mt, output, index, m) -> None:
 
 
 @njit(cache=True)
-def _bert(mt, tokens, output, m, w) -> int:
+def _bert(mt, tokens, marks, output, m, w) -> int:
     """BERT's create_masked_lm_predictions: groups shuffled, taken while they
     fit the budget (a group that does not fit is skipped, a later smaller
     one may still fit), each position replaced as it is taken. Returns k,
     the positions being w.chosen[:k]."""
     budget = m.budgets[len(tokens)]
-    count, groups = _candidates(tokens, m, w)
+    count, groups = _candidates(tokens, marks, m, w)
     if not m.whole_word and not m.reference:
         # Per token, `random.sample` of the chosen: the same distribution as
         # the original's shuffle of every candidate, at a fraction of the draws.
@@ -232,7 +233,7 @@ def _bert(mt, tokens, output, m, w) -> int:
 
 
 @njit(cache=True)
-def _albert_ngrams(mt, lengths, tokens, output, m, w) -> int:
+def _albert_ngrams(mt, lengths, tokens, marks, output, m, w) -> int:
     """ALBERT's create_masked_lm_predictions (--ngram): an entry per group
     (the n-grams of groups starting there, clipped at the end), entries
     shuffled; for each, until the budget is full, a length n is drawn from
@@ -241,7 +242,7 @@ def _albert_ngrams(mt, lengths, tokens, output, m, w) -> int:
     budget is taken unless it overlaps a taken one; then the entries are
     shuffled once more (for --do_permutation, unused, but drawn)."""
     budget = m.budgets[len(tokens)]
-    _, groups = _candidates(tokens, m, w)
+    _, groups = _candidates(tokens, marks, m, w)
     order = w.order[:groups]
     order[:] = np.arange(groups)
     shuffle(mt, order)
@@ -276,7 +277,7 @@ def _albert_ngrams(mt, lengths, tokens, output, m, w) -> int:
 
 
 @njit(cache=True)
-def _model_garden_grams(tokens, m, w) -> int:
+def _model_garden_grams(tokens, marks, m, w) -> int:
     """The Model Garden's `_tokens_to_grams` (whole words: a `##` piece
     extends the word before it, unless [CLS]/[SEP] comes between), or one
     gram per token other than [CLS]/[SEP]; returns the number of grams."""
@@ -286,7 +287,7 @@ def _model_garden_grams(tokens, m, w) -> int:
         token = tokens[index]
         special = token == m.cls_id or token == m.sep_id
         if m.whole_word:
-            if start >= 0 and m.continuation[token]:
+            if start >= 0 and (m.continuation[token] or marks[index]):
                 continue
             if start >= 0:
                 w.gram_begin[grams], w.gram_end[grams] = start, index
@@ -302,7 +303,7 @@ def _model_garden_grams(tokens, m, w) -> int:
 
 
 @njit(cache=True)
-def _model_garden(mt, lengths, tokens, output, m, w) -> int:
+def _model_garden(mt, lengths, tokens, marks, output, m, w) -> int:
     """The TF Model Garden's create_masked_lm_predictions (`_masking_ngrams`):
     for each length n, the spans of n touching grams, each list shuffled;
     until the budget is full or no span is left, a length is drawn from
@@ -312,7 +313,7 @@ def _model_garden(mt, lengths, tokens, output, m, w) -> int:
     taken span is then replaced as one: all [MASK], all kept, or each token
     a random id."""
     budget = m.budgets[len(tokens)]
-    grams = _model_garden_grams(tokens, m, w)
+    grams = _model_garden_grams(tokens, marks, m, w)
     max_n = len(m.cum_weights)
     count = 0
     for n in range(1, max_n + 1):
@@ -376,19 +377,20 @@ def _model_garden(mt, lengths, tokens, output, m, w) -> int:
 
 
 @njit(cache=True)
-def mask_instance(mt, lengths, tokens, output, m, w) -> int:
+def mask_instance(mt, lengths, tokens, marks, output, m, w) -> int:
     """Masks `tokens` into `output` (same length) with the generator `mt`
     (and `lengths` for the n-gram lengths of ALBERT and the Model Garden,
     drawn from a global generator in their scripts: its own in reference
-    mode, `mt` otherwise); returns k, the sorted positions being
+    mode, `mt` otherwise); `marks` flags the positions that continue a
+    segmented word (transforms.segmentation). Returns k, the sorted positions being
     w.chosen[:k] and their original ids w.labels[:k]."""
     output[:len(tokens)] = tokens
     if m.policy == ALBERT_NGRAMS:
-        k = _albert_ngrams(mt, lengths, tokens, output, m, w)
+        k = _albert_ngrams(mt, lengths, tokens, marks, output, m, w)
     elif m.policy == MODEL_GARDEN:
-        k = _model_garden(mt, lengths, tokens, output, m, w)
+        k = _model_garden(mt, lengths, tokens, marks, output, m, w)
     else:
-        k = _bert(mt, tokens, output, m, w)
+        k = _bert(mt, tokens, marks, output, m, w)
     w.chosen[:k].sort()
     for c in range(k):
         w.labels[c] = tokens[w.chosen[c]]
@@ -416,6 +418,6 @@ def mask_tokens(tokens: Sequence[int], config: MaskingConfig, rng: random.Random
     _, m, w, _ = _prepared[0]
     output = np.empty_like(tokens)
     with generator_state(rng) as mt:
-        k = mask_instance(mt, mt, tokens, output, m, w)
+        k = mask_instance(mt, mt, tokens, np.zeros(len(tokens), np.uint8), output, m, w)
     positions = w.chosen[:k].tolist()
     return Masked(tokens=output.tolist(), positions=positions, labels=w.labels[:k].tolist())

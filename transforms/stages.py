@@ -22,6 +22,7 @@ from transforms.fast_records import (Engine, FlatSample, RecordStats, WorkUnit, 
 from transforms.instances import InstanceConfig
 from transforms.masking import Masked, MaskingConfig, mask_tokens
 from transforms.packing import PackedDocument, pack_document, packed_token_count, unpack_document
+from transforms.segmentation import line_ids
 from transforms.seeds import MASK, document_seed, derived_rng, shuffle_key
 from transforms.sharding import RecordBatch
 from transforms.tokenization import FullTokenizer, count_control_characters
@@ -51,16 +52,20 @@ InstanceBatch = tuple[tuple[str, int], list[Instance]]
 class TokenizeDocument(beam.DoFn):
     """(doc_key, [line]) -> (doc_key, packed [[token id]]); lines without tokens dropped."""
 
-    def __init__(self, *, vocab_file: str, do_lower_case: bool) -> None:
+    def __init__(self, *, vocab_file: str, do_lower_case: bool,
+                 whole_word_segmenter: str = "none") -> None:
         self._vocab_file = vocab_file
         self._do_lower_case = do_lower_case
+        self._segmenter = whole_word_segmenter
         self._count = BundleCounters("sentences", "tokens", "unk_tokens", "empty_documents",
                                      "lines_without_tokens", "tokenized_documents",
                                      "control_characters")
 
     def setup(self) -> None:
         vocab = load_vocabulary(self._vocab_file)
-        self._tokenizer = FullTokenizer(vocab, do_lower_case=self._do_lower_case)
+        # A line's ids, with segmented words marked (transforms.segmentation).
+        self._line_ids = line_ids(FullTokenizer(vocab, do_lower_case=self._do_lower_case),
+                                  self._segmenter)
         self._unk = vocab.unk_id
 
     def start_bundle(self) -> None:
@@ -73,7 +78,7 @@ class TokenizeDocument(beam.DoFn):
         doc_key, lines = element
         count = self._count.counts
         count["control_characters"] += sum(map(count_control_characters, lines))
-        sentences = self._tokenizer.tokenize_lines(lines)
+        sentences = [ids for ids in map(self._line_ids, lines) if ids]
         count["lines_without_tokens"] += len(lines) - len(sentences)
         if not sentences:
             count["empty_documents"] += 1

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from itertools import chain
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from transforms.vocabulary import Vocabulary, load_vocabulary
 
@@ -42,6 +42,12 @@ _DAMAGE_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffd]")
 _ASCII_PIECES_RE = re.compile(r"[0-9A-Za-z]+|[^0-9A-Za-z]")
 
 
+def is_cjk(char: str) -> bool:
+    """A CJK ideograph, by the original's blocks (`_is_chinese_char`)."""
+    cp = ord(char)
+    return any(first <= cp <= last for first, last in _CJK_RANGES)
+
+
 def _translation(cp: int) -> str | None:
     """What the original's `_clean_text` and CJK spacing make of one character:
     NUL, U+FFFD, Cc and Cf dropped, whitespace (tab, LF, CR, Zs) a space, a CJK
@@ -51,7 +57,7 @@ def _translation(cp: int) -> str | None:
         return None
     if char in "\t\n\r":
         return " "
-    if any(first <= cp <= last for first, last in _CJK_RANGES):
+    if is_cjk(char):
         return f" {char} "
     category = unicodedata.category(char)
     if category == "Zs":
@@ -171,10 +177,6 @@ class FullTokenizer:
     def tokenize(self, text: str) -> list[str]:
         """WordPiece tokens of one line of text, as the original returns them."""
         return self.convert_ids_to_tokens(self.tokenize_to_ids(text))
-
-    def tokenize_lines(self, lines: Iterable[str]) -> list[list[int]]:
-        """Ids of each line; lines with no tokens are dropped, as the original does."""
-        return [ids for ids in map(self.tokenize_to_ids, lines) if ids]
 
     def convert_ids_to_tokens(self, ids: Sequence[int]) -> list[str]:
         tokens = self.vocabulary.tokens

@@ -1,0 +1,53 @@
+"""Chinese whole-word masking over jieba's words (--whole_word_segmenter=jieba)
+against the original BERT script run with Chinese BERT-wwm's marking (HF's
+run_chinese_ref.py rules, jieba for LTP) in its shim (golden data made by
+tests/golden/make_chinese_wwm_golden.py)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from anchors import assert_reference_mode_reproduces
+from conftest import CHINESE_VOCAB, DATA
+from transforms.segmentation import MARK, JiebaMarker, continuation_marks
+from transforms.tokenization import FullTokenizer
+
+GOLDEN = DATA / "golden_chinese_wwm"
+CASES = json.loads((GOLDEN / "cases.json").read_text())["cases"]
+
+
+def golden_marks(case: dict) -> list[dict]:
+    with gzip.open(GOLDEN / case["name"] / "marks.jsonl.gz", "rt") as handle:
+        return [json.loads(line) for line in handle]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case["name"])
+def test_jieba_words_mark_the_tokens_the_reference_marks(case):
+    tokenizer = FullTokenizer(str(CHINESE_VOCAB), do_lower_case=case["flags"]["do_lower_case"])
+    marker = JiebaMarker(tokenizer)
+    lines = golden_marks(case)
+    assert sum(sum(line["continues"]) for line in lines) > 1000  # the marks do something
+    for line in lines:
+        ids = marker(line["line"])
+        assert tokenizer.convert_ids_to_tokens([i & ~MARK for i in ids]) == line["tokens"]
+        assert [bool(i & MARK) for i in ids] == [bool(c) for c in line["continues"]], line["line"]
+
+
+def test_marking_follows_the_longest_word_left_to_right():
+    tokens = ["北", "京", "大", "学", "生", "[UNK]", "大", "学", "##s"]
+    words = {"北京", "北京大学", "大学", "学生"}
+    assert continuation_marks(tokens, words) == [
+        False, True, True, True, False, False, False, True, False]
+    assert continuation_marks(tokens, set()) == [False] * len(tokens)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case["name"])
+def test_reference_mode_reproduces_chinese_wwm_record_for_record(case, tmp_path, monkeypatch):
+    monkeypatch.chdir(GOLDEN if (GOLDEN / case["flags"]["input_file"]).exists() else DATA)
+    flags = dict(case["flags"], vocab_file=CHINESE_VOCAB, whole_word_segmenter="jieba")
+    assert_reference_mode_reproduces(case, GOLDEN, [f"--{k}={v}" for k, v in flags.items()],
+                                     tmp_path)
