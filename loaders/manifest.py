@@ -64,6 +64,20 @@ class Manifest:
         return self.flags["max_predictions_per_seq"]
 
     @property
+    def features(self) -> dict[str, str]:
+        """A bert dataset's feature names -> what each holds (the original's
+        names): v2 names, ALBERT's token_boundary and ELECTRA's layout read
+        alike. Manifests older than this record imply the original's."""
+        recorded = self.data.get("features")
+        if recorded:
+            return dict(recorded)
+        names = ["input_ids", "segment_ids", "masked_lm_positions", "masked_lm_ids",
+                 "next_sentence_labels"]
+        if self.padding == "fixed":
+            names += ["input_mask", "masked_lm_weights"]
+        return {name: name for name in names}
+
+    @property
     def total_instances(self) -> int:
         return sum(s.records for s in self.shards)
 

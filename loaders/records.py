@@ -120,29 +120,39 @@ def decode_example(data: bytes) -> Features:
 
 @dataclasses.dataclass
 class Instance:
-    """One training pair, unpadded; `next_sentence_label` is 1 for a random
-    next sentence (the original's convention) whatever the layout on disk."""
+    """One training sequence, unpadded. `next_sentence_label` is 1 for a
+    random next (or, with SOP, swapped) sentence, the original's convention
+    whatever the layout on disk, and None without a pair task (ELECTRA's
+    records); `token_boundary` is ALBERT's, when the records have it."""
 
     index: int  # global: shard order, then position in the shard
     input_ids: np.ndarray
     segment_ids: np.ndarray
     masked_lm_positions: np.ndarray
     masked_lm_ids: np.ndarray
-    next_sentence_label: int
+    next_sentence_label: int | None
     epoch: int = 0
+    token_boundary: np.ndarray | None = None
 
 
-def _bert_padded(f: Features, index: int) -> Instance:
-    length = int(np.count_nonzero(f["input_mask"]))
-    predictions = int(np.count_nonzero(f["masked_lm_weights"]))
+_NO_VALUES = np.zeros(0, np.int64)
+
+
+def _bert(f: Features, index: int) -> Instance:
+    """Any bert layout, its features named by what they hold: padded or not
+    (input_mask and masked_lm_weights give the real lengths), with or without
+    predictions, label and token_boundary."""
+    length = int(np.count_nonzero(f["input_mask"])) if "input_mask" in f else len(
+        f["input_ids"])
+    positions = f.get("masked_lm_positions", _NO_VALUES)
+    predictions = (int(np.count_nonzero(f["masked_lm_weights"])) if "masked_lm_weights" in f
+                   else len(positions))
+    label = f.get("next_sentence_labels")
+    boundary = f.get("token_boundary")
     return Instance(index, f["input_ids"][:length], f["segment_ids"][:length],
-                    f["masked_lm_positions"][:predictions], f["masked_lm_ids"][:predictions],
-                    int(f["next_sentence_labels"][0]))
-
-
-def _bert_unpadded(f: Features, index: int) -> Instance:
-    return Instance(index, f["input_ids"], f["segment_ids"], f["masked_lm_positions"],
-                    f["masked_lm_ids"], int(f["next_sentence_labels"][0]))
+                    positions[:predictions], f.get("masked_lm_ids", _NO_VALUES)[:predictions],
+                    None if label is None else int(label[0]),
+                    token_boundary=None if boundary is None else boundary[:length])
 
 
 def _d2l(f: Features, index: int) -> Instance:
@@ -153,11 +163,7 @@ def _d2l(f: Features, index: int) -> Instance:
                     1 - int(f["nsp_labels"][0]))  # d2l stores 1 for "is next"
 
 
-_LAYOUTS: dict[tuple[str, str], Callable[[Features, int], Instance]] = {
-    ("bert", "fixed"): _bert_padded,
-    ("bert", "none"): _bert_unpadded,
-    ("d2l", "fixed"): _d2l,
-}
+_RECIPES: dict[str, Callable[[Features, int], Instance]] = {"bert": _bert, "d2l": _d2l}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,22 +171,29 @@ class InstanceDecoder:
     """Record bytes -> Instance for one manifest's layout (picklable, for workers)."""
 
     recipe: str
-    padding: str
+    roles: dict[str, str]  # feature name on disk -> what it holds (bert)
 
     @classmethod
     def of(cls, manifest: Manifest) -> "InstanceDecoder":
-        if (manifest.recipe, manifest.padding) not in _LAYOUTS:
-            raise DatasetError(f"{manifest.path}: unknown layout recipe={manifest.recipe} "
-                               f"padding={manifest.padding}; upgrade the loaders")
-        return cls(manifest.recipe, manifest.padding)
+        if manifest.recipe not in _RECIPES:
+            raise DatasetError(f"{manifest.path}: unknown recipe={manifest.recipe}; "
+                               "upgrade the loaders")
+        return cls(manifest.recipe, manifest.features if manifest.recipe == "bert" else {})
 
     def __call__(self, record: bytes, index: int, epoch: int = 0) -> Instance:
         features = decode_example(record)
+        if self.roles:
+            missing = sorted(set(self.roles) - set(features))
+            if missing:
+                raise DatasetError(f"record {index} has no feature {missing[0]!r}: not "
+                                   "the dataset its manifest describes")
+            features = {self.roles[name]: values for name, values in features.items()
+                        if name in self.roles}
         try:
-            instance = _LAYOUTS[(self.recipe, self.padding)](features, index)
+            instance = _RECIPES[self.recipe](features, index)
         except KeyError as err:
             raise DatasetError(f"record {index} has no feature {err}: not a "
-                               f"{self.recipe} dataset with padding={self.padding}") from None
+                               f"{self.recipe} dataset") from None
         instance.epoch = epoch
         return instance
 

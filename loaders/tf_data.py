@@ -5,6 +5,8 @@
     features = next(iter(dataset))   # input_ids, input_mask, segment_ids,
                                      # masked_lm_positions, masked_lm_ids,
                                      # masked_lm_weights, next_sentence_labels
+                                     # (as the dataset names them: v2 names,
+                                     # ALBERT's token_boundary, ELECTRA's three)
 
 max_seq_length and max_predictions_per_seq come from the dataset's manifest.
 Training reads like the original: the file list shuffled and repeated, records
@@ -23,17 +25,23 @@ from loaders import files
 from loaders.manifest import DatasetError, Manifest, find_manifest, read_manifest
 
 
-def _bert_spec(seq_len: int, predictions: int) -> dict:
-    """run_pretraining.py's name_to_features."""
-    return {
-        "input_ids": tf.io.FixedLenFeature([seq_len], tf.int64),
-        "input_mask": tf.io.FixedLenFeature([seq_len], tf.int64),
-        "segment_ids": tf.io.FixedLenFeature([seq_len], tf.int64),
-        "masked_lm_positions": tf.io.FixedLenFeature([predictions], tf.int64),
-        "masked_lm_ids": tf.io.FixedLenFeature([predictions], tf.int64),
-        "masked_lm_weights": tf.io.FixedLenFeature([predictions], tf.float32),
-        "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
-    }
+# What each feature holds -> its per-record shape: tokens, predictions or one label.
+_TOKEN_ROLES = ("input_ids", "input_mask", "segment_ids", "token_boundary")
+_PREDICTION_ROLES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
+_ORIGINAL_ROLES = {name: name for name in (*_TOKEN_ROLES[:3], *_PREDICTION_ROLES,
+                                           "next_sentence_labels")}
+
+
+def _bert_spec(roles: dict[str, str], seq_len: int, predictions: int) -> dict:
+    """run_pretraining.py's name_to_features, for the features the records have
+    (under their names on disk: v2 names, token_boundary, ELECTRA's three)."""
+    spec = {}
+    for name, role in roles.items():
+        shape = ([seq_len] if role in _TOKEN_ROLES
+                 else [predictions] if role in _PREDICTION_ROLES else [1])
+        spec[name] = tf.io.FixedLenFeature(
+            shape, tf.float32 if role == "masked_lm_weights" else tf.int64)
+    return spec
 
 
 def _d2l_spec(seq_len: int, predictions: int) -> dict:
@@ -48,23 +56,23 @@ def _d2l_spec(seq_len: int, predictions: int) -> dict:
     }
 
 
-def _parse_unpadded(serialized: tf.Tensor, seq_len: int, predictions: int) -> dict:
-    """A batch of --padding=none records, padded to the original's shapes."""
-    ragged = {name: tf.io.RaggedFeature(tf.int64) for name in
-              ("input_ids", "segment_ids", "masked_lm_positions", "masked_lm_ids")}
+def _parse_unpadded(serialized: tf.Tensor, roles: dict[str, str], seq_len: int,
+                    predictions: int) -> dict:
+    """A batch of --padding=none records, padded to the original's shapes
+    (input_mask and masked_lm_weights rebuilt)."""
+    name_of = {role: name for name, role in roles.items()}
     parsed = tf.io.parse_example(serialized, {
-        **ragged, "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64)})
-    tokens, masked = parsed["input_ids"], parsed["masked_lm_positions"]
-    padded = {name: parsed[name].to_tensor(shape=[None, seq_len])
-              for name in ("input_ids", "segment_ids")}
-    padded.update({name: parsed[name].to_tensor(shape=[None, predictions])
-                   for name in ("masked_lm_positions", "masked_lm_ids")})
-    return {
-        **padded,
-        "input_mask": tf.sequence_mask(tokens.row_lengths(), seq_len, tf.int64),
-        "masked_lm_weights": tf.sequence_mask(masked.row_lengths(), predictions, tf.float32),
-        "next_sentence_labels": parsed["next_sentence_labels"],
-    }
+        name: tf.io.FixedLenFeature([1], tf.int64) if role == "next_sentence_labels"
+        else tf.io.RaggedFeature(tf.int64) for name, role in roles.items()})
+    features = {name: value if roles[name] == "next_sentence_labels" else value.to_tensor(
+                    shape=[None, seq_len if roles[name] in _TOKEN_ROLES else predictions])
+                for name, value in parsed.items()}
+    features[name_of.get("input_mask", "input_mask")] = tf.sequence_mask(
+        parsed[name_of["input_ids"]].row_lengths(), seq_len, tf.int64)
+    if "masked_lm_positions" in name_of:
+        features[name_of.get("masked_lm_weights", "masked_lm_weights")] = tf.sequence_mask(
+            parsed[name_of["masked_lm_positions"]].row_lengths(), predictions, tf.float32)
+    return features
 
 
 def _to_int32(features: dict) -> dict:
@@ -76,15 +84,18 @@ def _to_int32(features: dict) -> dict:
 def _parser(manifest: Manifest | None, seq_len: int, predictions: int):
     recipe = manifest.recipe if manifest else "bert"
     padding = manifest.padding if manifest else "fixed"
-    if manifest and manifest.masking == "none":
+    roles = manifest.features if manifest else _ORIGINAL_ROLES
+    if (manifest and manifest.masking == "none"
+            and "masked_lm_positions" in roles.values()):
         raise DatasetError(f"{manifest.path}: written with --masking=none; dynamic "
                            "masking happens in the PyTorch collator (loaders.torch_data); "
                            "for tf.data write the data with --masking=static")
     if recipe == "d2l":
         return lambda batch: tf.io.parse_example(batch, _d2l_spec(seq_len, predictions))
     if padding == "none":
-        return lambda batch: _to_int32(_parse_unpadded(batch, seq_len, predictions))
-    return lambda batch: _to_int32(tf.io.parse_example(batch, _bert_spec(seq_len, predictions)))
+        return lambda batch: _to_int32(_parse_unpadded(batch, roles, seq_len, predictions))
+    spec = _bert_spec(roles, seq_len, predictions)
+    return lambda batch: _to_int32(tf.io.parse_example(batch, spec))
 
 
 def _files(pattern: str) -> list[str]:

@@ -140,7 +140,9 @@ class Collator:
 
     style "hf": a dict of input_ids, attention_mask, token_type_ids, labels
     (the original id at masked positions, -100 elsewhere) and
-    next_sentence_label (1 = random next), all int64.
+    next_sentence_label (1 = random next, or SOP's swapped; left out for
+    records without a pair task, ELECTRA's), plus ALBERT's token_boundary when
+    the records have it, all int64.
     style "d2l": d2l's tuple (tokens_X, segments_X, valid_lens_x,
     pred_positions_X, mlm_weights_X, mlm_Y, nsp_y); nsp_y is 1 for "is next",
     as in d2l. `shape=(seq_len, predictions)` pads to fixed sizes instead.
@@ -179,7 +181,9 @@ class Collator:
             masking = masking_config(
                 vocab, masked_lm_prob=flags["masked_lm_prob"],
                 max_predictions_per_seq=flags["max_predictions_per_seq"],
-                do_whole_word_mask=flags["do_whole_word_mask"])
+                do_whole_word_mask=flags["do_whole_word_mask"], ngram=flags.get("ngram", 0),
+                favor_shorter_ngram=flags.get("favor_shorter_ngram", True),
+                max_ngram_size=flags.get("max_ngram_size", 0))
         return cls(style=style, pad_id=pad_id, masking=masking, shape=shape,
                    seed=flags["random_seed"] if seed is None else seed)
 
@@ -203,22 +207,35 @@ class Collator:
         batch = len(rows)
         ids = np.full((batch, seq_len), self.pad_id, np.int64)
         segments = np.zeros((batch, seq_len), np.int64)
+        boundary = np.zeros((batch, seq_len), np.int64)
         for row, (instance, (tokens, _, _)) in enumerate(zip(instances, rows)):
             ids[row, :len(tokens)] = tokens
             segments[row, :len(tokens)] = instance.segment_ids
-        random_next = torch.tensor([i.next_sentence_label for i in instances], dtype=torch.long)
+            if instance.token_boundary is not None:
+                boundary[row, :len(tokens)] = instance.token_boundary
+        has_labels = instances[0].next_sentence_label is not None
+        random_next = torch.tensor([i.next_sentence_label if has_labels else 0
+                                    for i in instances], dtype=torch.long)
         if self.style == "hf":
             labels = np.full((batch, seq_len), IGNORE_INDEX, np.int64)
             for row, (_, positions, label_ids) in enumerate(rows):
                 labels[row, positions] = label_ids
-            return {
+            features = {
                 "input_ids": torch.from_numpy(ids),
                 "attention_mask": torch.from_numpy(
                     (np.arange(seq_len) < np.asarray(lengths)[:, None]).astype(np.int64)),
                 "token_type_ids": torch.from_numpy(segments),
                 "labels": torch.from_numpy(labels),
-                "next_sentence_label": random_next,
             }
+            if has_labels:
+                features["next_sentence_label"] = random_next
+            if instances[0].token_boundary is not None:
+                features["token_boundary"] = torch.from_numpy(boundary)
+            return features
+        if not has_labels:
+            raise DatasetError("style='d2l' batches hold d2l's next-sentence labels; these "
+                               "records have no pair task (--next_sentence=none): use "
+                               "style='hf'")
         positions = np.zeros((batch, predictions), np.int64)
         weights = np.zeros((batch, predictions), np.float32)
         label_ids = np.zeros((batch, predictions), np.int64)

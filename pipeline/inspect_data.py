@@ -44,19 +44,54 @@ def _text(ids: Sequence[int], tokens: list[str] | None) -> str:
     return " ".join(tokens[int(i)] if 0 <= i < len(tokens) else f"<id {int(i)}>" for i in ids)
 
 
-def describe(instance: Instance, tokens: list[str] | None, masking: str) -> str:
+# What label 1 means, per --next_sentence.
+_LABEL_MEANINGS = {"nsp": ("B follows A", "B is a random sentence"),
+                   "sop": ("A and B in order", "A and B swapped (or B random: a "
+                           "one-sentence chunk)")}
+
+
+def objective(manifest: Manifest) -> str:
+    """The objective and masking policy the flags chose, in words."""
+    flags = manifest.flags
+    if manifest.recipe == "d2l":
+        return "objective: d2l's NSP and MLM over word tokens"
+    task = {"nsp": "BERT's next sentence prediction (NSP)",
+            "sop": "ALBERT's sentence order prediction (SOP)",
+            "none": "no pair task: full sequences (ELECTRA/RoBERTa)"}[
+        flags.get("next_sentence", "nsp")]
+    words = "whole words" if flags.get("do_whole_word_mask") else "WordPieces"
+    if flags.get("whole_word_segmenter", "none") != "none":
+        words += f" (Chinese words by {flags['whole_word_segmenter']})"
+    if manifest.masking == "none":
+        policy = "none on disk (the PyTorch collator masks each epoch)"
+    elif flags.get("ngram"):
+        shorter = "shorter favored" if flags.get("favor_shorter_ngram", True) else "longer"
+        policy = f"ALBERT's n-grams of up to {flags['ngram']} {words} ({shorter})"
+    elif flags.get("max_ngram_size"):
+        policy = f"the Model Garden's n-grams of up to {flags['max_ngram_size']} {words}"
+    else:
+        policy = f"BERT's, {words}"
+    return (f"objective: {task}; masking: {policy}\n"
+            "features: " + ", ".join(sorted(manifest.features)))
+
+
+def describe(instance: Instance, tokens: list[str] | None, manifest: Manifest) -> str:
     """One instance as the original's first-20 log shows it."""
     lines = [f"*** Example {instance.index} ***",
              f"tokens: {_text(instance.input_ids, tokens)}",
              "segment_ids: " + " ".join(map(str, instance.segment_ids.tolist()))]
-    if masking == "none":
+    if instance.token_boundary is not None:
+        lines.append("token_boundary: " + " ".join(map(str, instance.token_boundary.tolist())))
+    if manifest.masking == "none":
         lines.append("masked_lm: none on disk (--masking=none: the loader masks each epoch)")
     else:
         lines.append("masked_lm_positions: "
                      + " ".join(map(str, instance.masked_lm_positions.tolist())))
         lines.append(f"masked_lm_labels: {_text(instance.masked_lm_ids, tokens)}")
-    meaning = "B is a random sentence" if instance.next_sentence_label else "B follows A"
-    lines.append(f"next_sentence_label: {instance.next_sentence_label} ({meaning})")
+    if instance.next_sentence_label is not None:
+        meanings = _LABEL_MEANINGS[manifest.flags.get("next_sentence", "nsp")]
+        lines.append(f"next_sentence_label: {instance.next_sentence_label} "
+                     f"({meanings[instance.next_sentence_label]})")
     return "\n".join(lines)
 
 
@@ -68,6 +103,7 @@ def summary(manifest: Manifest) -> str:
              f"{manifest.total_instances:,} instances in {len(manifest.shards)} shard(s); "
              f"recipe {manifest.recipe}, padding {manifest.padding}, "
              f"masking {manifest.masking}",
+             objective(manifest),
              "flags: " + " ".join(f"{name}={flags.get(name)}" for name in shown),
              f"vocabulary: {manifest.vocab_path} (sha256 "
              f"{str(manifest.data.get('vocab_sha256'))[:12]}...)"]
@@ -77,16 +113,17 @@ def summary(manifest: Manifest) -> str:
     return "\n".join(lines)
 
 
-def statistics(lengths: Sequence[int], predictions: Sequence[int], random_next: int,
+def statistics(lengths: Sequence[int], predictions: Sequence[int], labels: int | None,
                max_seq_length: int) -> str:
-    """Means over the sample; `predictions` empty for unmasked data."""
+    """Means over the sample; `predictions` empty for unmasked data, `labels`
+    (how many are 1) None without a pair task."""
     lengths = np.asarray(lengths)
     masked = (f"predictions mean {np.mean(predictions):.1f}" if len(predictions)
               else "predictions made at load time")
+    share = "" if labels is None else f"; label 1 {labels / len(lengths):.1%}"
     return "\n".join([
         f"over {len(lengths):,} instances: tokens mean {lengths.mean():.1f}, median "
-        f"{np.median(lengths):.0f}, max {lengths.max()}; {masked}; random next "
-        f"{random_next / len(lengths):.1%}",
+        f"{np.median(lengths):.0f}, max {lengths.max()}; {masked}{share}",
         f"padding: {1 - lengths.mean() / max_seq_length:.1%} of the token slots when "
         f"padded to max_seq_length={max_seq_length}, "
         f"{dynamic_padding(lengths, BATCH_SIZE):.1%} when each batch of {BATCH_SIZE} is "
@@ -151,17 +188,18 @@ def report(dataset: str, *, num_instances: int = 20, max_records: int = 100_000,
                      "--vocab_file)")
     lengths: list[int] = []
     predictions: list[int] = []
-    random_next = 0
+    labels: int | None = None
     for instance in read_instances(manifest, limit=max(num_instances, max_records)):
         if instance.index < num_instances:
-            parts.append(describe(instance, tokens, manifest.masking))
+            parts.append(describe(instance, tokens, manifest))
         if len(lengths) < max_records:
             lengths.append(len(instance.input_ids))
-            random_next += instance.next_sentence_label
+            if instance.next_sentence_label is not None:
+                labels = (labels or 0) + instance.next_sentence_label
             if manifest.masking != "none":
                 predictions.append(len(instance.masked_lm_positions))
     if lengths:
-        parts.append(statistics(lengths, predictions, random_next, manifest.max_seq_length))
+        parts.append(statistics(lengths, predictions, labels, manifest.max_seq_length))
         parts.append(histogram_text(*histogram(lengths, manifest.max_seq_length),
                                     manifest.max_seq_length))
         if plot:

@@ -90,20 +90,26 @@ class Stages:
         return cls(
             instances=InstanceConfig(
                 max_seq_length=config.max_seq_length, short_seq_prob=config.short_seq_prob,
-                cls_id=vocab.cls_id, sep_id=vocab.sep_id, next_sentence=config.next_sentence),
+                cls_id=vocab.cls_id, sep_id=vocab.sep_id, next_sentence=config.next_sentence,
+                continues=tuple(vocab.continuation_flags()) if config.token_boundary else None),
             masking=masking_config(
                 vocab, masked_lm_prob=config.masked_lm_prob,
                 max_predictions_per_seq=config.max_predictions_per_seq,
                 do_whole_word_mask=config.do_whole_word_mask, ngram=config.ngram,
                 favor_shorter_ngram=config.favor_shorter_ngram,
                 max_ngram_size=config.max_ngram_size),
-            layout=RecordLayout(
-                padded=config.padding == "fixed", v2_names=config.use_v2_feature_names,
-                continues=tuple(vocab.continuation_flags()) if config.token_boundary else None,
-                next_sentence_labels=config.next_sentence != "none",
-                # --masking=none keeps empty masked_lm features for the loaders,
-                # unless there is no pair task either (ELECTRA's records).
-                masked_lm=config.masking == "static" or config.next_sentence != "none"))
+            layout=record_layout(config))
+
+
+def record_layout(config: Config) -> RecordLayout:
+    """The records' features as the flags ask."""
+    return RecordLayout(
+        padded=config.padding == "fixed", v2_names=config.use_v2_feature_names,
+        token_boundary=config.token_boundary,
+        next_sentence_labels=config.next_sentence != "none",
+        # --masking=none keeps empty masked_lm features for the loaders,
+        # unless there is no pair task either (ELECTRA's records).
+        masked_lm=config.masking == "static" or config.next_sentence != "none")
 
 
 def parse_bool(text: str) -> bool:

@@ -13,7 +13,7 @@ from typing import Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.options import Config, ConfigError, default_num_shards
+from pipeline.options import Config, ConfigError, default_num_shards, record_layout
 from transforms.documents import comma_separated
 
 STAGING_NAME = ".staging"
@@ -186,6 +186,8 @@ def publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
     manifest = {
         "format": "bert-pretraining-tfrecord/1",
         "flags": config.flags(),
+        # d2l's own features are described by its recipe.
+        "features": {} if config.recipe == "d2l" else record_layout(config).roles(),
         "vocab_sha256": vocab_sha256,
         "inputs": [{"path": p, "bytes": size} for p, size in inputs],
         "shards": [dict(s, path=layout.final_paths[s["shard"]])

@@ -15,6 +15,7 @@ from source when it starts and compiles on first use, once per worker process.
 from __future__ import annotations
 
 from transforms import jit_records, packing, sharding, tfrecord
+from transforms.example_writer import RecordLayout
 from transforms.fast_records import Engine, warm_up as warm_up_records
 from transforms.instances import InstanceConfig
 from transforms.masking import MaskingConfig
@@ -35,7 +36,8 @@ def warm_up() -> dict[str, tuple[int, int]]:
     """Runs every compiled kernel once (compiling it into the cache if needed);
     returns, per kernel, (signatures compiled, signatures loaded from the cache)."""
     for masking in (_MASKING, None):
-        warm_up_records(Engine.of(_INSTANCES, masking, max_predictions_per_seq=2, padded=True))
+        warm_up_records(Engine.of(_INSTANCES, masking, RecordLayout(),
+                                  max_predictions_per_seq=2))
     batch = RecordBatch.of([(3, b"b"), (2, b"a")])
     split_by_shard(batch, 2)
     entries, bounds, order = sorted_records(batch.entries.tobytes())

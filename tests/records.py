@@ -41,9 +41,9 @@ def encode_example(*, input_ids, segment_ids, masked_lm_positions, masked_lm_ids
     zeros then ones, as every instance's are."""
     import numpy as np
 
-    from transforms.example_writer import layout, layout_arrays, scratch_size, encode
+    from transforms.example_writer import RecordLayout, encode, layout_arrays, scratch_size
 
-    names, name_bounds, fields = layout_arrays(layout(padded=padded))
+    names, name_bounds, fields = layout_arrays(RecordLayout(padded=padded).features())
     segment_ids = list(segment_ids)
     segment_b_start = segment_ids.count(0)
     assert segment_ids == [0] * segment_b_start + [1] * (len(segment_ids) - segment_b_start)

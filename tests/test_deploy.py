@@ -37,6 +37,10 @@ NOT_IN_TEMPLATE = {
     "nodo_lower_case": "absl spelling of do_lower_case=false",
     "nodo_whole_word_mask": "absl spelling of do_whole_word_mask=false",
     "launch_only": "the template's main file always sets it",
+    "gzip_compress": "the Model Garden's spelling of compression=gzip",
+    "nofavor_shorter_ngram": "absl spelling of favor_shorter_ngram=false",
+    "nouse_v2_feature_names": "absl spelling of use_v2_feature_names=false",
+    "nogzip_compress": "absl spelling of gzip_compress=false",
 }
 # Pipeline options a launch passes besides the template's own parameters.
 PIPELINE_OPTIONS = {"sdk_container_image"}
@@ -94,6 +98,11 @@ def _samples(name: str, action) -> tuple[list[str], list[str]]:
     return ["true", "false"], ["yes please", ""]  # the CLI's booleans
 
 
+# Flags whose values need another flag (the CLI refuses them alone).
+NEEDS = {"max_ngram_size": ["--do_whole_word_mask"],
+         "whole_word_segmenter": ["--do_whole_word_mask"]}
+
+
 @pytest.mark.parametrize("name", sorted(PARAMS))
 def test_parameter_regexes_agree_with_the_cli(name):
     good, bad = _samples(name, _cli_actions()[name])
@@ -101,7 +110,7 @@ def test_parameter_regexes_agree_with_the_cli(name):
         assert _matches(PARAMS[name], value), value
         if name != "output_root":  # a refresh flag, not a pipeline flag
             base = [f for f in BASE_FLAGS if not f.startswith(f"--{name}=")]
-            parse_args([*base, f"--{name}={value}"])  # the pipeline takes it
+            parse_args([*base, *NEEDS.get(name, []), f"--{name}={value}"])  # the pipeline takes it
     for value in bad:
         assert not _matches(PARAMS[name], value), value
 

@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import DATA
+from transforms.example_writer import RecordLayout
 from transforms.fast_records import Engine, FlatSample, unit_records
 from oracle_bert import create_instances, encode_instance, mask_tokens, random_document_from_sample
 from transforms.instances import InstanceConfig
@@ -56,8 +57,8 @@ def python_records(doc_key, dupes, packed, sample, instances, masking, *, seed,
 
 def compiled_records(doc_key, dupes, packed, sample, instances, masking, *, seed,
                      max_predictions, padded):
-    engine = Engine.of(instances, masking, max_predictions_per_seq=max_predictions,
-                       padded=padded)
+    engine = Engine.of(instances, masking, RecordLayout(padded=padded),
+                       max_predictions_per_seq=max_predictions)
     batch, stats = unit_records([(doc_key, packed, dupes)], sample=FlatSample.of(sample),
                                 engine=engine, seed=seed)
     return entries(batch), stats
@@ -144,7 +145,7 @@ def test_a_unit_of_many_documents_is_their_records_one_after_another(uncased_voc
     docs = wiki_documents(uncased_vocab, 6)
     instances = InstanceConfig(max_seq_length=64, short_seq_prob=0.1,
                                cls_id=uncased_vocab.cls_id, sep_id=uncased_vocab.sep_id)
-    engine = Engine.of(instances, None, max_predictions_per_seq=5, padded=False)
+    engine = Engine.of(instances, None, RecordLayout(padded=False), max_predictions_per_seq=5)
     sample = FlatSample.of(docs[1::2])
     unit = [(key, packed, (i % 3, 4)) for i, (key, packed) in enumerate(docs)]
 

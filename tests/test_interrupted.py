@@ -13,6 +13,7 @@ import time
 import pytest
 
 from conftest import DATA, UNCASED_VOCAB
+from transforms.example_writer import RecordLayout
 from transforms.instances import InstanceConfig
 from transforms.masking import MaskingConfig
 from transforms.packing import pack_document
@@ -38,7 +39,7 @@ def test_a_killed_run_publishes_nothing_and_the_rerun_is_byte_identical(tmp_path
     # Compile the kernels first (once per checkout): a clean run that compiled them
     # would take ~12 s longer than the run killed at a fraction of its time.
     CreateRecords(instances=InstanceConfig(128, 0.1, 101, 102), masking=MASKING,
-                  max_predictions_per_seq=20, padded=True, seed=0).setup()
+                  layout=RecordLayout(), max_predictions_per_seq=20, seed=0).setup()
     clean = tmp_path / "clean"
     started = time.monotonic()
     subprocess.run(_command(clean), check=True, capture_output=True, timeout=600)
@@ -73,8 +74,8 @@ def test_retried_dofns_emit_the_same_elements():
     instances = InstanceConfig(max_seq_length=32, short_seq_prob=0.3, cls_id=101, sep_id=102)
     masking = dataclasses.replace(MASKING, max_predictions_per_seq=5)
     sample = [("other:1", pack_document([[2000, 2001, 2002]] * 4)), tokenized]
-    records = CreateRecords(instances=instances, masking=masking, max_predictions_per_seq=5,
-                            padded=True, seed=5)
+    records = CreateRecords(instances=instances, masking=masking, layout=RecordLayout(),
+                            max_predictions_per_seq=5, seed=5)
     records.setup()
     unit = [("doc:0", tokenized[1], (2, 5)), ("other:1", sample[0][1], (0, 3))]
     [batch] = list(records.process(unit, sample))

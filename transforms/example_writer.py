@@ -53,9 +53,7 @@ class RecordLayout:
 
     padded: bool = True  # --padding=fixed
     v2_names: bool = False  # --use_v2_feature_names
-    # Per vocabulary id, True for `##` pieces: set when the records carry
-    # ALBERT's token_boundary feature (1 where a word starts).
-    continues: tuple[bool, ...] | None = None
+    token_boundary: bool = False  # ALBERT's: 1 where a word starts
     # Without a sentence-pair task (ELECTRA's records): no label, and no
     # masked_lm features unless masked here.
     next_sentence_labels: bool = True
@@ -65,10 +63,15 @@ class RecordLayout:
         """Feature name -> field, in the sorted order the writer writes them."""
         names = V2_NAMES if self.v2_names else BERT_NAMES
         fields = [f for f in Field if (self.padded or f not in _ONLY_WHEN_PADDED)
-                  and (self.continues is not None or f != Field.TOKEN_BOUNDARY)
+                  and (self.token_boundary or f != Field.TOKEN_BOUNDARY)
                   and (self.next_sentence_labels or f != Field.NEXT_SENTENCE_LABELS)
                   and (self.masked_lm or f not in _MASKED_LM)]
         return dict(sorted((names[f], f) for f in fields))
+
+    def roles(self) -> dict[str, str]:
+        """Feature name -> what it holds (the original's name), for the
+        manifest: the loaders read any layout by it."""
+        return {name: BERT_NAMES[field] for name, field in self.features().items()}
 
 
 def layout_arrays(names_to_fields: dict[str, Field]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -51,6 +51,8 @@ class InstanceConfig:
     cls_id: int
     sep_id: int
     next_sentence: str = "nsp"  # a key of NEXT_SENTENCE_OBJECTIVES
+    # Per vocabulary id, True for `##` pieces (ALBERT's token_boundary).
+    continues: tuple[bool, ...] | None = None
 
 
 @njit(cache=True)

@@ -84,7 +84,7 @@ def settings(instances: InstanceConfig, masking_config: masking.MaskingConfig | 
              reference: bool = False) -> Settings:
     """The kernels' settings from the flags' configs; no masking config:
     --masking=none (records without predictions)."""
-    continues = layout.continues
+    continues = instances.continues if layout.token_boundary else None
     if masking_config is None:  # tables of a config that is never used
         masking_config = masking.MaskingConfig(
             masked_lm_prob=0.0, max_predictions_per_seq=0, vocab_size=0, mask_id=0,
