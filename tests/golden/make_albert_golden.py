@@ -45,24 +45,24 @@ Outputs (under --out_dir):
 
 from __future__ import annotations
 
-import argparse
-import gzip
-import hashlib
-import json
-import os
-import statistics
-import subprocess
+import functools
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
-TESTS_DIR = Path(__file__).resolve().parents[1]
-DEFAULT_DATA_DIR = TESTS_DIR / "data"
-DEFAULT_STATS_CORPUS = DEFAULT_DATA_DIR / "wikitext2_valid.txt"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# pylint: disable=wrong-import-position
+from golden_common import (CHINESE_VOCAB, DEFAULT_DATA_DIR, HASH_SEEDS,
+                           UNCASED_VOCAB, case_header, check_bert_shapes,
+                           check_ok, decode_outputs, flag_case, golden_parser,
+                           output_file_args, output_paths, parse_golden_args,
+                           read_examples, recorded_stats_flags, require_same,
+                           run_runner, run_twice, seed_stats, tests_module,
+                           write_case_outputs, write_cases, write_stats)
 
-UNCASED_VOCAB = "bert-base-uncased-vocab.txt"
-CHINESE_VOCAB = "bert-base-chinese-vocab.txt"
+DEFAULT_STATS_CORPUS = DEFAULT_DATA_DIR / "wikitext2_valid.txt"
+MASK_ID = 103
 
 # Defaults of ALBERT's flags (commit b772393). All are passed explicitly,
 # except spm_model_file, whose default None must stay unset for the WordPiece
@@ -96,15 +96,8 @@ FEATURE_KEYS = (
 )
 
 
-def _case(name: str, input_file: str, vocab_file: str, num_outputs: int,
-          **overrides: Any) -> dict[str, Any]:
-    unknown = set(overrides) - set(ORIGINAL_DEFAULTS)
-    if unknown:
-        raise ValueError(f"unknown flags {unknown}")
-    flags = {"input_file": input_file, "vocab_file": vocab_file}
-    flags.update(ORIGINAL_DEFAULTS)
-    flags.update(overrides)
-    return {"name": name, "flags": flags, "num_output_files": num_outputs}
+# _case(name, input_file, vocab_file, num_outputs, **flag_overrides)
+_case = functools.partial(flag_case, ORIGINAL_DEFAULTS)
 
 
 # Flags not given here keep ALBERT's defaults, except do_whole_word_mask:
@@ -187,138 +180,59 @@ runpy.run_path(script, run_name="__main__")
 """
 
 
-def _flag_args(flags: dict[str, Any]) -> list[str]:
-    args = []
-    for key, value in flags.items():
-        if value is None:
-            continue
-        if isinstance(value, bool):
-            value = "true" if value else "false"
-        args.append(f"--{key}={value}")
-    return args
-
-
 def run_original(albert_dir: Path, flags: dict[str, Any],
                  output_files: list[str], cwd: Path, python: str,
                  hash_seed: str = "0") -> None:
     """Run ALBERT's script once; raise with its log if it fails."""
-    argv = [python, "-c", _RUNNER, str(albert_dir)]
-    argv += _flag_args(flags) + [f"--output_file={','.join(output_files)}"]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONHASHSEED=hash_seed,
-               CUDA_VISIBLE_DEVICES="")
-    proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True,
-                          text=True)
-    if proc.returncode != 0:
-        sys.stderr.write(proc.stdout + proc.stderr)
-        raise RuntimeError(f"ALBERT script failed with {proc.returncode}")
+    check_ok(run_runner(python, _RUNNER,
+                        [str(albert_dir), *output_file_args(flags, output_files)],
+                        cwd, hash_seed), "ALBERT script")
 
 
 def read_records(path: str) -> Iterator[dict[str, list]]:
     """Decode a TFRecord file of tf.train.Example into plain dicts."""
-    import tensorflow as tf
-
-    for raw in tf.data.TFRecordDataset(path).as_numpy_iterator():
-        example = tf.train.Example.FromString(raw)
-        feats = example.features.feature
-        if set(feats.keys()) != set(FEATURE_KEYS):
-            raise ValueError(f"unexpected features {sorted(feats.keys())}")
-        rec: dict[str, list] = {}
-        for key in FEATURE_KEYS:
-            if key == "masked_lm_weights":
-                rec[key] = [float(v) for v in feats[key].float_list.value]
-            else:
-                rec[key] = [int(v) for v in feats[key].int64_list.value]
-        yield rec
+    return read_examples(path, FEATURE_KEYS)
 
 
 def _check_shapes(rec: dict[str, list], flags: dict[str, Any]) -> None:
-    seq = flags["max_seq_length"]
     preds = flags["max_predictions_per_seq"] * (1 + int(flags["do_permutation"]))
-    expected = {"input_ids": seq, "input_mask": seq, "segment_ids": seq,
-                "token_boundary": seq, "masked_lm_positions": preds,
-                "masked_lm_ids": preds, "masked_lm_weights": preds,
-                "next_sentence_labels": 1}
-    for key, length in expected.items():
-        if len(rec[key]) != length:
-            raise ValueError(f"{key} has length {len(rec[key])}, not {length}")
-
-
-def write_jsonl_gz(records: list[dict[str, list]], path: Path) -> None:
-    """Write records as gzipped JSON lines with reproducible bytes."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as raw:
-        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
-                           compresslevel=9) as gz:
-            for rec in records:
-                line = json.dumps(rec, separators=(",", ":"))
-                gz.write(line.encode("utf-8") + b"\n")
-
-
-def _sha256(path: Path | str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    check_bert_shapes(rec, flags, extra_seq_keys=("token_boundary",),
+                      preds=preds)
 
 
 def run_and_decode(case: dict[str, Any], albert_dir: Path, data_dir: Path,
                    tmp: Path, python: str, hash_seed: str
                    ) -> tuple[list[list[dict[str, list]]], list[str]]:
     """Run one case; return decoded records and sha256 of each TFRecord."""
-    outputs = [str(tmp / f"out-{k}.tfrecord")
-               for k in range(case["num_output_files"])]
+    outputs = output_paths(tmp, case["num_output_files"])
     run_original(albert_dir, case["flags"], outputs, data_dir, python,
                  hash_seed)
-    decoded = []
-    for out in outputs:
-        records = list(read_records(out))
-        for rec in records:
-            _check_shapes(rec, case["flags"])
-        decoded.append(records)
-    return decoded, [_sha256(out) for out in outputs]
+    return decode_outputs(outputs, read_records,
+                          lambda rec: _check_shapes(rec, case["flags"]))
 
 
 def make_case(case: dict[str, Any], albert_dir: Path, data_dir: Path,
               out_dir: Path, python: str, check_determinism: bool
               ) -> dict[str, Any]:
     name = case["name"]
-    with tempfile.TemporaryDirectory(prefix=f"golden_albert_{name}_") as tmp:
-        decoded, shas = run_and_decode(case, albert_dir, data_dir, Path(tmp),
-                                       python, hash_seed="0")
+    (decoded, shas), second = run_twice(
+        lambda tmp, hash_seed: run_and_decode(case, albert_dir, data_dir,
+                                              tmp, python, hash_seed),
+        f"golden_albert_{name}", check_determinism)
     determinism = None
-    if check_determinism:
-        with tempfile.TemporaryDirectory(
-                prefix=f"golden_albert_{name}_2_") as tmp:
-            again, shas2 = run_and_decode(case, albert_dir, data_dir,
-                                          Path(tmp), python,
-                                          hash_seed="12345")
-        if again != decoded:
-            raise RuntimeError(f"{name}: second run produced other records")
+    if second is not None:
+        again, shas2 = second
+        require_same(name, decoded, again)
         # Raw bytes may differ: upb serializes the Features map in a
         # per-process order, so only decoded records are compared.
         determinism = {"identical_records": True,
                        "identical_tfrecord_bytes": shas == shas2,
-                       "pythonhashseeds": ["0", "12345"]}
+                       "pythonhashseeds": list(HASH_SEEDS)}
         print(f"  {name}: second run (PYTHONHASHSEED 12345 vs 0) gave "
               f"identical records (raw TFRecord bytes identical: "
               f"{shas == shas2})")
 
-    outputs = []
-    for k, records in enumerate(decoded):
-        rel = f"{name}/out-{k}.jsonl.gz"
-        write_jsonl_gz(records, out_dir / rel)
-        outputs.append({"path": rel, "records": len(records)})
-    counts = [len(r) for r in decoded]
-    print(f"  {name}: records per output file {counts}")
-    result = {
-        "name": name,
-        "flags": case["flags"],
-        "num_output_files": case["num_output_files"],
-        "record_counts": counts,
-        "total_records": sum(counts),
-        "outputs": outputs,
-    }
+    result = {**case_header(case), **write_case_outputs(name, decoded, out_dir)}
     if determinism is not None:
         result["determinism_check"] = determinism
     return result
@@ -329,101 +243,43 @@ def make_stats(corpus: Path, albert_dir: Path, data_dir: Path, out_dir: Path,
     """Run ALBERT (SOP mode) on a full corpus once per seed; record
     instance_stats() and span_stats() of each run, their mean and their
     seed-to-seed (sample) standard deviation."""
-    sys.path.insert(0, str(TESTS_DIR))
-    # pylint: disable=import-outside-toplevel
-    from stats_albert import span_stats
-    from stats_util import instance_stats
+    span_stats = tests_module("stats_albert").span_stats
+    instance_stats = tests_module("stats_util").instance_stats
 
     flags = {"input_file": str(corpus.resolve()), "vocab_file": UNCASED_VOCAB}
     flags.update(STATS_FLAGS)
-    mask_id = 103
-    runs = []
-    for seed in seeds:
+
+    def stats_of(seed: int) -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="golden_albert_stats_") as tmp:
-            out = str(Path(tmp) / "out-0.tfrecord")
-            run_original(albert_dir, dict(flags, random_seed=seed), [out],
+            outputs = output_paths(Path(tmp), 1)
+            run_original(albert_dir, dict(flags, random_seed=seed), outputs,
                          data_dir, python)
-            records = list(read_records(out))
-        stats = instance_stats(records, flags["max_seq_length"], mask_id)
+            records = list(read_records(outputs[0]))
+        stats = instance_stats(records, flags["max_seq_length"], MASK_ID)
         stats.update(span_stats(records))
-        runs.append({"random_seed": seed, "stats": stats})
-        print(f"  seed {seed}: {json.dumps(stats)}")
-    names = list(runs[0]["stats"])
-    values = {name: [run["stats"][name] for run in runs] for name in names}
-    recorded_flags = dict(flags, input_file=corpus.name)
-    del recorded_flags["random_seed"]
-    result = {
-        "corpus": corpus.name,
-        "corpus_sha256": _sha256(corpus),
-        "corpus_bytes": corpus.stat().st_size,
-        "flags": recorded_flags,
-        "num_output_files": 1,
-        "mask_id": mask_id,
-        "seeds": seeds,
-        "mean": {name: statistics.mean(v) for name, v in values.items()},
-        "sd": {name: statistics.stdev(v) for name, v in values.items()},
-        "runs": runs,
-    }
-    path = out_dir / f"{corpus.stem}_sop_stats.json"
-    path.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"  stats written to {path}")
-    return result
+        return stats
+
+    return seed_stats(corpus, seeds, stats_of,
+                      out_dir / f"{corpus.stem}_sop_stats.json",
+                      flags=recorded_stats_flags(flags, corpus),
+                      num_output_files=1, mask_id=MASK_ID, seeds=seeds)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[1])
-    parser.add_argument("--albert_dir", required=True, type=Path,
-                        help="checkout of google-research/albert")
-    parser.add_argument("--out_dir", required=True, type=Path)
-    parser.add_argument("--stats_corpus", type=Path,
-                        default=DEFAULT_STATS_CORPUS)
-    parser.add_argument("--data_dir", type=Path, default=DEFAULT_DATA_DIR,
-                        help="directory with the input corpora and vocabs")
-    parser.add_argument("--python", default=sys.executable,
-                        help="interpreter with tensorflow and six")
-    parser.add_argument("--cases", default="",
-                        help="comma-separated subset of case names")
-    parser.add_argument("--skip_stats", action="store_true")
-    parser.add_argument("--skip_cases", action="store_true",
-                        help="only (re)compute the statistics file")
-    parser.add_argument("--stats_seeds", default="12345,1,2,3,4,5,6,7",
-                        help="comma-separated random seeds of the statistics "
-                             "runs")
-    parser.add_argument("--check_determinism", action="store_true",
-                        help="run each case twice (PYTHONHASHSEED 0 and "
-                             "12345) and compare the records")
-    args = parser.parse_args()
-
-    albert_dir = args.albert_dir.resolve()
-    data_dir = args.data_dir.resolve()
-    out_dir = args.out_dir.resolve()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if not (albert_dir / "create_pretraining_data.py").is_file():
-        parser.error(f"no create_pretraining_data.py in {albert_dir}")
-
-    wanted = set(filter(None, args.cases.split(",")))
-    cases_path = out_dir / "cases.json"
-    previous = {}
-    if wanted and cases_path.exists():
-        previous = {c["name"]: c for c in json.loads(cases_path.read_text())}
-
-    results = []
-    for case in [] if args.skip_cases else CASES:
-        if wanted and case["name"] not in wanted:
-            if case["name"] in previous:
-                results.append(previous[case["name"]])
-            continue
-        print(f"case {case['name']}")
-        results.append(make_case(case, albert_dir, data_dir, out_dir,
-                                 args.python, args.check_determinism))
-    if not args.skip_cases:
-        cases_path.write_text(json.dumps(results, indent=2) + "\n")
-
-    if not args.skip_stats:
-        print(f"stats on {args.stats_corpus}")
-        make_stats(args.stats_corpus, albert_dir, data_dir, out_dir,
-                   args.python,
-                   [int(seed) for seed in args.stats_seeds.split(",")])
+    parser = golden_parser(
+        __doc__, "--albert_dir", "checkout of google-research/albert",
+        python_help="interpreter with tensorflow and six",
+        check_help="run each case twice (PYTHONHASHSEED 0 and 12345) and "
+                   "compare the records",
+        stats_corpus=DEFAULT_STATS_CORPUS, stats_seeds="12345,1,2,3,4,5,6,7")
+    args = parse_golden_args(parser, "albert_dir",
+                             "create_pretraining_data.py")
+    write_cases(args, CASES, lambda case: make_case(
+        case, args.albert_dir, args.data_dir, args.out_dir, args.python,
+        args.check_determinism))
+    write_stats(args, lambda seeds: make_stats(
+        args.stats_corpus, args.albert_dir, args.data_dir, args.out_dir,
+        args.python, seeds))
 
 
 if __name__ == "__main__":

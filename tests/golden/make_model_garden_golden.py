@@ -32,25 +32,30 @@ Outputs (under --out_dir):
 
 from __future__ import annotations
 
-import argparse
 import gzip
-import hashlib
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
-TESTS_DIR = Path(__file__).resolve().parents[1]
-DEFAULT_DATA_DIR = TESTS_DIR / "data"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# pylint: disable=wrong-import-position
+from golden_common import (BERT_FEATURE_KEYS, CHINESE_VOCAB,
+                           DEFAULT_DATA_DIR, UNCASED_VOCAB, case_header,
+                           check_bert_shapes, check_ok, decode_outputs,
+                           flag_case, golden_parser, output_file_args,
+                           output_paths, parse_golden_args, read_examples,
+                           recorded_stats_flags, require_same, run_runner,
+                           run_twice, seed_stats, sha256_file, tests_module,
+                           write_case_outputs, write_cases, write_json,
+                           write_stats)
+
 DEFAULT_STATS_CORPUS = DEFAULT_DATA_DIR / "wikitext2_valid.txt"
 SCRIPT = "official/nlp/data/create_pretraining_data.py"
-
-UNCASED_VOCAB = "bert-base-uncased-vocab.txt"
-CHINESE_VOCAB = "bert-base-chinese-vocab.txt"
+MASK_ID = 103
 
 # Defaults of the Model Garden script's flags. Every flag is passed explicitly
 # except those whose value is None (absl cannot spell None on the command
@@ -71,15 +76,7 @@ ORIGINAL_DEFAULTS: dict[str, Any] = {
     "short_seq_prob": 0.1,
 }
 
-V1_KEYS = (
-    "input_ids",
-    "input_mask",
-    "segment_ids",
-    "masked_lm_positions",
-    "masked_lm_ids",
-    "masked_lm_weights",
-    "next_sentence_labels",
-)
+V1_KEYS = BERT_FEATURE_KEYS
 # use_v2_feature_names renames input_ids and segment_ids only.
 V2_RENAMES = {"input_ids": "input_word_ids", "segment_ids": "input_type_ids"}
 V2_KEYS = tuple(V2_RENAMES.get(key, key) for key in V1_KEYS)
@@ -89,13 +86,8 @@ NGRAM_WITHOUT_WWM_ERROR = "cannot use ngram masking without whole word masking"
 
 def _case(name: str, input_file: str, vocab_file: str, num_outputs: int,
           expect_error: str | None = None, **overrides: Any) -> dict[str, Any]:
-    unknown = set(overrides) - set(ORIGINAL_DEFAULTS)
-    if unknown:
-        raise ValueError(f"unknown flags {unknown}")
-    flags = {"input_file": input_file, "vocab_file": vocab_file}
-    flags.update(ORIGINAL_DEFAULTS)
-    flags.update(overrides)
-    case = {"name": name, "flags": flags, "num_output_files": num_outputs}
+    case = flag_case(ORIGINAL_DEFAULTS, name, input_file, vocab_file,
+                     num_outputs, **overrides)
     if expect_error:
         case["expect_error"] = expect_error
     return case
@@ -158,91 +150,27 @@ runpy.run_path(script, run_name="__main__")
 """
 
 
-def _flag_args(flags: dict[str, Any]) -> list[str]:
-    args = []
-    for key, value in flags.items():
-        if value is None:
-            continue
-        if isinstance(value, bool):
-            value = "true" if value else "false"
-        args.append(f"--{key}={value}")
-    return args
-
-
 def run_model_garden(models_dir: Path, flags: dict[str, Any],
                      output_files: list[str], cwd: Path, python: str,
                      hash_seed: str = "0") -> subprocess.CompletedProcess:
     """Run the script once and return the finished process (not checked)."""
-    argv = [python, "-c", _RUNNER, str(models_dir)]
-    argv += _flag_args(flags) + [f"--output_file={','.join(output_files)}"]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONHASHSEED=hash_seed,
-               CUDA_VISIBLE_DEVICES="")
-    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True,
-                          text=True)
-
-
-def _check_ok(proc: subprocess.CompletedProcess) -> None:
-    if proc.returncode != 0:
-        sys.stderr.write(proc.stdout + proc.stderr)
-        raise RuntimeError(f"script failed with {proc.returncode}")
+    return run_runner(python, _RUNNER,
+                      [str(models_dir), *output_file_args(flags, output_files)],
+                      cwd, hash_seed)
 
 
 def read_records(path: str, gzip_compress: bool = False,
                  v2_names: bool = False) -> Iterator[dict[str, list]]:
     """Decode a TFRecord file of tf.train.Example into plain dicts, keyed by
     the feature names found in the file (which must be the expected set)."""
-    import tensorflow as tf
-
-    keys = V2_KEYS if v2_names else V1_KEYS
-    dataset = tf.data.TFRecordDataset(
-        path, compression_type="GZIP" if gzip_compress else "")
-    for raw in dataset.as_numpy_iterator():
-        example = tf.train.Example.FromString(raw)
-        feats = example.features.feature
-        if set(feats.keys()) != set(keys):
-            raise ValueError(f"unexpected features {sorted(feats.keys())}")
-        rec: dict[str, list] = {}
-        for key in keys:
-            if key == "masked_lm_weights":
-                rec[key] = [float(v) for v in feats[key].float_list.value]
-            else:
-                rec[key] = [int(v) for v in feats[key].int64_list.value]
-        yield rec
+    return read_examples(path, V2_KEYS if v2_names else V1_KEYS,
+                         "GZIP" if gzip_compress else "")
 
 
 def as_v1(rec: dict[str, list]) -> dict[str, list]:
     """A record with v2 feature names renamed to the v1 ones."""
     inverse = {v2: v1 for v1, v2 in V2_RENAMES.items()}
     return {inverse.get(key, key): value for key, value in rec.items()}
-
-
-def _check_shapes(rec: dict[str, list], flags: dict[str, Any]) -> None:
-    seq, preds = flags["max_seq_length"], flags["max_predictions_per_seq"]
-    expected = {"input_ids": seq, "input_mask": seq, "segment_ids": seq,
-                "masked_lm_positions": preds, "masked_lm_ids": preds,
-                "masked_lm_weights": preds, "next_sentence_labels": 1}
-    for key, length in expected.items():
-        if len(rec[key]) != length:
-            raise ValueError(f"{key} has length {len(rec[key])}, not {length}")
-
-
-def write_jsonl_gz(records: list[dict[str, list]], path: Path) -> None:
-    """Write records as gzipped JSON lines with reproducible bytes."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as raw:
-        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
-                           compresslevel=9) as gz:
-            for rec in records:
-                line = json.dumps(rec, separators=(",", ":"))
-                gz.write(line.encode("utf-8") + b"\n")
-
-
-def _sha256(path: Path | str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _is_gzip(path: str) -> bool:
@@ -256,28 +184,24 @@ def run_and_decode(case: dict[str, Any], models_dir: Path, data_dir: Path,
     """Run one case that must succeed; return the decoded records and the
     sha256 of each TFRecord file."""
     flags = case["flags"]
-    outputs = [str(tmp / f"out-{k}.tfrecord")
-               for k in range(case["num_output_files"])]
-    _check_ok(run_model_garden(models_dir, flags, outputs, data_dir, python,
-                               hash_seed))
-    decoded = []
+    outputs = output_paths(tmp, case["num_output_files"])
+    check_ok(run_model_garden(models_dir, flags, outputs, data_dir, python,
+                              hash_seed))
     for out in outputs:
         if _is_gzip(out) != bool(flags["gzip_compress"]):
             raise RuntimeError(f"{out}: gzip magic does not match the flag")
-        records = list(read_records(out, flags["gzip_compress"],
-                                    flags["use_v2_feature_names"]))
-        for rec in records:
-            _check_shapes(as_v1(rec), flags)
-        decoded.append(records)
-    return decoded, [_sha256(out) for out in outputs]
+    return decode_outputs(
+        outputs,
+        lambda out: read_records(out, flags["gzip_compress"],
+                                 flags["use_v2_feature_names"]),
+        lambda rec: check_bert_shapes(as_v1(rec), flags))
 
 
 def run_expecting_error(case: dict[str, Any], models_dir: Path,
                         data_dir: Path, tmp: Path, python: str,
                         hash_seed: str) -> dict[str, Any]:
     """Run a case that must fail with case['expect_error']."""
-    outputs = [str(tmp / f"out-{k}.tfrecord")
-               for k in range(case["num_output_files"])]
+    outputs = output_paths(tmp, case["num_output_files"])
     proc = run_model_garden(models_dir, case["flags"], outputs, data_dir,
                             python, hash_seed)
     log = proc.stdout + proc.stderr
@@ -294,19 +218,14 @@ def make_case(case: dict[str, Any], models_dir: Path, data_dir: Path,
               out_dir: Path, python: str, check_determinism: bool
               ) -> dict[str, Any]:
     name = case["name"]
-    result = {"name": name, "flags": case["flags"],
-              "num_output_files": case["num_output_files"]}
+    result = case_header(case)
     if "expect_error" in case:
-        with tempfile.TemporaryDirectory(prefix=f"mg_golden_{name}_") as tmp:
-            error = run_expecting_error(case, models_dir, data_dir, Path(tmp),
-                                        python, hash_seed="0")
-        if check_determinism:
-            with tempfile.TemporaryDirectory(prefix=f"mg_golden_{name}_2_") as tmp:
-                again = run_expecting_error(case, models_dir, data_dir,
-                                            Path(tmp), python,
-                                            hash_seed="12345")
-            if again != error:
-                raise RuntimeError(f"{name}: second run failed differently")
+        error, again = run_twice(
+            lambda tmp, hash_seed: run_expecting_error(
+                case, models_dir, data_dir, tmp, python, hash_seed),
+            f"mg_golden_{name}", check_determinism)
+        if again is not None:
+            require_same(name, error, again, "failed differently")
             print(f"  {name}: second run (PYTHONHASHSEED=12345) failed the "
                   f"same way")
         print(f"  {name}: failed as expected: {error['last_log_line']}")
@@ -314,33 +233,24 @@ def make_case(case: dict[str, Any], models_dir: Path, data_dir: Path,
                       total_records=0, outputs=[])
         return result
 
-    with tempfile.TemporaryDirectory(prefix=f"mg_golden_{name}_") as tmp:
-        decoded, shas = run_and_decode(case, models_dir, data_dir, Path(tmp),
-                                       python, hash_seed="0")
-    if check_determinism:
-        with tempfile.TemporaryDirectory(prefix=f"mg_golden_{name}_2_") as tmp:
-            again, shas2 = run_and_decode(case, models_dir, data_dir,
-                                          Path(tmp), python,
-                                          hash_seed="12345")
-        if again != decoded:
-            raise RuntimeError(f"{name}: second run produced other records")
+    (decoded, shas), second = run_twice(
+        lambda tmp, hash_seed: run_and_decode(case, models_dir, data_dir,
+                                              tmp, python, hash_seed),
+        f"mg_golden_{name}", check_determinism)
+    if second is not None:
+        again, shas2 = second
+        require_same(name, decoded, again)
         # Raw bytes may differ (upb serializes the Features map in a
         # per-process order), so only decoded records are compared.
         print(f"  {name}: second run (PYTHONHASHSEED=12345) gave identical "
               f"records (raw TFRecord bytes identical: {shas == shas2})")
 
-    outputs = []
-    for k, records in enumerate(decoded):
-        rel = f"{name}/out-{k}.jsonl.gz"
-        write_jsonl_gz(records, out_dir / rel)
-        outputs.append({"path": rel, "records": len(records)})
-    counts = [len(r) for r in decoded]
-    print(f"  {name}: records per output file {counts}")
+    flags = case["flags"]
     result.update(
-        feature_names=list(V2_KEYS if case["flags"]["use_v2_feature_names"]
+        feature_names=list(V2_KEYS if flags["use_v2_feature_names"]
                            else V1_KEYS),
-        compression="GZIP" if case["flags"]["gzip_compress"] else "",
-        record_counts=counts, total_records=sum(counts), outputs=outputs)
+        compression="GZIP" if flags["gzip_compress"] else "",
+        **write_case_outputs(name, decoded, out_dir))
     return result
 
 
@@ -354,7 +264,6 @@ def compare_with_bert(case: dict[str, Any], records: list[dict[str, list]],
     the Model Garden script makes exactly the same draws from the seeded
     generator and only picks other candidates from the shuffled list.
     """
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     import make_pipeline_golden as bert_golden  # pylint: disable=import-outside-toplevel
 
     keys = ["input_file", "vocab_file", *bert_golden.ORIGINAL_DEFAULTS]
@@ -407,43 +316,26 @@ def make_stats(corpus: Path, models_dir: Path, data_dir: Path, out_dir: Path,
                python: str, seeds: list[int]) -> dict[str, Any]:
     """Run n-gram masking on a full corpus once per seed and record instance
     and span statistics, their mean and their seed-to-seed sd."""
-    sys.path.insert(0, str(TESTS_DIR))
-    from stats_ngram import span_stats  # pylint: disable=import-outside-toplevel
-    from stats_util import instance_stats  # pylint: disable=import-outside-toplevel
+    span_stats = tests_module("stats_ngram").span_stats
+    instance_stats = tests_module("stats_util").instance_stats
 
     flags = dict(STATS_FLAGS, input_file=str(corpus.resolve()))
-    mask_id = 103
-    runs = []
-    for seed in seeds:
+
+    def stats_of(seed: int) -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="mg_golden_stats_") as tmp:
-            out = str(Path(tmp) / "out-0.tfrecord")
-            _check_ok(run_model_garden(models_dir, dict(flags, random_seed=seed),
-                                       [out], data_dir, python))
-            records = list(read_records(out))
-        stats = instance_stats(records, flags["max_seq_length"], mask_id)
+            outputs = output_paths(Path(tmp), 1)
+            check_ok(run_model_garden(models_dir, dict(flags, random_seed=seed),
+                                      outputs, data_dir, python))
+            records = list(read_records(outputs[0]))
+        stats = instance_stats(records, flags["max_seq_length"], MASK_ID)
         stats.update(span_stats(records))
-        runs.append({"random_seed": seed, "stats": stats})
-        print(f"  seed {seed}: {json.dumps(stats)}")
-    names = list(runs[0]["stats"])
-    values = {name: [run["stats"][name] for run in runs] for name in names}
-    recorded_flags = dict(flags, input_file=corpus.name)
-    del recorded_flags["random_seed"]
-    result = {
-        "corpus": corpus.name,
-        "corpus_sha256": _sha256(corpus),
-        "corpus_bytes": corpus.stat().st_size,
-        "flags": recorded_flags,
-        "num_output_files": 1,
-        "mask_id": mask_id,
-        "global_random_seeded_with": "random_seed",
-        "mean": {name: statistics.mean(v) for name, v in values.items()},
-        "sd": {name: statistics.stdev(v) for name, v in values.items()},
-        "runs": runs,
-    }
-    path = out_dir / f"{corpus.stem}_ngram_stats.json"
-    path.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"  stats written to {path}")
-    return result
+        return stats
+
+    return seed_stats(corpus, seeds, stats_of,
+                      out_dir / f"{corpus.stem}_ngram_stats.json",
+                      flags=recorded_stats_flags(flags, corpus),
+                      num_output_files=1, mask_id=MASK_ID,
+                      global_random_seeded_with="random_seed")
 
 
 def _model_garden_info(models_dir: Path, wheel: Path | None
@@ -459,10 +351,10 @@ def _model_garden_info(models_dir: Path, wheel: Path | None
         "package": "tf-models-official",
         "version": version,
         "wheel": wheel.name if wheel else None,
-        "wheel_sha256": _sha256(wheel) if wheel else None,
+        "wheel_sha256": sha256_file(wheel) if wheel else None,
         "script": SCRIPT,
-        "script_sha256": _sha256(models_dir / SCRIPT),
-        "tokenization_sha256": _sha256(
+        "script_sha256": sha256_file(models_dir / SCRIPT),
+        "tokenization_sha256": sha256_file(
             models_dir / "official/nlp/tools/tokenization.py"),
         "stubbed_imports": ["sentencepiece", "tf_keras"],
         "global_random_seed": "random.seed(random_seed), after imports",
@@ -470,73 +362,39 @@ def _model_garden_info(models_dir: Path, wheel: Path | None
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[1])
-    parser.add_argument("--models_dir", required=True, type=Path,
-                        help="unzipped tf-models-official wheel (the "
-                             "directory that holds `official/`)")
-    parser.add_argument("--out_dir", required=True, type=Path)
-    parser.add_argument("--stats_corpus", type=Path,
-                        default=DEFAULT_STATS_CORPUS)
-    parser.add_argument("--data_dir", type=Path, default=DEFAULT_DATA_DIR,
-                        help="directory with the input corpora and vocabs")
-    parser.add_argument("--python", default=sys.executable,
-                        help="interpreter with tensorflow for the script")
-    parser.add_argument("--cases", default="",
-                        help="comma-separated subset of case names")
-    parser.add_argument("--skip_stats", action="store_true")
-    parser.add_argument("--skip_cases", action="store_true",
-                        help="only (re)compute the statistics file")
-    parser.add_argument("--stats_seeds", default=DEFAULT_STATS_SEEDS,
-                        help="comma-separated random seeds of the statistics runs")
-    parser.add_argument("--check_determinism", action="store_true",
-                        help="run each case twice and compare the records")
+    parser = golden_parser(
+        __doc__, "--models_dir", "unzipped tf-models-official wheel (the "
+                                 "directory that holds `official/`)",
+        python_help="interpreter with tensorflow for the script",
+        check_help="run each case twice and compare the records",
+        stats_corpus=DEFAULT_STATS_CORPUS, stats_seeds=DEFAULT_STATS_SEEDS)
     parser.add_argument("--wheel", type=Path, default=None,
                         help="optional: the wheel --models_dir was unzipped "
                              "from, to record its sha256")
     parser.add_argument("--bert_dir", type=Path, default=None,
                         help="optional google-research/bert checkout: compare "
                              "mg_default with the original script's output")
-    args = parser.parse_args()
-
-    models_dir = args.models_dir.resolve()
-    data_dir = args.data_dir.resolve()
-    out_dir = args.out_dir.resolve()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if not (models_dir / SCRIPT).is_file():
-        parser.error(f"no {SCRIPT} in {models_dir}")
-    info = _model_garden_info(models_dir, args.wheel)
+    args = parse_golden_args(parser, "models_dir", SCRIPT)
+    info = _model_garden_info(args.models_dir, args.wheel)
     print(f"model garden: {json.dumps(info)}")
 
-    wanted = set(filter(None, args.cases.split(",")))
-    cases_path = out_dir / "cases.json"
-    previous = {}
-    if wanted and cases_path.exists():
-        previous = {c["name"]: c for c in json.loads(cases_path.read_text())}
-
-    results = []
-    for case in [] if args.skip_cases else CASES:
-        if wanted and case["name"] not in wanted:
-            if case["name"] in previous:
-                results.append(previous[case["name"]])
-            continue
-        print(f"case {case['name']}")
-        result = make_case(case, models_dir, data_dir, out_dir, args.python,
-                           args.check_determinism)
+    def make(case: dict[str, Any]) -> dict[str, Any]:
+        result = make_case(case, args.models_dir, args.data_dir, args.out_dir,
+                           args.python, args.check_determinism)
         if args.bert_dir is not None and case["name"] == "mg_default":
-            with gzip.open(out_dir / result["outputs"][0]["path"], "rt") as f:
+            with gzip.open(args.out_dir / result["outputs"][0]["path"],
+                           "rt") as f:
                 records = [json.loads(line) for line in f]
             result["bert_comparison"] = compare_with_bert(
-                case, records, args.bert_dir.resolve(), data_dir, args.python)
-        results.append(result)
-    if not args.skip_cases:
-        cases_path.write_text(json.dumps(results, indent=2) + "\n")
-        (out_dir / "model_garden.json").write_text(
-            json.dumps(info, indent=2) + "\n")
+                case, records, args.bert_dir.resolve(), args.data_dir,
+                args.python)
+        return result
 
-    if not args.skip_stats:
-        print(f"stats on {args.stats_corpus}")
-        make_stats(args.stats_corpus, models_dir, data_dir, out_dir,
-                   args.python, [int(seed) for seed in args.stats_seeds.split(",")])
+    if write_cases(args, CASES, make):
+        write_json(args.out_dir / "model_garden.json", info)
+    write_stats(args, lambda seeds: make_stats(
+        args.stats_corpus, args.models_dir, args.data_dir, args.out_dir,
+        args.python, seeds))
 
 
 if __name__ == "__main__":
