@@ -91,7 +91,8 @@ class Stages:
             instances=InstanceConfig(
                 max_seq_length=config.max_seq_length, short_seq_prob=config.short_seq_prob,
                 cls_id=vocab.cls_id, sep_id=vocab.sep_id, next_sentence=config.next_sentence,
-                continues=tuple(vocab.continuation_flags()) if config.token_boundary else None),
+                continues=tuple(vocab.continuation_flags()) if config.token_boundary else None,
+                segmented=config.whole_word_segmenter != "none"),
             masking=masking_config(
                 vocab, masked_lm_prob=config.masked_lm_prob,
                 max_predictions_per_seq=config.max_predictions_per_seq,

@@ -3,7 +3,7 @@
 Every process that creates records (a DirectRunner worker, a Dataflow worker
 process) loads the compiled kernels from the cache beside the modules
 (`__pycache__`, numba's `cache=True`) and compiles them only when the cache
-is missing or stale: ~12 s of CPU per process. The Flex Template image runs
+is missing or stale: ~41 s of CPU per process. The Flex Template image runs
 this once while it is built (deploy/Dockerfile), so its workers start warm:
 
     python -m pipeline.warm_up

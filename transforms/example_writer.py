@@ -173,8 +173,10 @@ def _pack_field(scratch, field, tokens, segment_b_start, label, positions, label
     if field == 5:  # MASKED_LM_WEIGHTS
         k = len(positions)
         for c in range(k):
-            for b in range(4):
-                scratch[4 * c + b] = _FLOAT_ONE[b]
+            scratch[4 * c] = _FLOAT_ONE[0]
+            scratch[4 * c + 1] = _FLOAT_ONE[1]
+            scratch[4 * c + 2] = _FLOAT_ONE[2]
+            scratch[4 * c + 3] = _FLOAT_ONE[3]
         scratch[4 * k:4 * (k + prediction_pad)] = 0
         return 4 * (k + prediction_pad)
     if field == 7:  # TOKEN_BOUNDARY

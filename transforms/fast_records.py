@@ -71,7 +71,7 @@ class FlatSample:
 
 
 def warm_up(engine: Engine) -> None:
-    """Loads the kernels now (compiling them once per machine, ~12 s, cached
+    """Loads the kernels now (compiling them once per machine, ~41 s, cached
     beside the module), so that no element pays for it."""
     document = pack_document([[0, 0], [0]])
     unit_records([("warm-up", document, (0, 1))],

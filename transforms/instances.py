@@ -53,6 +53,7 @@ class InstanceConfig:
     next_sentence: str = "nsp"  # a key of NEXT_SENTENCE_OBJECTIVES
     # Per vocabulary id, True for `##` pieces (ALBERT's token_boundary).
     continues: tuple[bool, ...] | None = None
+    segmented: bool = False  # ids carry segmented words' marks (transforms.segmentation)
 
 
 @njit(cache=True)
@@ -86,16 +87,18 @@ def random_document(mt, num_documents: int, own: int, reference: bool) -> int:
     return index if index < own else index + 1
 
 
-@njit(cache=True)
+# Inlined (numba IR): a call would copy the settings and scratch tuples per instance.
+@njit(cache=True, inline="always")
 def emit(mt, instance, segment_b_start, random_next, key, s, w, out, pos, stats):
     """Masks one instance with `mt` (not at all with --masking=none), encodes
     it and appends its shuffle entry (key, then the framed record) at
     out[pos:]. Returns (out, pos), `out` grown as needed."""
     n = len(instance)
     marks = w.marks[:n]
-    for t in range(n):  # segmented words' marks (transforms.segmentation) leave the ids
-        marks[t] = instance[t] >> MARK_BIT
-        instance[t] &= ID_BITS
+    if s.segmented:  # segmented words' marks (transforms.segmentation) leave the ids
+        for t in range(n):
+            marks[t] = instance[t] >> MARK_BIT
+            instance[t] &= ID_BITS
     k = 0
     if s.mask:
         # ALBERT and the Model Garden draw n-gram lengths from a global

@@ -61,6 +61,7 @@ class Settings(NamedTuple):
     next_sentence: int  # instances.NSP or SOP
     token_boundary: bool  # write ALBERT's token_boundary feature
     continues: np.ndarray  # per id: a `##` piece (for token_boundary)
+    segmented: bool  # ids may carry segmented words' marks (--whole_word_segmenter)
 
 
 class Workspace(NamedTuple):
@@ -102,7 +103,8 @@ def settings(instances: InstanceConfig, masking_config: masking.MaskingConfig | 
         max_predictions=int(max_predictions_per_seq), reference=bool(reference),
         next_sentence=NEXT_SENTENCE_OBJECTIVES[instances.next_sentence],
         token_boundary=continues is not None,
-        continues=np.array(continues if continues is not None else [False], dtype=np.bool_))
+        continues=np.array(continues if continues is not None else [False], dtype=np.bool_),
+        segmented=instances.segmented)
 
 
 def workspace(max_seq_length: int, max_predictions: int, max_ngram_size: int = 1) -> Workspace:
@@ -117,7 +119,7 @@ def workspace(max_seq_length: int, max_predictions: int, max_ngram_size: int = 1
         key_lengths=np.empty(_SEED_BATCH, dtype=np.int64),
         state=new_state(), lengths=new_state(),
         boundary=np.zeros(max_seq_length, dtype=np.uint8),
-        marks=np.zeros(max_seq_length, dtype=np.uint8))
+        marks=np.zeros(max_seq_length, dtype=np.uint8))  # all 0 unless segmented
 
 
 @njit(cache=True)

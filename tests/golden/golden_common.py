@@ -15,6 +15,10 @@ from the repository root): Python then puts this directory first on
 sys.path, which is how ``import golden_common`` finds this module. Each
 generator also inserts its own directory there, so the import works
 however the generator is loaded.
+
+Conventions: a generator's ``make_case(case, args)`` and
+``make_stats(args, seeds)`` take the parsed command line of
+parse_golden_args(), where ``args.anchor_dir`` is the anchor's checkout.
 """
 
 from __future__ import annotations
@@ -35,9 +39,12 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = TESTS_DIR / "data"
+DEFAULT_STATS_CORPUS = DEFAULT_DATA_DIR / "wikitext2_valid.txt"
+DEFAULT_STATS_SEEDS = "12345,1,2,3,4,5,6,7"
 
 UNCASED_VOCAB = "bert-base-uncased-vocab.txt"
 CHINESE_VOCAB = "bert-base-chinese-vocab.txt"
+MASK_ID = 103  # [MASK] in both vocabularies
 
 # Defaults of the original BERT script's flags (google-research/bert); the
 # generators pass all of them explicitly.
@@ -68,13 +75,13 @@ BERT_FEATURE_KEYS = (
 HASH_SEEDS = ("0", "12345")
 
 Record = dict[str, list]
+Case = dict[str, Any]
 
 
 # --- cases and flags -------------------------------------------------------
 
 def flag_case(defaults: dict[str, Any], name: str, input_file: str,
-              vocab_file: str, num_outputs: int,
-              **overrides: Any) -> dict[str, Any]:
+              vocab_file: str, num_outputs: int, **overrides: Any) -> Case:
     """A case: every flag of the anchor spelled out (its defaults, then the
     overrides, which must name known flags), and the number of output files."""
     unknown = set(overrides) - set(defaults)
@@ -97,12 +104,6 @@ def flag_args(flags: dict[str, Any]) -> list[str]:
             value = "true" if value else "false"
         args.append(f"--{key}={value}")
     return args
-
-
-def output_file_args(flags: dict[str, Any], output_files: list[str]
-                     ) -> list[str]:
-    """The flags, then ``--output_file`` with the comma-separated outputs."""
-    return flag_args(flags) + [f"--output_file={','.join(output_files)}"]
 
 
 def output_paths(tmp: Path, num_output_files: int) -> list[str]:
@@ -129,6 +130,24 @@ def check_ok(proc: subprocess.CompletedProcess, what: str = "script") -> None:
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout + proc.stderr)
         raise RuntimeError(f"{what} failed with {proc.returncode}")
+
+
+def run_flag_script(runner: str, anchor_dir: Path, flags: dict[str, Any],
+                    output_files: list[str], cwd: Path, python: str,
+                    hash_seed: str = "0", *, check: bool = True,
+                    what: str = "script", runner_args: Sequence[str] = (),
+                    extra_env: Optional[dict[str, str]] = None
+                    ) -> subprocess.CompletedProcess:
+    """Run an absl-flag anchor script once through its runner:
+    ``python -c runner anchor_dir runner_args... --flag=value...
+    --output_file=a,b``. With check, raise with its log if it fails (the
+    error names it ``what``); return the finished process."""
+    args = [str(anchor_dir), *runner_args, *flag_args(flags),
+            f"--output_file={','.join(output_files)}"]
+    proc = run_runner(python, runner, args, cwd, hash_seed, extra_env)
+    if check:
+        check_ok(proc, what)
+    return proc
 
 
 # --- decoding --------------------------------------------------------------
@@ -185,20 +204,6 @@ def check_bert_shapes(rec: Record, flags: dict[str, Any],
     check_lengths(rec, expected)
 
 
-def decode_outputs(outputs: list[str], read: Callable[[str], Iterable[Record]],
-                   check: Callable[[Record], None]
-                   ) -> tuple[list[list[Record]], list[str]]:
-    """Decode and check every output file; return the records per file and
-    the sha256 of each TFRecord file."""
-    decoded = []
-    for out in outputs:
-        records = list(read(out))
-        for rec in records:
-            check(rec)
-        decoded.append(records)
-    return decoded, [sha256_file(out) for out in outputs]
-
-
 # --- reproducible files ----------------------------------------------------
 
 def write_jsonl_gz(records: Iterable[dict], path: Path,
@@ -249,7 +254,7 @@ def require_same(name: str, first: Any, second: Any,
         raise RuntimeError(f"{name}: second run {what}")
 
 
-def case_header(case: dict[str, Any]) -> dict[str, Any]:
+def case_header(case: Case) -> dict[str, Any]:
     """The first entries of a case in cases.json."""
     return {"name": case["name"], "flags": case["flags"],
             "num_output_files": case["num_output_files"]}
@@ -266,15 +271,54 @@ def write_per_file_outputs(name: str, per_file: list[list[Record]],
     return outputs
 
 
-def write_case_outputs(name: str, per_file: list[list[Record]],
-                       out_dir: Path) -> dict[str, Any]:
-    """Write the records of every output file; return record_counts,
-    total_records and outputs for cases.json."""
-    outputs = write_per_file_outputs(name, per_file, out_dir)
-    counts = [len(r) for r in per_file]
+def make_flag_case(case: Case, args: argparse.Namespace,
+                   run: Callable[..., Any],
+                   read: Callable[[str], Iterable[Record]],
+                   check: Callable[[Record, dict[str, Any]], None],
+                   prefix: str, /, rerun_note: str = "", **entries: Any
+                   ) -> tuple[dict[str, Any], Optional[bool]]:
+    """Run a case of an absl-flag anchor, ``run(anchor_dir, flags,
+    output_files, cwd, python, hash_seed)`` with data_dir as cwd, in a fresh
+    temporary directory; decode every output file with ``read(path)`` and
+    check each record with ``check(record, flags)``. With --check_determinism
+    run it again with PYTHONHASHSEED 12345: the records must be the same.
+    Then write the records of every output file.
+
+    Returns the case's entry of cases.json (name, flags, num_output_files,
+    the given entries, record_counts, total_records, outputs) and whether
+    the re-run's raw TFRecord bytes were identical too (None without
+    --check_determinism); they need not be, as upb serializes the Features
+    map in a per-process order, so only decoded records are compared."""
+    name, flags = case["name"], case["flags"]
+
+    def run_and_decode(tmp: Path, hash_seed: str
+                       ) -> tuple[list[list[Record]], list[str]]:
+        outputs = output_paths(tmp, case["num_output_files"])
+        run(args.anchor_dir, flags, outputs, args.data_dir, args.python,
+            hash_seed)
+        decoded = []
+        for out in outputs:
+            records = list(read(out))
+            for rec in records:
+                check(rec, flags)
+            decoded.append(records)
+        return decoded, [sha256_file(out) for out in outputs]
+
+    (decoded, shas), second = run_twice(run_and_decode, f"{prefix}_{name}",
+                                        args.check_determinism)
+    same_bytes = None
+    if second is not None:
+        again, shas2 = second
+        require_same(name, decoded, again)
+        same_bytes = shas == shas2
+        print(f"  {name}: second run{rerun_note} gave identical records "
+              f"(raw TFRecord bytes identical: {same_bytes})")
+
+    outputs = write_per_file_outputs(name, decoded, args.out_dir)
+    counts = [len(r) for r in decoded]
     print(f"  {name}: records per output file {counts}")
-    return {"record_counts": counts, "total_records": sum(counts),
-            "outputs": outputs}
+    return {**case_header(case), **entries, "record_counts": counts,
+            "total_records": sum(counts), "outputs": outputs}, same_bytes
 
 
 # --- statistics --------------------------------------------------------------
@@ -283,6 +327,29 @@ def tests_module(name: str) -> ModuleType:
     """Import a helper module of tests/ (stats_util, stats_albert, ...)."""
     sys.path.insert(0, str(TESTS_DIR))
     return importlib.import_module(name)
+
+
+def run_once(run: Callable[[list[str]], Any],
+             read: Callable[[str], Iterable[Record]], prefix: str
+             ) -> list[Record]:
+    """The records of one run, ``run(output_files)``, with a single output
+    file in a fresh temporary directory."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        outputs = output_paths(Path(tmp), 1)
+        run(outputs)
+        return list(read(outputs[0]))
+
+
+def record_stats(records: list[Record], max_seq_length: int,
+                 span_stats: Optional[Callable[[list[Record]], dict]] = None
+                 ) -> dict[str, Any]:
+    """stats_util.instance_stats() of the records (mask id MASK_ID), merged
+    with span_stats(records) if given."""
+    instance_stats = tests_module("stats_util").instance_stats
+    stats = instance_stats(records, max_seq_length, MASK_ID)
+    if span_stats is not None:
+        stats.update(span_stats(records))
+    return stats
 
 
 def recorded_stats_flags(flags: dict[str, Any], corpus: Path
@@ -295,7 +362,7 @@ def recorded_stats_flags(flags: dict[str, Any], corpus: Path
 
 
 def seed_stats(corpus: Path, seeds: list[int],
-               stats_of: Callable[[int], dict[str, Any]], path: Path,
+               stats_of: Callable[[int], dict[str, Any]], path: Path, /,
                **layout: Any) -> dict[str, Any]:
     """Run ``stats_of(seed)`` for every seed and write the statistics file:
     the corpus (name, sha256, size), the layout entries given, then the mean
@@ -324,30 +391,61 @@ def seed_stats(corpus: Path, seeds: list[int],
     return result
 
 
+def make_flag_stats(args: argparse.Namespace, seeds: list[int],
+                    run: Callable[..., Any],
+                    read: Callable[[str], Iterable[Record]],
+                    flags: dict[str, Any], prefix: str, suffix: str,
+                    span_stats: Optional[Callable[[list[Record]], dict]] = None,
+                    /, **layout: Any) -> dict[str, Any]:
+    """seed_stats() of an absl-flag anchor on --stats_corpus, written to
+    <corpus stem><suffix>.json: per seed one run, ``run(anchor_dir, flags
+    with that random_seed, output_files, data_dir, python)``, with a single
+    output file read with ``read(path)``, and record_stats() of its records.
+    The file records the flags (recorded_stats_flags()), num_output_files,
+    mask_id and the layout entries given."""
+    corpus = args.stats_corpus
+
+    def stats_of(seed: int) -> dict[str, Any]:
+        records = run_once(
+            lambda outputs: run(args.anchor_dir, dict(flags, random_seed=seed),
+                                outputs, args.data_dir, args.python),
+            read, prefix)
+        return record_stats(records, flags["max_seq_length"], span_stats)
+
+    return seed_stats(corpus, seeds, stats_of,
+                      args.out_dir / f"{corpus.stem}{suffix}.json",
+                      flags=recorded_stats_flags(flags, corpus),
+                      num_output_files=1, mask_id=MASK_ID, **layout)
+
+
 # --- command line --------------------------------------------------------------
 
 ArgSpec = tuple[str, dict[str, Any]]
 
 
-def golden_parser(doc: str, anchor: str, anchor_help: str, python_help: str,
-                  check_help: str, stats_corpus: Optional[Path] = None,
-                  stats_seeds: Optional[str] = None,
+def golden_parser(doc: str, anchor: str, anchor_help: str,
+                  python_help: str = "interpreter with tensorflow for the "
+                                     "original",
+                  check_help: str = "run each case twice and compare the "
+                                    "records",
+                  stats: bool = True,
+                  stats_corpus: Path = DEFAULT_STATS_CORPUS,
+                  stats_seeds: str = DEFAULT_STATS_SEEDS,
                   data_help: str = "directory with the input corpora and vocabs",
                   after_out_dir: Sequence[ArgSpec] = (),
                   after_python: Sequence[ArgSpec] = ()
                   ) -> argparse.ArgumentParser:
     """The generators' common options: the anchor's directory (required),
-    --out_dir, --data_dir, --python, --cases, --check_determinism and, given
-    stats_corpus, --stats_corpus, --skip_stats, --skip_cases and
-    --stats_seeds (default stats_seeds). after_out_dir and after_python are
-    (flag, add_argument keywords) of a generator's own options, listed after
-    --out_dir and after --python."""
+    --out_dir, --data_dir, --python, --cases, --check_determinism and, with
+    stats, --stats_corpus, --skip_stats, --skip_cases and --stats_seeds.
+    after_out_dir and after_python are (flag, add_argument keywords) of a
+    generator's own options, listed after --out_dir and after --python."""
     parser = argparse.ArgumentParser(description=doc.split("\n")[1])
     parser.add_argument(anchor, required=True, type=Path, help=anchor_help)
     parser.add_argument("--out_dir", required=True, type=Path)
     for flag, kwargs in after_out_dir:
         parser.add_argument(flag, **kwargs)
-    if stats_corpus is not None:
+    if stats:
         parser.add_argument("--stats_corpus", type=Path, default=stats_corpus)
     parser.add_argument("--data_dir", type=Path, default=DEFAULT_DATA_DIR,
                         help=data_help)
@@ -356,7 +454,7 @@ def golden_parser(doc: str, anchor: str, anchor_help: str, python_help: str,
         parser.add_argument(flag, **kwargs)
     parser.add_argument("--cases", default="",
                         help="comma-separated subset of case names")
-    if stats_corpus is not None:
+    if stats:
         parser.add_argument("--skip_stats", action="store_true")
         parser.add_argument("--skip_cases", action="store_true",
                             help="only (re)compute the statistics file")
@@ -372,20 +470,21 @@ def parse_golden_args(parser: argparse.ArgumentParser, anchor_dest: str,
                       script: str) -> argparse.Namespace:
     """Parse the command line; resolve the anchor, data and output
     directories (creating the output directory) and check that the anchor
-    directory holds the script."""
+    directory holds the script. The anchor directory is also
+    ``args.anchor_dir``."""
     args = parser.parse_args()
-    anchor_dir = getattr(args, anchor_dest).resolve()
-    setattr(args, anchor_dest, anchor_dir)
+    args.anchor_dir = getattr(args, anchor_dest).resolve()
+    setattr(args, anchor_dest, args.anchor_dir)
     args.data_dir = args.data_dir.resolve()
     args.out_dir = args.out_dir.resolve()
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    if not (anchor_dir / script).is_file():
-        parser.error(f"no {script} in {anchor_dir}")
+    if not (args.anchor_dir / script).is_file():
+        parser.error(f"no {script} in {args.anchor_dir}")
     return args
 
 
-def run_cases(cases: list[dict[str, Any]], cases_arg: str, cases_path: Path,
-              make_case: Callable[[dict[str, Any]], dict[str, Any]],
+def run_cases(cases: list[Case], cases_arg: str, cases_path: Path,
+              make_case: Callable[[Case], dict[str, Any]],
               listed: Callable[[Any], list[dict[str, Any]]] = lambda d: d
               ) -> list[dict[str, Any]]:
     """Make the cases named in cases_arg (comma-separated; all if empty). A
@@ -407,20 +506,24 @@ def run_cases(cases: list[dict[str, Any]], cases_arg: str, cases_path: Path,
     return results
 
 
-def write_cases(args: argparse.Namespace, cases: list[dict[str, Any]],
-                make_case: Callable[[dict[str, Any]], dict[str, Any]]) -> bool:
-    """Unless --skip_cases: make the cases and write cases.json (a list of
-    case entries). Returns whether it did."""
+def write_cases(args: argparse.Namespace, cases: list[Case],
+                make_case: Callable[[Case, argparse.Namespace],
+                                    dict[str, Any]]) -> bool:
+    """Unless --skip_cases: ``make_case(case, args)`` for the chosen cases
+    and write cases.json (a list of their entries). Returns whether it did."""
     if args.skip_cases:
         return False
     cases_path = args.out_dir / "cases.json"
-    write_json(cases_path, run_cases(cases, args.cases, cases_path, make_case))
+    write_json(cases_path, run_cases(cases, args.cases, cases_path,
+                                     lambda case: make_case(case, args)))
     return True
 
 
 def write_stats(args: argparse.Namespace,
-                make_stats: Callable[[list[int]], Any]) -> None:
-    """Unless --skip_stats: ``make_stats(seeds)`` with the --stats_seeds."""
+                make_stats: Callable[[argparse.Namespace, list[int]], Any]
+                ) -> None:
+    """Unless --skip_stats: ``make_stats(args, seeds)`` with the
+    --stats_seeds."""
     if not args.skip_stats:
         print(f"stats on {args.stats_corpus}")
-        make_stats([int(seed) for seed in args.stats_seeds.split(",")])
+        make_stats(args, [int(seed) for seed in args.stats_seeds.split(",")])

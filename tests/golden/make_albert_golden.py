@@ -45,24 +45,19 @@ Outputs (under --out_dir):
 
 from __future__ import annotations
 
+import argparse
 import functools
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # pylint: disable=wrong-import-position
-from golden_common import (CHINESE_VOCAB, DEFAULT_DATA_DIR, HASH_SEEDS,
-                           UNCASED_VOCAB, case_header, check_bert_shapes,
-                           check_ok, decode_outputs, flag_case, golden_parser,
-                           output_file_args, output_paths, parse_golden_args,
-                           read_examples, recorded_stats_flags, require_same,
-                           run_runner, run_twice, seed_stats, tests_module,
-                           write_case_outputs, write_cases, write_stats)
-
-DEFAULT_STATS_CORPUS = DEFAULT_DATA_DIR / "wikitext2_valid.txt"
-MASK_ID = 103
+from golden_common import (CHINESE_VOCAB, HASH_SEEDS, UNCASED_VOCAB,
+                           check_bert_shapes, flag_case, golden_parser,
+                           make_flag_case, make_flag_stats, parse_golden_args,
+                           read_examples, run_flag_script, tests_module,
+                           write_cases, write_stats)
 
 # Defaults of ALBERT's flags (commit b772393). All are passed explicitly,
 # except spm_model_file, whose default None must stay unset for the WordPiece
@@ -180,13 +175,10 @@ runpy.run_path(script, run_name="__main__")
 """
 
 
-def run_original(albert_dir: Path, flags: dict[str, Any],
-                 output_files: list[str], cwd: Path, python: str,
-                 hash_seed: str = "0") -> None:
-    """Run ALBERT's script once; raise with its log if it fails."""
-    check_ok(run_runner(python, _RUNNER,
-                        [str(albert_dir), *output_file_args(flags, output_files)],
-                        cwd, hash_seed), "ALBERT script")
+# run_original(albert_dir, flags, output_files, cwd, python, hash_seed="0"):
+# run ALBERT's script once; raise with its log if it fails.
+run_original = functools.partial(run_flag_script, _RUNNER,
+                                 what="ALBERT script")
 
 
 def read_records(path: str) -> Iterator[dict[str, list]]:
@@ -200,69 +192,31 @@ def _check_shapes(rec: dict[str, list], flags: dict[str, Any]) -> None:
                       preds=preds)
 
 
-def run_and_decode(case: dict[str, Any], albert_dir: Path, data_dir: Path,
-                   tmp: Path, python: str, hash_seed: str
-                   ) -> tuple[list[list[dict[str, list]]], list[str]]:
-    """Run one case; return decoded records and sha256 of each TFRecord."""
-    outputs = output_paths(tmp, case["num_output_files"])
-    run_original(albert_dir, case["flags"], outputs, data_dir, python,
-                 hash_seed)
-    return decode_outputs(outputs, read_records,
-                          lambda rec: _check_shapes(rec, case["flags"]))
-
-
-def make_case(case: dict[str, Any], albert_dir: Path, data_dir: Path,
-              out_dir: Path, python: str, check_determinism: bool
+def make_case(case: dict[str, Any], args: argparse.Namespace
               ) -> dict[str, Any]:
-    name = case["name"]
-    (decoded, shas), second = run_twice(
-        lambda tmp, hash_seed: run_and_decode(case, albert_dir, data_dir,
-                                              tmp, python, hash_seed),
-        f"golden_albert_{name}", check_determinism)
-    determinism = None
-    if second is not None:
-        again, shas2 = second
-        require_same(name, decoded, again)
-        # Raw bytes may differ: upb serializes the Features map in a
-        # per-process order, so only decoded records are compared.
-        determinism = {"identical_records": True,
-                       "identical_tfrecord_bytes": shas == shas2,
-                       "pythonhashseeds": list(HASH_SEEDS)}
-        print(f"  {name}: second run (PYTHONHASHSEED 12345 vs 0) gave "
-              f"identical records (raw TFRecord bytes identical: "
-              f"{shas == shas2})")
-
-    result = {**case_header(case), **write_case_outputs(name, decoded, out_dir)}
-    if determinism is not None:
-        result["determinism_check"] = determinism
-    return result
+    # Raw bytes may differ: upb serializes the Features map in a
+    # per-process order, so only decoded records are compared.
+    entry, same_bytes = make_flag_case(
+        case, args, run_original, read_records, _check_shapes,
+        "golden_albert", rerun_note=" (PYTHONHASHSEED 12345 vs 0)")
+    if same_bytes is not None:
+        entry["determinism_check"] = {"identical_records": True,
+                                      "identical_tfrecord_bytes": same_bytes,
+                                      "pythonhashseeds": list(HASH_SEEDS)}
+    return entry
 
 
-def make_stats(corpus: Path, albert_dir: Path, data_dir: Path, out_dir: Path,
-               python: str, seeds: list[int]) -> dict[str, Any]:
+def make_stats(args: argparse.Namespace, seeds: list[int]) -> dict[str, Any]:
     """Run ALBERT (SOP mode) on a full corpus once per seed; record
     instance_stats() and span_stats() of each run, their mean and their
     seed-to-seed (sample) standard deviation."""
-    span_stats = tests_module("stats_albert").span_stats
-    instance_stats = tests_module("stats_util").instance_stats
-
-    flags = {"input_file": str(corpus.resolve()), "vocab_file": UNCASED_VOCAB}
+    flags = {"input_file": str(args.stats_corpus.resolve()),
+             "vocab_file": UNCASED_VOCAB}
     flags.update(STATS_FLAGS)
-
-    def stats_of(seed: int) -> dict[str, Any]:
-        with tempfile.TemporaryDirectory(prefix="golden_albert_stats_") as tmp:
-            outputs = output_paths(Path(tmp), 1)
-            run_original(albert_dir, dict(flags, random_seed=seed), outputs,
-                         data_dir, python)
-            records = list(read_records(outputs[0]))
-        stats = instance_stats(records, flags["max_seq_length"], MASK_ID)
-        stats.update(span_stats(records))
-        return stats
-
-    return seed_stats(corpus, seeds, stats_of,
-                      out_dir / f"{corpus.stem}_sop_stats.json",
-                      flags=recorded_stats_flags(flags, corpus),
-                      num_output_files=1, mask_id=MASK_ID, seeds=seeds)
+    return make_flag_stats(args, seeds, run_original, read_records, flags,
+                           "golden_albert_stats_", "_sop_stats",
+                           tests_module("stats_albert").span_stats,
+                           seeds=seeds)
 
 
 def main() -> None:
@@ -270,16 +224,11 @@ def main() -> None:
         __doc__, "--albert_dir", "checkout of google-research/albert",
         python_help="interpreter with tensorflow and six",
         check_help="run each case twice (PYTHONHASHSEED 0 and 12345) and "
-                   "compare the records",
-        stats_corpus=DEFAULT_STATS_CORPUS, stats_seeds="12345,1,2,3,4,5,6,7")
+                   "compare the records")
     args = parse_golden_args(parser, "albert_dir",
                              "create_pretraining_data.py")
-    write_cases(args, CASES, lambda case: make_case(
-        case, args.albert_dir, args.data_dir, args.out_dir, args.python,
-        args.check_determinism))
-    write_stats(args, lambda seeds: make_stats(
-        args.stats_corpus, args.albert_dir, args.data_dir, args.out_dir,
-        args.python, seeds))
+    write_cases(args, CASES, make_case)
+    write_stats(args, make_stats)
 
 
 if __name__ == "__main__":

@@ -44,62 +44,40 @@ Outputs (under --out_dir):
 
 from __future__ import annotations
 
-import argparse
-import gzip
-import hashlib
 import json
 import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
-TESTS_DIR = Path(__file__).resolve().parents[1]
-DEFAULT_DATA_DIR = TESTS_DIR / "data"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# pylint: disable=wrong-import-position
+from golden_common import (BERT_DEFAULTS, BERT_FEATURE_KEYS, CHINESE_VOCAB,
+                           HASH_SEEDS, check_bert_shapes, flag_case,
+                           golden_parser, parse_golden_args, read_examples,
+                           require_same, run_cases, run_flag_script, run_twice,
+                           sha256_file, write_json, write_jsonl_gz)
+
 DEFAULT_GSD_SOURCE = "/work/shared/data/sentences/zh_gsd-ud-test.paragraphs.txt"
 DEFAULT_JIEBA_PATH = "/tmp/zhwwm-work/site"
 JIEBA_VERSION = "0.42.1"
 
-CHINESE_VOCAB = "bert-base-chinese-vocab.txt"
 GSD_COPY = "zh_gsd_paragraphs_300.txt"
 GSD_MAX_LINES = 300
 GSD_LINES_PER_DOC = 5
 
 # Defaults of the original script's flags (all passed explicitly below).
-ORIGINAL_DEFAULTS: dict[str, Any] = {
-    "do_lower_case": True,
-    "do_whole_word_mask": False,
-    "max_seq_length": 128,
-    "max_predictions_per_seq": 20,
-    "random_seed": 12345,
-    "dupe_factor": 10,
-    "masked_lm_prob": 0.15,
-    "short_seq_prob": 0.1,
-}
+ORIGINAL_DEFAULTS: dict[str, Any] = BERT_DEFAULTS
 
-FEATURE_KEYS = (
-    "input_ids",
-    "input_mask",
-    "segment_ids",
-    "masked_lm_positions",
-    "masked_lm_ids",
-    "masked_lm_weights",
-    "next_sentence_labels",
-)
+FEATURE_KEYS = BERT_FEATURE_KEYS
 
 
 def _case(name: str, input_file: str, input_in_out_dir: bool,
           **overrides: Any) -> dict[str, Any]:
-    unknown = set(overrides) - set(ORIGINAL_DEFAULTS)
-    if unknown:
-        raise ValueError(f"unknown flags {unknown}")
-    flags = {"input_file": input_file, "vocab_file": CHINESE_VOCAB}
-    flags.update(ORIGINAL_DEFAULTS)
-    flags["do_whole_word_mask"] = True
-    flags.update(overrides)
-    return {"name": name, "flags": flags, "num_output_files": 1,
-            "input_in_out_dir": input_in_out_dir}
+    case = flag_case(ORIGINAL_DEFAULTS, name, input_file, CHINESE_VOCAB, 1,
+                     **{"do_whole_word_mask": True, **overrides})
+    case["input_in_out_dir"] = input_in_out_dir
+    return case
 
 
 CASES = [
@@ -249,78 +227,19 @@ def self_test() -> None:
         raise AssertionError("chinese_words")
 
 
-def _flag_args(flags: dict[str, Any]) -> list[str]:
-    args = []
-    for key, value in flags.items():
-        if isinstance(value, bool):
-            value = "true" if value else "false"
-        args.append(f"--{key}={value}")
-    return args
-
-
 def run_original(bert_dir: Path, flags: dict[str, Any], output_files: list[str],
                  marks_path: Path, jieba_tmp: Path, cwd: Path, python: str,
                  jieba_path: Path, hash_seed: str = "0") -> None:
     """Run the original once with the shim; raise with its log if it fails."""
-    argv = [python, "-c", _RUNNER, str(bert_dir), str(marks_path),
-            str(jieba_tmp)]
-    argv += _flag_args(flags) + [f"--output_file={','.join(output_files)}"]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONHASHSEED=hash_seed,
-               CUDA_VISIBLE_DEVICES="", PYTHONPATH=str(jieba_path))
-    proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True,
-                          text=True)
-    if proc.returncode != 0:
-        sys.stderr.write(proc.stdout + proc.stderr)
-        raise RuntimeError(f"original script failed with {proc.returncode}")
+    run_flag_script(_RUNNER, bert_dir, flags, output_files, cwd, python,
+                    hash_seed, what="original script",
+                    runner_args=[str(marks_path), str(jieba_tmp)],
+                    extra_env={"PYTHONPATH": str(jieba_path)})
 
 
 def read_records(path: str) -> Iterator[dict[str, list]]:
     """Decode a TFRecord file of tf.train.Example into plain dicts."""
-    import tensorflow as tf
-
-    for raw in tf.data.TFRecordDataset(path).as_numpy_iterator():
-        example = tf.train.Example.FromString(raw)
-        feats = example.features.feature
-        if set(feats.keys()) != set(FEATURE_KEYS):
-            raise ValueError(f"unexpected features {sorted(feats.keys())}")
-        rec: dict[str, list] = {}
-        for key in FEATURE_KEYS:
-            if key == "masked_lm_weights":
-                rec[key] = [float(v) for v in feats[key].float_list.value]
-            else:
-                rec[key] = [int(v) for v in feats[key].int64_list.value]
-        yield rec
-
-
-def _check_shapes(rec: dict[str, list], flags: dict[str, Any]) -> None:
-    seq, preds = flags["max_seq_length"], flags["max_predictions_per_seq"]
-    expected = {"input_ids": seq, "input_mask": seq, "segment_ids": seq,
-                "masked_lm_positions": preds, "masked_lm_ids": preds,
-                "masked_lm_weights": preds, "next_sentence_labels": 1}
-    for key, length in expected.items():
-        if len(rec[key]) != length:
-            raise ValueError(f"{key} has length {len(rec[key])}, not {length}")
-
-
-def write_jsonl_gz(records: list[dict], path: Path,
-                   ensure_ascii: bool = True) -> None:
-    """Write records as gzipped JSON lines with reproducible bytes."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as raw:
-        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
-                           compresslevel=9) as gz:
-            for rec in records:
-                line = json.dumps(rec, separators=(",", ":"),
-                                  ensure_ascii=ensure_ascii)
-                gz.write(line.encode("utf-8") + b"\n")
-
-
-def _sha256(path: Path | str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return read_examples(path, FEATURE_KEYS)
 
 
 def make_gsd_copy(source: Path, dest: Path) -> dict[str, Any]:
@@ -333,7 +252,7 @@ def make_gsd_copy(source: Path, dest: Path) -> dict[str, Any]:
         if lines and lines[-1] == "":
             lines.pop()
         info["source_lines"] = len(lines)
-        info["source_sha256"] = _sha256(source)
+        info["source_sha256"] = sha256_file(source)
         lines = lines[:GSD_MAX_LINES]
         info["lines_taken"] = len(lines)
         info["source_has_blank_lines"] = any(not l.strip() for l in lines)
@@ -353,7 +272,7 @@ def make_gsd_copy(source: Path, dest: Path) -> dict[str, Any]:
         info["note"] = "source absent; existing copy kept"
     text = dest.read_text(encoding="utf-8")
     docs = [d for d in text.split("\n\n") if d.strip()]
-    info.update(copy=dest.name, copy_sha256=_sha256(dest),
+    info.update(copy=dest.name, copy_sha256=sha256_file(dest),
                 copy_bytes=dest.stat().st_size, documents=len(docs),
                 text_lines=sum(1 for l in text.split("\n") if l.strip()))
     return info
@@ -377,8 +296,8 @@ def run_and_decode(case: dict[str, Any], flags: dict[str, Any],
                  python, jieba_path, hash_seed)
     records = list(read_records(out))
     for rec in records:
-        _check_shapes(rec, flags)
-    return records, _read_marks(marks_path), _sha256(out)
+        check_bert_shapes(rec, flags)
+    return records, _read_marks(marks_path), sha256_file(out)
 
 
 def _load_vocab(path: Path) -> list[str]:
@@ -438,21 +357,17 @@ def make_case(case: dict[str, Any], bert_dir: Path, data_dir: Path,
     flags = dict(case["flags"])
     if case["input_in_out_dir"]:
         flags["input_file"] = str(out_dir / flags["input_file"])
-    with tempfile.TemporaryDirectory(prefix=f"golden_{name}_") as tmp:
-        records, marks, sha = run_and_decode(case, flags, bert_dir, data_dir,
-                                             Path(tmp), python, jieba_path,
-                                             hash_seed="0")
+    (records, marks, sha), second = run_twice(
+        lambda tmp, hash_seed: run_and_decode(case, flags, bert_dir, data_dir,
+                                              tmp, python, jieba_path,
+                                              hash_seed),
+        f"golden_{name}", check_determinism)
     determinism = None
-    if check_determinism:
-        with tempfile.TemporaryDirectory(prefix=f"golden_{name}_2_") as tmp:
-            again, marks2, sha2 = run_and_decode(
-                case, flags, bert_dir, data_dir, Path(tmp), python,
-                jieba_path, hash_seed="12345")
-        if again != records:
-            raise RuntimeError(f"{name}: second run produced other records")
-        if marks2 != marks:
-            raise RuntimeError(f"{name}: second run produced other marks")
-        determinism = {"hash_seeds": ["0", "12345"],
+    if second is not None:
+        again, marks2, sha2 = second
+        require_same(name, records, again)
+        require_same(name, marks, marks2, "produced other marks")
+        determinism = {"hash_seeds": list(HASH_SEEDS),
                        "identical_records": True, "identical_marks": True,
                        "identical_tfrecord_bytes": sha == sha2}
         print(f"  {name}: second run gave identical records and marks "
@@ -491,67 +406,43 @@ def make_case(case: dict[str, Any], bert_dir: Path, data_dir: Path,
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[1])
-    parser.add_argument("--bert_dir", required=True, type=Path,
-                        help="checkout of google-research/bert")
-    parser.add_argument("--out_dir", required=True, type=Path)
-    parser.add_argument("--jieba_path", type=Path,
-                        default=Path(DEFAULT_JIEBA_PATH),
-                        help=f"directory holding jieba {JIEBA_VERSION}; put "
-                             "on the subprocess PYTHONPATH only")
-    parser.add_argument("--gsd_source", type=Path,
-                        default=Path(DEFAULT_GSD_SOURCE),
-                        help="UD Chinese-GSD test paragraphs file")
-    parser.add_argument("--data_dir", type=Path, default=DEFAULT_DATA_DIR,
-                        help="directory with the input corpora and vocab")
-    parser.add_argument("--python", default=sys.executable,
-                        help="interpreter with tensorflow for the original")
-    parser.add_argument("--cases", default="",
-                        help="comma-separated subset of case names")
-    parser.add_argument("--check_determinism", action="store_true",
-                        help="run each case twice and compare the results")
-    args = parser.parse_args()
-
+    parser = golden_parser(
+        __doc__, "--bert_dir", "checkout of google-research/bert",
+        check_help="run each case twice and compare the results", stats=False,
+        data_help="directory with the input corpora and vocab",
+        after_out_dir=[
+            ("--jieba_path", {
+                "type": Path, "default": Path(DEFAULT_JIEBA_PATH),
+                "help": f"directory holding jieba {JIEBA_VERSION}; put on "
+                        "the subprocess PYTHONPATH only"}),
+            ("--gsd_source", {
+                "type": Path, "default": Path(DEFAULT_GSD_SOURCE),
+                "help": "UD Chinese-GSD test paragraphs file"})])
+    args = parse_golden_args(parser, "bert_dir", "create_pretraining_data.py")
     self_test()
-    bert_dir = args.bert_dir.resolve()
-    data_dir = args.data_dir.resolve()
-    out_dir = args.out_dir.resolve()
     jieba_path = args.jieba_path.resolve()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if not (bert_dir / "create_pretraining_data.py").is_file():
-        parser.error(f"no create_pretraining_data.py in {bert_dir}")
     dict_txt = jieba_path / "jieba" / "dict.txt"
     if not dict_txt.is_file():
         parser.error(f"no jieba/dict.txt under {jieba_path}")
 
-    gsd = make_gsd_copy(args.gsd_source, out_dir / GSD_COPY)
+    gsd = make_gsd_copy(args.gsd_source, args.out_dir / GSD_COPY)
     print(f"GSD input: {json.dumps(gsd)}")
 
-    wanted = set(filter(None, args.cases.split(",")))
-    cases_path = out_dir / "cases.json"
-    previous = {}
-    if wanted and cases_path.exists():
-        previous = {c["name"]: c
-                    for c in json.loads(cases_path.read_text())["cases"]}
-    results = []
-    for case in CASES:
-        if wanted and case["name"] not in wanted:
-            if case["name"] in previous:
-                results.append(previous[case["name"]])
-            continue
-        print(f"case {case['name']}")
-        results.append(make_case(case, bert_dir, data_dir, out_dir,
-                                 args.python, jieba_path,
-                                 args.check_determinism))
+    cases_path = args.out_dir / "cases.json"
+    results = run_cases(
+        CASES, args.cases, cases_path,
+        lambda case: make_case(case, args.bert_dir, args.data_dir,
+                               args.out_dir, args.python, jieba_path,
+                               args.check_determinism),
+        listed=lambda meta: meta["cases"])
     meta = {
         "jieba": {"version": JIEBA_VERSION,
-                  "dict_txt_sha256": _sha256(dict_txt),
+                  "dict_txt_sha256": sha256_file(dict_txt),
                   "call": "jieba.lcut(line, cut_all=False, HMM=True)"},
         "gsd_input": gsd,
         "cases": results,
     }
-    cases_path.write_text(json.dumps(meta, indent=2, ensure_ascii=False)
-                          + "\n")
+    write_json(cases_path, meta, ensure_ascii=False)
 
 
 if __name__ == "__main__":

@@ -32,25 +32,22 @@ Outputs (under --out_dir):
 from __future__ import annotations
 
 import argparse
-import gzip
-import hashlib
-import json
 import os
 import shutil
-import statistics
 import struct
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
-TESTS_DIR = Path(__file__).resolve().parents[1]
-DEFAULT_DATA_DIR = TESTS_DIR / "data"
-DEFAULT_STATS_CORPUS = DEFAULT_DATA_DIR / "wikitext2_valid.txt"
-
-UNCASED_VOCAB = "bert-base-uncased-vocab.txt"
-CHINESE_VOCAB = "bert-base-chinese-vocab.txt"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# pylint: disable=wrong-import-position
+from golden_common import (CHINESE_VOCAB, HASH_SEEDS, UNCASED_VOCAB,
+                           check_lengths, check_ok, decode_example,
+                           golden_parser, parse_golden_args, require_same,
+                           run_runner, seed_stats, sha256_file, tests_module,
+                           write_cases, write_jsonl_gz, write_per_file_outputs,
+                           write_stats)
 
 SCRIPT = "build_pretraining_dataset.py"
 # Hard-coded default of ExampleWriter(num_out_files=...); not a CLI flag.
@@ -146,17 +143,11 @@ def run_original(electra_dir: Path, case: dict[str, Any], data_dir: Path,
         src = Path(name) if Path(name).is_absolute() else data_dir / name
         shutil.copyfile(src, corpus_dir / src.name)
     output_dir = tmp / "output"
-    argv = [python, "-c", _RUNNER, str(electra_dir), str(case["random_seed"]),
-            str(num_out_files or 0)]
-    argv += _script_flags(case, str(corpus_dir),
+    args = [str(electra_dir), str(case["random_seed"]), str(num_out_files or 0)]
+    args += _script_flags(case, str(corpus_dir),
                           str(data_dir / case["vocab_file"]), str(output_dir))
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONHASHSEED=hash_seed,
-               CUDA_VISIBLE_DEVICES="")
-    proc = subprocess.run(argv, cwd=tmp, env=env, capture_output=True,
-                          text=True)
-    if proc.returncode != 0:
-        sys.stderr.write(proc.stdout + proc.stderr)
-        raise RuntimeError(f"original script failed with {proc.returncode}")
+    check_ok(run_runner(python, _RUNNER, args, tmp, hash_seed),
+             "original script")
     return output_dir
 
 
@@ -178,18 +169,10 @@ def _tfrecord_payloads(path: Path) -> list[bytes]:
 
 def read_records(path: Path, max_seq_length: int) -> list[dict[str, list]]:
     """Decode a TFRecord file of tf.train.Example into plain dicts."""
-    from tensorflow.core.example import example_pb2  # pylint: disable=import-outside-toplevel
-
     records = []
     for raw in _tfrecord_payloads(path):
-        feats = example_pb2.Example.FromString(raw).features.feature
-        if set(feats.keys()) != set(FEATURE_KEYS):
-            raise ValueError(f"unexpected features {sorted(feats.keys())}")
-        rec = {key: [int(v) for v in feats[key].int64_list.value]
-               for key in FEATURE_KEYS}
-        for key, values in rec.items():
-            if len(values) != max_seq_length:
-                raise ValueError(f"{key} has length {len(values)}")
+        rec = decode_example(raw, FEATURE_KEYS)
+        check_lengths(rec, dict.fromkeys(FEATURE_KEYS, max_seq_length))
         records.append(rec)
     return records
 
@@ -220,67 +203,43 @@ def write_order(per_file: list[list[dict[str, list]]]
     return stream  # type: ignore[return-value]
 
 
-def write_jsonl_gz(records: list[dict[str, list]], path: Path) -> None:
-    """Write records as gzipped JSON lines with reproducible bytes."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as raw:
-        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
-                           compresslevel=9) as gz:
-            for rec in records:
-                line = json.dumps(rec, separators=(",", ":"))
-                gz.write(line.encode("utf-8") + b"\n")
-
-
-def _sha256(path: Path | str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def run_and_decode(case: dict[str, Any], electra_dir: Path, data_dir: Path,
-                   python: str, hash_seed: str, num_out_files: Optional[int],
-                   tmp_root: Optional[str]
+def run_and_decode(case: dict[str, Any], args: argparse.Namespace,
+                   hash_seed: str, num_out_files: Optional[int]
                    ) -> tuple[list[list[dict[str, list]]], list[str]]:
     """Run one case; return per-file records and sha256 of each TFRecord."""
     num_files = num_out_files or SCRIPT_NUM_OUT_FILES
     with tempfile.TemporaryDirectory(prefix=f"electra_{case['name']}_",
-                                     dir=tmp_root) as tmp:
-        output_dir = run_original(electra_dir, case, data_dir, Path(tmp),
-                                  python, hash_seed, num_out_files)
+                                     dir=args.tmp_dir) as tmp:
+        output_dir = run_original(args.electra_dir, case, args.data_dir,
+                                  Path(tmp), args.python, hash_seed,
+                                  num_out_files)
         per_file = read_output_dir(output_dir, num_files,
                                    case["max_seq_length"])
-        shas = [_sha256(output_dir / OUTPUT_NAME.format(i=i, n=num_files))
+        shas = [sha256_file(output_dir / OUTPUT_NAME.format(i=i, n=num_files))
                 for i in range(num_files)]
     return per_file, shas
 
 
-def make_case(case: dict[str, Any], electra_dir: Path, data_dir: Path,
-              out_dir: Path, python: str, check_determinism: bool,
-              tmp_root: Optional[str]) -> dict[str, Any]:
+def make_case(case: dict[str, Any], args: argparse.Namespace
+              ) -> dict[str, Any]:
     name = case["name"]
     n_out = case["num_out_files"]
-    per_file, shas = run_and_decode(case, electra_dir, data_dir, python, "0",
-                                    n_out, tmp_root)
+    per_file, shas = run_and_decode(case, args, HASH_SEEDS[0], n_out)
     stream = write_order(per_file)
     determinism = None
-    if check_determinism:
-        again, shas2 = run_and_decode(case, electra_dir, data_dir, python,
-                                      "12345", n_out, tmp_root)
-        if again != per_file:
-            raise RuntimeError(f"{name}: second run produced other records")
+    if args.check_determinism:
+        again, shas2 = run_and_decode(case, args, HASH_SEEDS[1], n_out)
+        require_same(name, per_file, again)
         # Raw bytes may differ: the Features map entries are serialized in
         # an order that varies from process to process (not with
         # PYTHONHASHSEED), so only decoded records are compared and recorded.
-        determinism = {"pythonhashseeds": ["0", "12345"],
+        determinism = {"pythonhashseeds": list(HASH_SEEDS),
                        "identical_records": True}
         print(f"  {name}: run with PYTHONHASHSEED=12345 gave identical records"
               f" (raw TFRecord bytes identical this time: {shas == shas2})")
     if n_out is not None:
         # The number of files must only change where records go.
-        default_files, _ = run_and_decode(case, electra_dir, data_dir, python,
-                                          "0", None, tmp_root)
+        default_files, _ = run_and_decode(case, args, HASH_SEEDS[0], None)
         if write_order(default_files) != stream:
             raise RuntimeError(f"{name}: the 1000-file run wrote other records")
         print(f"  {name}: write order equals that of the default 1000-file run")
@@ -288,7 +247,7 @@ def make_case(case: dict[str, Any], electra_dir: Path, data_dir: Path,
     outputs = []
     if n_out is None:
         rel = f"{name}/records.jsonl.gz"
-        write_jsonl_gz(stream, out_dir / rel)
+        write_jsonl_gz(stream, args.out_dir / rel)
         outputs.append({"path": rel, "records": len(stream),
                         "content": "all records in write order; record n is "
                                    f"record n // {SCRIPT_NUM_OUT_FILES} of "
@@ -296,12 +255,10 @@ def make_case(case: dict[str, Any], electra_dir: Path, data_dir: Path,
                                    f"{SCRIPT_NUM_OUT_FILES})-of-"
                                    f"{SCRIPT_NUM_OUT_FILES}"})
     else:
-        for k, records in enumerate(per_file):
-            rel = f"{name}/out-{k}.jsonl.gz"
-            write_jsonl_gz(records, out_dir / rel)
-            outputs.append({"path": rel, "records": len(records),
-                            "content": "records of pretrain_data.tfrecord-"
-                                       f"{k}-of-{n_out}, in file order"})
+        outputs = write_per_file_outputs(name, per_file, args.out_dir)
+        for k, output in enumerate(outputs):
+            output["content"] = ("records of pretrain_data.tfrecord-"
+                                 f"{k}-of-{n_out}, in file order")
     num_files = n_out or SCRIPT_NUM_OUT_FILES
     counts = [len(r) for r in per_file]
     print(f"  {name}: {len(stream)} records, "
@@ -331,103 +288,41 @@ def make_case(case: dict[str, Any], electra_dir: Path, data_dir: Path,
     return result
 
 
-def make_stats(corpus: Path, electra_dir: Path, data_dir: Path, out_dir: Path,
-               python: str, seeds: list[int], tmp_root: Optional[str]
-               ) -> dict[str, Any]:
+def make_stats(args: argparse.Namespace, seeds: list[int]) -> dict[str, Any]:
     """Run the script on a full corpus once per seed and record sequence
     statistics, their mean and their seed-to-seed standard deviation."""
-    sys.path.insert(0, str(TESTS_DIR))
-    from stats_electra import sequence_stats  # pylint: disable=import-outside-toplevel
+    sequence_stats = tests_module("stats_electra").sequence_stats
 
+    corpus = args.stats_corpus
     base = _case("stats", [str(corpus.resolve())], UNCASED_VOCAB,
                  do_lower_case=True, max_seq_length=128, random_seed=0)
-    runs = []
-    for seed in seeds:
-        per_file, _ = run_and_decode(dict(base, random_seed=seed), electra_dir,
-                                     data_dir, python, "0", None, tmp_root)
-        stats = sequence_stats(write_order(per_file), base["max_seq_length"])
-        runs.append({"random_seed": seed, "stats": stats})
-        print(f"  seed {seed}: {json.dumps(stats)}")
-    names = list(runs[0]["stats"])
-    values = {name: [run["stats"][name] for run in runs] for name in names}
-    result = {
-        "corpus": corpus.name,
-        "corpus_sha256": _sha256(corpus),
-        "corpus_bytes": corpus.stat().st_size,
-        "vocab_file": UNCASED_VOCAB,
-        "do_lower_case": True,
-        "strip_accents": True,
-        "max_seq_length": base["max_seq_length"],
-        "num_out_files": SCRIPT_NUM_OUT_FILES,
-        "script_flags": _script_flags(base, "<corpus_dir>", UNCASED_VOCAB,
-                                      "<output_dir>"),
-        "seeds": seeds,
-        "mean": {name: statistics.mean(v) for name, v in values.items()},
-        "sd": {name: statistics.stdev(v) for name, v in values.items()},
-        "runs": runs,
-    }
-    path = out_dir / f"{corpus.stem}_stats.json"
-    path.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"  stats written to {path}")
-    return result
+
+    def stats_of(seed: int) -> dict[str, Any]:
+        per_file, _ = run_and_decode(dict(base, random_seed=seed), args,
+                                     HASH_SEEDS[0], None)
+        return sequence_stats(write_order(per_file), base["max_seq_length"])
+
+    return seed_stats(
+        corpus, seeds, stats_of, args.out_dir / f"{corpus.stem}_stats.json",
+        vocab_file=UNCASED_VOCAB, do_lower_case=True, strip_accents=True,
+        max_seq_length=base["max_seq_length"],
+        num_out_files=SCRIPT_NUM_OUT_FILES,
+        script_flags=_script_flags(base, "<corpus_dir>", UNCASED_VOCAB,
+                                   "<output_dir>"),
+        seeds=seeds)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[1])
-    parser.add_argument("--electra_dir", required=True, type=Path,
-                        help="checkout of google-research/electra")
-    parser.add_argument("--out_dir", required=True, type=Path)
-    parser.add_argument("--stats_corpus", type=Path,
-                        default=DEFAULT_STATS_CORPUS)
-    parser.add_argument("--data_dir", type=Path, default=DEFAULT_DATA_DIR,
-                        help="directory with the input corpora and vocabs")
-    parser.add_argument("--python", default=sys.executable,
-                        help="interpreter with tensorflow for the original")
-    parser.add_argument("--tmp_dir", default=None,
-                        help="where to put the scratch input/output dirs")
-    parser.add_argument("--cases", default="",
-                        help="comma-separated subset of case names")
-    parser.add_argument("--skip_stats", action="store_true")
-    parser.add_argument("--skip_cases", action="store_true",
-                        help="only (re)compute the statistics file")
-    parser.add_argument("--stats_seeds", default="12345,1,2,3,4,5,6,7",
-                        help="comma-separated random seeds of the statistics runs")
-    parser.add_argument("--check_determinism", action="store_true",
-                        help="run each case twice (other PYTHONHASHSEED) and "
-                             "compare the records")
-    args = parser.parse_args()
-
-    electra_dir = args.electra_dir.resolve()
-    data_dir = args.data_dir.resolve()
-    out_dir = args.out_dir.resolve()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if not (electra_dir / SCRIPT).is_file():
-        parser.error(f"no {SCRIPT} in {electra_dir}")
-
-    wanted = set(filter(None, args.cases.split(",")))
-    cases_path = out_dir / "cases.json"
-    previous = {}
-    if wanted and cases_path.exists():
-        previous = {c["name"]: c for c in json.loads(cases_path.read_text())}
-
-    results = []
-    for case in [] if args.skip_cases else CASES:
-        if wanted and case["name"] not in wanted:
-            if case["name"] in previous:
-                results.append(previous[case["name"]])
-            continue
-        print(f"case {case['name']}")
-        results.append(make_case(case, electra_dir, data_dir, out_dir,
-                                 args.python, args.check_determinism,
-                                 args.tmp_dir))
-    if not args.skip_cases:
-        cases_path.write_text(json.dumps(results, indent=2) + "\n")
-
-    if not args.skip_stats:
-        print(f"stats on {args.stats_corpus}")
-        make_stats(args.stats_corpus, electra_dir, data_dir, out_dir,
-                   args.python, [int(s) for s in args.stats_seeds.split(",")],
-                   args.tmp_dir)
+    parser = golden_parser(
+        __doc__, "--electra_dir", "checkout of google-research/electra",
+        check_help="run each case twice (other PYTHONHASHSEED) and compare "
+                   "the records",
+        after_python=[("--tmp_dir", {
+            "default": None,
+            "help": "where to put the scratch input/output dirs"})])
+    args = parse_golden_args(parser, "electra_dir", SCRIPT)
+    write_cases(args, CASES, make_case)
+    write_stats(args, make_stats)
 
 
 if __name__ == "__main__":

@@ -32,34 +32,34 @@ Outputs (under --out_dir):
 
 from __future__ import annotations
 
+import argparse
+import functools
 import gzip
 import json
 import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # pylint: disable=wrong-import-position
-from golden_common import (BERT_FEATURE_KEYS, CHINESE_VOCAB,
-                           DEFAULT_DATA_DIR, UNCASED_VOCAB, case_header,
-                           check_bert_shapes, check_ok, decode_outputs,
-                           flag_case, golden_parser, output_file_args,
-                           output_paths, parse_golden_args, read_examples,
-                           recorded_stats_flags, require_same, run_runner,
-                           run_twice, seed_stats, sha256_file, tests_module,
-                           write_case_outputs, write_cases, write_json,
-                           write_stats)
+from golden_common import (BERT_DEFAULTS, BERT_FEATURE_KEYS, CHINESE_VOCAB,
+                           UNCASED_VOCAB, case_header, check_bert_shapes,
+                           flag_case, golden_parser, make_flag_case,
+                           make_flag_stats, output_paths, parse_golden_args,
+                           read_examples, require_same, run_flag_script,
+                           run_once, run_twice, sha256_file, tests_module,
+                           write_cases, write_json, write_stats)
 
-DEFAULT_STATS_CORPUS = DEFAULT_DATA_DIR / "wikitext2_valid.txt"
 SCRIPT = "official/nlp/data/create_pretraining_data.py"
-MASK_ID = 103
 
 # Defaults of the Model Garden script's flags. Every flag is passed explicitly
 # except those whose value is None (absl cannot spell None on the command
 # line; for max_ngram_size, leaving it out is how the default is selected).
+# The script is a fork of the original BERT one and keeps all of its flags
+# with the same defaults (the rest of the dict, after max_seq_length, in the
+# original's order); do_lower_case and do_whole_word_mask are listed here
+# only to keep their place in the order.
 ORIGINAL_DEFAULTS: dict[str, Any] = {
     "tokenization": "WordPiece",
     "sp_model_file": "",
@@ -68,12 +68,7 @@ ORIGINAL_DEFAULTS: dict[str, Any] = {
     "max_ngram_size": None,
     "gzip_compress": False,
     "use_v2_feature_names": False,
-    "max_seq_length": 128,
-    "max_predictions_per_seq": 20,
-    "random_seed": 12345,
-    "dupe_factor": 10,
-    "masked_lm_prob": 0.15,
-    "short_seq_prob": 0.1,
+    **BERT_DEFAULTS,
 }
 
 V1_KEYS = BERT_FEATURE_KEYS
@@ -125,7 +120,6 @@ STATS_FLAGS: dict[str, Any] = dict(
     ORIGINAL_DEFAULTS, vocab_file=UNCASED_VOCAB, do_lower_case=True,
     do_whole_word_mask=True, max_ngram_size=3, max_seq_length=128,
     max_predictions_per_seq=20, dupe_factor=2)
-DEFAULT_STATS_SEEDS = "12345,1,2,3,4,5,6,7"
 
 # Runs the Model Garden script as __main__. argv[1] is the directory that
 # holds the unzipped wheel's `official` package, the rest are the script's
@@ -150,13 +144,10 @@ runpy.run_path(script, run_name="__main__")
 """
 
 
-def run_model_garden(models_dir: Path, flags: dict[str, Any],
-                     output_files: list[str], cwd: Path, python: str,
-                     hash_seed: str = "0") -> subprocess.CompletedProcess:
-    """Run the script once and return the finished process (not checked)."""
-    return run_runner(python, _RUNNER,
-                      [str(models_dir), *output_file_args(flags, output_files)],
-                      cwd, hash_seed)
+# run_model_garden(models_dir, flags, output_files, cwd, python,
+# hash_seed="0", check=True): run the script once and return the finished
+# process; with check, raise with its log if it failed.
+run_model_garden = functools.partial(run_flag_script, _RUNNER)
 
 
 def read_records(path: str, gzip_compress: bool = False,
@@ -178,23 +169,13 @@ def _is_gzip(path: str) -> bool:
         return f.read(2) == b"\x1f\x8b"
 
 
-def run_and_decode(case: dict[str, Any], models_dir: Path, data_dir: Path,
-                   tmp: Path, python: str, hash_seed: str
-                   ) -> tuple[list[list[dict[str, list]]], list[str]]:
-    """Run one case that must succeed; return the decoded records and the
-    sha256 of each TFRecord file."""
-    flags = case["flags"]
-    outputs = output_paths(tmp, case["num_output_files"])
-    check_ok(run_model_garden(models_dir, flags, outputs, data_dir, python,
-                              hash_seed))
-    for out in outputs:
-        if _is_gzip(out) != bool(flags["gzip_compress"]):
-            raise RuntimeError(f"{out}: gzip magic does not match the flag")
-    return decode_outputs(
-        outputs,
-        lambda out: read_records(out, flags["gzip_compress"],
-                                 flags["use_v2_feature_names"]),
-        lambda rec: check_bert_shapes(as_v1(rec), flags))
+def read_output(path: str, flags: dict[str, Any]) -> Iterator[dict[str, list]]:
+    """Decode an output file of a run with these flags, after checking that
+    it is gzip-compressed exactly when --gzip_compress says so."""
+    if _is_gzip(path) != bool(flags["gzip_compress"]):
+        raise RuntimeError(f"{path}: gzip magic does not match the flag")
+    return read_records(path, flags["gzip_compress"],
+                        flags["use_v2_feature_names"])
 
 
 def run_expecting_error(case: dict[str, Any], models_dir: Path,
@@ -203,7 +184,7 @@ def run_expecting_error(case: dict[str, Any], models_dir: Path,
     """Run a case that must fail with case['expect_error']."""
     outputs = output_paths(tmp, case["num_output_files"])
     proc = run_model_garden(models_dir, case["flags"], outputs, data_dir,
-                            python, hash_seed)
+                            python, hash_seed, check=False)
     log = proc.stdout + proc.stderr
     if proc.returncode == 0 or case["expect_error"] not in log:
         sys.stderr.write(log)
@@ -214,44 +195,34 @@ def run_expecting_error(case: dict[str, Any], models_dir: Path,
             "output_files_created": [os.path.exists(o) for o in outputs]}
 
 
-def make_case(case: dict[str, Any], models_dir: Path, data_dir: Path,
-              out_dir: Path, python: str, check_determinism: bool
+def make_case(case: dict[str, Any], args: argparse.Namespace
               ) -> dict[str, Any]:
     name = case["name"]
-    result = case_header(case)
     if "expect_error" in case:
         error, again = run_twice(
             lambda tmp, hash_seed: run_expecting_error(
-                case, models_dir, data_dir, tmp, python, hash_seed),
-            f"mg_golden_{name}", check_determinism)
+                case, args.models_dir, args.data_dir, tmp, args.python,
+                hash_seed),
+            f"mg_golden_{name}", args.check_determinism)
         if again is not None:
             require_same(name, error, again, "failed differently")
             print(f"  {name}: second run (PYTHONHASHSEED=12345) failed the "
                   f"same way")
         print(f"  {name}: failed as expected: {error['last_log_line']}")
-        result.update(expected_error=error, record_counts=[],
-                      total_records=0, outputs=[])
-        return result
-
-    (decoded, shas), second = run_twice(
-        lambda tmp, hash_seed: run_and_decode(case, models_dir, data_dir,
-                                              tmp, python, hash_seed),
-        f"mg_golden_{name}", check_determinism)
-    if second is not None:
-        again, shas2 = second
-        require_same(name, decoded, again)
-        # Raw bytes may differ (upb serializes the Features map in a
-        # per-process order), so only decoded records are compared.
-        print(f"  {name}: second run (PYTHONHASHSEED=12345) gave identical "
-              f"records (raw TFRecord bytes identical: {shas == shas2})")
+        return {**case_header(case), "expected_error": error,
+                "record_counts": [], "total_records": 0, "outputs": []}
 
     flags = case["flags"]
-    result.update(
+    # Raw bytes may differ (upb serializes the Features map in a
+    # per-process order), so only decoded records are compared.
+    entry, _ = make_flag_case(
+        case, args, run_model_garden, lambda path: read_output(path, flags),
+        lambda rec, case_flags: check_bert_shapes(as_v1(rec), case_flags),
+        "mg_golden", rerun_note=" (PYTHONHASHSEED=12345)",
         feature_names=list(V2_KEYS if flags["use_v2_feature_names"]
                            else V1_KEYS),
-        compression="GZIP" if flags["gzip_compress"] else "",
-        **write_case_outputs(name, decoded, out_dir))
-    return result
+        compression="GZIP" if flags["gzip_compress"] else "")
+    return entry
 
 
 def compare_with_bert(case: dict[str, Any], records: list[dict[str, list]],
@@ -266,12 +237,12 @@ def compare_with_bert(case: dict[str, Any], records: list[dict[str, list]],
     """
     import make_pipeline_golden as bert_golden  # pylint: disable=import-outside-toplevel
 
-    keys = ["input_file", "vocab_file", *bert_golden.ORIGINAL_DEFAULTS]
+    keys = ["input_file", "vocab_file", *BERT_DEFAULTS]
     flags = {key: case["flags"][key] for key in keys}
-    with tempfile.TemporaryDirectory(prefix="mg_golden_bert_") as tmp:
-        out = str(Path(tmp) / "out-0.tfrecord")
-        bert_golden.run_original(bert_dir, flags, [out], data_dir, python)
-        bert = list(bert_golden.read_records(out))
+    bert = run_once(
+        lambda outputs: bert_golden.run_original(bert_dir, flags, outputs,
+                                                 data_dir, python),
+        bert_golden.read_records, "mg_golden_bert_")
 
     def unmasked(rec: dict[str, list]) -> list[int]:
         ids = list(rec["input_ids"])
@@ -312,30 +283,14 @@ def compare_with_bert(case: dict[str, Any], records: list[dict[str, list]],
     return summary
 
 
-def make_stats(corpus: Path, models_dir: Path, data_dir: Path, out_dir: Path,
-               python: str, seeds: list[int]) -> dict[str, Any]:
+def make_stats(args: argparse.Namespace, seeds: list[int]) -> dict[str, Any]:
     """Run n-gram masking on a full corpus once per seed and record instance
     and span statistics, their mean and their seed-to-seed sd."""
-    span_stats = tests_module("stats_ngram").span_stats
-    instance_stats = tests_module("stats_util").instance_stats
-
-    flags = dict(STATS_FLAGS, input_file=str(corpus.resolve()))
-
-    def stats_of(seed: int) -> dict[str, Any]:
-        with tempfile.TemporaryDirectory(prefix="mg_golden_stats_") as tmp:
-            outputs = output_paths(Path(tmp), 1)
-            check_ok(run_model_garden(models_dir, dict(flags, random_seed=seed),
-                                      outputs, data_dir, python))
-            records = list(read_records(outputs[0]))
-        stats = instance_stats(records, flags["max_seq_length"], MASK_ID)
-        stats.update(span_stats(records))
-        return stats
-
-    return seed_stats(corpus, seeds, stats_of,
-                      out_dir / f"{corpus.stem}_ngram_stats.json",
-                      flags=recorded_stats_flags(flags, corpus),
-                      num_output_files=1, mask_id=MASK_ID,
-                      global_random_seeded_with="random_seed")
+    flags = dict(STATS_FLAGS, input_file=str(args.stats_corpus.resolve()))
+    return make_flag_stats(args, seeds, run_model_garden, read_records, flags,
+                           "mg_golden_stats_", "_ngram_stats",
+                           tests_module("stats_ngram").span_stats,
+                           global_random_seeded_with="random_seed")
 
 
 def _model_garden_info(models_dir: Path, wheel: Path | None
@@ -361,13 +316,26 @@ def _model_garden_info(models_dir: Path, wheel: Path | None
     }
 
 
+def make_case_and_compare(case: dict[str, Any], args: argparse.Namespace
+                          ) -> dict[str, Any]:
+    """make_case(), then, given --bert_dir, compare_with_bert() for
+    mg_default."""
+    result = make_case(case, args)
+    if args.bert_dir is not None and case["name"] == "mg_default":
+        with gzip.open(args.out_dir / result["outputs"][0]["path"],
+                       "rt") as f:
+            records = [json.loads(line) for line in f]
+        result["bert_comparison"] = compare_with_bert(
+            case, records, args.bert_dir.resolve(), args.data_dir,
+            args.python)
+    return result
+
+
 def main() -> None:
     parser = golden_parser(
         __doc__, "--models_dir", "unzipped tf-models-official wheel (the "
                                  "directory that holds `official/`)",
-        python_help="interpreter with tensorflow for the script",
-        check_help="run each case twice and compare the records",
-        stats_corpus=DEFAULT_STATS_CORPUS, stats_seeds=DEFAULT_STATS_SEEDS)
+        python_help="interpreter with tensorflow for the script")
     parser.add_argument("--wheel", type=Path, default=None,
                         help="optional: the wheel --models_dir was unzipped "
                              "from, to record its sha256")
@@ -377,24 +345,9 @@ def main() -> None:
     args = parse_golden_args(parser, "models_dir", SCRIPT)
     info = _model_garden_info(args.models_dir, args.wheel)
     print(f"model garden: {json.dumps(info)}")
-
-    def make(case: dict[str, Any]) -> dict[str, Any]:
-        result = make_case(case, args.models_dir, args.data_dir, args.out_dir,
-                           args.python, args.check_determinism)
-        if args.bert_dir is not None and case["name"] == "mg_default":
-            with gzip.open(args.out_dir / result["outputs"][0]["path"],
-                           "rt") as f:
-                records = [json.loads(line) for line in f]
-            result["bert_comparison"] = compare_with_bert(
-                case, records, args.bert_dir.resolve(), args.data_dir,
-                args.python)
-        return result
-
-    if write_cases(args, CASES, make):
+    if write_cases(args, CASES, make_case_and_compare):
         write_json(args.out_dir / "model_garden.json", info)
-    write_stats(args, lambda seeds: make_stats(
-        args.stats_corpus, args.models_dir, args.data_dir, args.out_dir,
-        args.python, seeds))
+    write_stats(args, make_stats)
 
 
 if __name__ == "__main__":

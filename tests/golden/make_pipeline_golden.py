@@ -20,21 +20,19 @@ Outputs (under --out_dir):
 
 from __future__ import annotations
 
+import argparse
 import functools
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # pylint: disable=wrong-import-position
 from golden_common import (BERT_DEFAULTS, BERT_FEATURE_KEYS, CHINESE_VOCAB,
-                           UNCASED_VOCAB, case_header, check_bert_shapes,
-                           check_ok, decode_outputs, flag_case, golden_parser,
-                           output_file_args, output_paths, parse_golden_args,
-                           read_examples, recorded_stats_flags, require_same,
-                           run_runner, run_twice, seed_stats, tests_module,
-                           write_case_outputs, write_cases, write_stats)
+                           UNCASED_VOCAB, check_bert_shapes, flag_case,
+                           golden_parser, make_flag_case, make_flag_stats,
+                           parse_golden_args, read_examples, run_flag_script,
+                           write_cases, write_stats)
 
 DEFAULT_STATS_CORPUS = "/work/shared/data/corpora/wikitext2_valid.txt"
 
@@ -42,7 +40,6 @@ DEFAULT_STATS_CORPUS = "/work/shared/data/corpora/wikitext2_valid.txt"
 ORIGINAL_DEFAULTS: dict[str, Any] = BERT_DEFAULTS
 
 FEATURE_KEYS = BERT_FEATURE_KEYS
-MASK_ID = 103
 
 
 # _case(name, input_file, vocab_file, num_outputs, **flag_overrides)
@@ -80,12 +77,10 @@ runpy.run_path(script, run_name="__main__")
 """
 
 
-def run_original(bert_dir: Path, flags: dict[str, Any], output_files: list[str],
-                 cwd: Path, python: str, hash_seed: str = "0") -> None:
-    """Run the original script once; raise with its log if it fails."""
-    check_ok(run_runner(python, _RUNNER,
-                        [str(bert_dir), *output_file_args(flags, output_files)],
-                        cwd, hash_seed), "original script")
+# run_original(bert_dir, flags, output_files, cwd, python, hash_seed="0"):
+# run the original script once; raise with its log if it fails.
+run_original = functools.partial(run_flag_script, _RUNNER,
+                                 what="original script")
 
 
 def read_records(path: str) -> Iterator[dict[str, list]]:
@@ -93,36 +88,16 @@ def read_records(path: str) -> Iterator[dict[str, list]]:
     return read_examples(path, FEATURE_KEYS)
 
 
-def run_and_decode(case: dict[str, Any], bert_dir: Path, data_dir: Path,
-                   tmp: Path, python: str, hash_seed: str
-                   ) -> tuple[list[list[dict[str, list]]], list[str]]:
-    """Run one case; return decoded records and sha256 of each TFRecord."""
-    outputs = output_paths(tmp, case["num_output_files"])
-    run_original(bert_dir, case["flags"], outputs, data_dir, python, hash_seed)
-    return decode_outputs(outputs, read_records,
-                          lambda rec: check_bert_shapes(rec, case["flags"]))
-
-
-def make_case(case: dict[str, Any], bert_dir: Path, data_dir: Path,
-              out_dir: Path, python: str, check_determinism: bool
+def make_case(case: dict[str, Any], args: argparse.Namespace
               ) -> dict[str, Any]:
-    name = case["name"]
-    (decoded, shas), second = run_twice(
-        lambda tmp, hash_seed: run_and_decode(case, bert_dir, data_dir, tmp,
-                                              python, hash_seed),
-        f"golden_{name}", check_determinism)
-    if second is not None:
-        again, shas2 = second
-        require_same(name, decoded, again)
-        # Raw bytes usually differ: upb serializes the Features map in a
-        # per-process random order, so only decoded records are compared.
-        print(f"  {name}: second run gave identical records "
-              f"(raw TFRecord bytes identical: {shas == shas2})")
-    return {**case_header(case), **write_case_outputs(name, decoded, out_dir)}
+    # Raw bytes usually differ: upb serializes the Features map in a
+    # per-process random order, so only decoded records are compared.
+    entry, _ = make_flag_case(case, args, run_original, read_records,
+                              check_bert_shapes, "golden")
+    return entry
 
 
-def make_stats(corpus: Path, bert_dir: Path, data_dir: Path, out_dir: Path,
-               python: str, seeds: list[int]) -> dict[str, Any]:
+def make_stats(args: argparse.Namespace, seeds: list[int]) -> dict[str, Any]:
     """Run the original on a full corpus once per seed and record instance
     statistics, their mean and their run-to-run standard deviation.
 
@@ -130,40 +105,22 @@ def make_stats(corpus: Path, bert_dir: Path, data_dir: Path, out_dir: Path,
     document, so on a corpus of ~60 long articles its instance count alone
     moves by ~2% from seed to seed. Tests compare with the spread, not a draw.
     """
-    instance_stats = tests_module("stats_util").instance_stats
-
-    flags = {"input_file": str(corpus.resolve()), "vocab_file": UNCASED_VOCAB}
+    flags = {"input_file": str(args.stats_corpus.resolve()),
+             "vocab_file": UNCASED_VOCAB}
     flags.update(ORIGINAL_DEFAULTS)
     flags["dupe_factor"] = 5
-
-    def stats_of(seed: int) -> dict[str, Any]:
-        with tempfile.TemporaryDirectory(prefix="golden_stats_") as tmp:
-            outputs = output_paths(Path(tmp), 1)
-            run_original(bert_dir, dict(flags, random_seed=seed), outputs,
-                         data_dir, python)
-            return instance_stats(read_records(outputs[0]),
-                                  flags["max_seq_length"], MASK_ID)
-
-    return seed_stats(corpus, seeds, stats_of,
-                      out_dir / f"{corpus.stem}_stats.json",
-                      flags=recorded_stats_flags(flags, corpus),
-                      num_output_files=1, mask_id=MASK_ID)
+    return make_flag_stats(args, seeds, run_original, read_records, flags,
+                           "golden_stats_", "_stats")
 
 
 def main() -> None:
     parser = golden_parser(
         __doc__, "--bert_dir", "checkout of google-research/bert",
-        python_help="interpreter with tensorflow for the original",
-        check_help="run each case twice and compare the records",
         stats_corpus=Path(DEFAULT_STATS_CORPUS),
         stats_seeds="12345,1,2,3,4,5,6,7,8,9")
     args = parse_golden_args(parser, "bert_dir", "create_pretraining_data.py")
-    write_cases(args, CASES, lambda case: make_case(
-        case, args.bert_dir, args.data_dir, args.out_dir, args.python,
-        args.check_determinism))
-    write_stats(args, lambda seeds: make_stats(
-        args.stats_corpus, args.bert_dir, args.data_dir, args.out_dir,
-        args.python, seeds))
+    write_cases(args, CASES, make_case)
+    write_stats(args, make_stats)
 
 
 if __name__ == "__main__":
