@@ -17,6 +17,7 @@ setuptools.setup(
         "numpy>=1.26,<3",
         "numba>=0.60,<1",
         "jieba>=0.42.1,<0.43",
+        "syntok>=1.4.4,<2",
     ],
     extras_require={
         # gcp-storage-emulator: a real GCS API on loopback for the gs:// tests.

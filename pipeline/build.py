@@ -23,6 +23,7 @@ from pipeline.options import Config, Stages
 from pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME, OutputLayout,
                               write_staging_json)
 from transforms.documents import DOCUMENTS, PROBLEMS, ReadDocuments
+from transforms.formats import ReadRecords
 from transforms.sampling import SampleDocuments
 from transforms.sharding import WriteShards
 from transforms.stages import BatchDocuments, CreateRecords, TokenizeDocument, fan_out_packed
@@ -39,12 +40,17 @@ def _record(items: list[dict], layout: OutputLayout, name: str) -> int:
 def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
                    patterns: list[str], layout: OutputLayout) -> dict[str, beam.PCollection]:
     seed = config.random_seed
-    read = p | "ReadDocuments" >> ReadDocuments(
-        patterns=patterns, split_bytes=config.input_split_bytes)
+    if config.input_format == "text":
+        read = p | "ReadDocuments" >> ReadDocuments(
+            patterns=patterns, split_bytes=config.input_split_bytes)
+    else:
+        read = p | "ReadDocuments" >> ReadRecords(
+            patterns=patterns, input_format=config.input_format, text_field=config.text_field)
     docs_by_key = read[DOCUMENTS]
     tokenized_docs = docs_by_key | "Tokenize" >> beam.ParDo(TokenizeDocument(
         vocab_file=config.vocab_file, do_lower_case=config.do_lower_case,
-        whole_word_segmenter=config.whole_word_segmenter))
+        whole_word_segmenter=config.whole_word_segmenter,
+        sentence_splitter=config.sentence_splitter))
     nsp_sample = tokenized_docs | "SampleRandomDocuments" >> SampleDocuments(
         seed=seed, size=config.nsp_sample_size, max_bytes=config.nsp_sample_max_bytes,
         max_tokens_per_document=SAMPLE_DOCUMENT_SEQUENCES * config.max_seq_length)

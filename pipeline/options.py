@@ -19,7 +19,9 @@ from transforms.example_writer import RecordLayout
 from transforms.instances import NEXT_SENTENCE_OBJECTIVES, InstanceConfig
 from transforms.masking import MaskingConfig, masking_config
 from transforms.seeds import MAX_DUPE_FACTOR
+from transforms.formats import INPUT_FORMATS
 from transforms.segmentation import SEGMENTERS
+from transforms.sentences import DEFAULT_SPLITTER, SPLITTERS
 from transforms.sharding import SHUFFLES
 from transforms.vocabulary import Vocabulary
 
@@ -66,6 +68,9 @@ class Config:
     max_ngram_size: int = 0
     use_v2_feature_names: bool = False
     whole_word_segmenter: str = "none"
+    input_format: str = "text"
+    text_field: str = "text"
+    sentence_splitter: str = "none"
 
     @property
     def token_boundary(self) -> bool:
@@ -209,6 +214,17 @@ def _parser() -> argparse.ArgumentParser:
         help="with --do_whole_word_mask: jieba, Chinese whole words (Chinese "
              "BERT-wwm): the characters that continue a jieba word are masked with "
              "it; none: WordPiece's whole words only (default)")
+    add("--input_format", choices=list(INPUT_FORMATS), default="text",
+        help="text: one sentence per line, a blank line between documents, as the "
+             "original (default); jsonl: one JSON object per line, a document each; "
+             "parquet: a document per row (Hugging Face's corpora)")
+    add("--text_field", default="text",
+        help="with --input_format=jsonl|parquet: the field holding a document's text "
+             "(default text)")
+    add("--sentence_splitter", choices=list(SPLITTERS),
+        help="how a paragraph (a line of a document's text) becomes sentences: none "
+             f"(a line is a sentence; the default for text) or {DEFAULT_SPLITTER} (the "
+             "default for the other formats; see README 'Sentences')")
     add("--input_split_bytes", type=int, help=argparse.SUPPRESS)  # tests: many splits
     return parser
 
@@ -261,7 +277,10 @@ def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
         next_sentence=args.next_sentence, ngram=args.ngram,
         favor_shorter_ngram=args.favor_shorter_ngram, max_ngram_size=args.max_ngram_size,
         use_v2_feature_names=args.use_v2_feature_names,
-        whole_word_segmenter=args.whole_word_segmenter)
+        whole_word_segmenter=args.whole_word_segmenter, input_format=args.input_format,
+        text_field=args.text_field,
+        sentence_splitter=args.sentence_splitter or (
+            "none" if args.input_format == "text" else DEFAULT_SPLITTER))
     validate(config)
     return config, beam_args
 
@@ -327,6 +346,8 @@ def validate(config: Config) -> None:
         (config.whole_word_segmenter == "none" or config.do_whole_word_mask,
          "--whole_word_segmenter finds the whole words that --do_whole_word_mask "
          "masks; add --do_whole_word_mask"),
+        (not config.reference_compatible or config.input_format == "text",
+         "--reference_compatible reads the original's text format; drop --input_format"),
         (config.whole_word_segmenter == "none" or config.masking == "static",
          "--whole_word_segmenter's words are used when masking here; the records "
          "keep plain ids, so dynamic masking could not use them: drop --masking=none"),
@@ -367,6 +388,9 @@ def validate(config: Config) -> None:
              "--padding apply to --recipe=bert"),
             (not config.do_whole_word_mask, "--do_whole_word_mask has no effect with "
              "--recipe=d2l, whose tokens are whole words; drop it"),
+            ((config.input_format, config.sentence_splitter) == ("text", "none"),
+             "--recipe=d2l reads d2l's WikiText-2 text (a paragraph per line); "
+             "--input_format and --sentence_splitter apply to --recipe=bert"),
             ((config.next_sentence, config.ngram, config.max_ngram_size,
               config.use_v2_feature_names) == ("nsp", 0, 0, False),
              "--recipe=d2l is d2l's NSP and masking; --next_sentence, --ngram, "

@@ -18,6 +18,7 @@ from pipeline.options import Config, Stages
 from pipeline.publish import OutputLayout, prepare_output
 from transforms.counters import read_counters
 from transforms.documents import comma_separated, match_inputs
+from transforms.formats import check_parquet_schema
 from transforms.vocabulary import Vocabulary, load_vocabulary
 
 
@@ -45,6 +46,8 @@ def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:
     """Matches the inputs, reads the vocabulary (the bert recipe's) and
     prepares the output location."""
     inputs = match_inputs(config.input_file)
+    if config.input_format == "parquet":
+        check_parquet_schema([path for path, _ in inputs], config.text_field)
     vocab = load_vocabulary(config.vocab_file) if config.recipe == "bert" else None
     layout, replaces = prepare_output(config, inputs)
     return Prepared(config=config, beam_args=beam_args, inputs=inputs, layout=layout,

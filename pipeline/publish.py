@@ -65,6 +65,12 @@ def dataset_warnings(counters: dict[str, int], problems: Sequence[dict]) -> list
         found.append("every document has a single sentence, so every instance is a "
                      "random next: is the input one document per line? Put one sentence "
                      "per line and a blank line between documents")
+    bad = {name: counters.get(name, 0) for name in (
+        "invalid_json_records", "records_without_text", "records_with_blank_text")}
+    if any(bad.values()):
+        found.append(f"{sum(bad.values()):,} input record(s) held no document and were "
+                     "skipped: " + ", ".join(f"{name}={n:,}" for name, n in bad.items() if n)
+                     + " (is --text_field right?)")
     if counters.get("random_next_unavailable"):
         found.append(f"{counters['random_next_unavailable']:,} chunk(s) needed a random "
                      "next sentence but the corpus has no other document: they were "

@@ -23,6 +23,7 @@ from transforms.instances import InstanceConfig
 from transforms.masking import Masked, MaskingConfig, mask_tokens
 from transforms.packing import PackedDocument, pack_document, packed_token_count, unpack_document
 from transforms.segmentation import line_ids
+from transforms.sentences import sentence_splitter
 from transforms.seeds import MASK, document_seed, derived_rng, shuffle_key
 from transforms.sharding import RecordBatch
 from transforms.tokenization import FullTokenizer, count_control_characters
@@ -50,13 +51,15 @@ InstanceBatch = tuple[tuple[str, int], list[Instance]]
 
 
 class TokenizeDocument(beam.DoFn):
-    """(doc_key, [line]) -> (doc_key, packed [[token id]]); lines without tokens dropped."""
+    """(doc_key, [line]) -> (doc_key, packed [[token id]]): each line a sentence,
+    or split into sentences (--sentence_splitter); sentences without tokens dropped."""
 
     def __init__(self, *, vocab_file: str, do_lower_case: bool,
-                 whole_word_segmenter: str = "none") -> None:
+                 whole_word_segmenter: str = "none", sentence_splitter: str = "none") -> None:
         self._vocab_file = vocab_file
         self._do_lower_case = do_lower_case
         self._segmenter = whole_word_segmenter
+        self._splitter = sentence_splitter
         self._count = BundleCounters("sentences", "tokens", "unk_tokens", "empty_documents",
                                      "lines_without_tokens", "tokenized_documents",
                                      "control_characters")
@@ -67,6 +70,8 @@ class TokenizeDocument(beam.DoFn):
         self._line_ids = line_ids(FullTokenizer(vocab, do_lower_case=self._do_lower_case),
                                   self._segmenter)
         self._unk = vocab.unk_id
+        # A document's lines as sentences: themselves, or split (paragraphs).
+        self._sentences = sentence_splitter(self._splitter)
 
     def start_bundle(self) -> None:
         self._count.start()
@@ -78,8 +83,9 @@ class TokenizeDocument(beam.DoFn):
         doc_key, lines = element
         count = self._count.counts
         count["control_characters"] += sum(map(count_control_characters, lines))
-        sentences = [ids for ids in map(self._line_ids, lines) if ids]
-        count["lines_without_tokens"] += len(lines) - len(sentences)
+        texts = self._sentences(lines)
+        sentences = [ids for ids in map(self._line_ids, texts) if ids]
+        count["lines_without_tokens"] += len(texts) - len(sentences)
         if not sentences:
             count["empty_documents"] += 1
             return

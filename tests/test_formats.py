@@ -1,0 +1,121 @@
+"""JSONL and Parquet corpora (--input_format, --text_field, --sentence_splitter):
+end to end on real text, the same records from either format, bad records
+counted, a wrong Parquet schema refused before any work."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pathlib
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import DATA, UNCASED_VOCAB
+from pipeline.main import run
+from records import read_examples
+from transforms.documents import InputError
+
+# Real web text (UD English EWT test): a paragraph per line, a blank line
+# between documents.
+EWT = DATA / "en_ewt-ud-test.paragraphs.txt"
+
+
+def ewt_documents() -> list[str]:
+    blocks = EWT.read_text(encoding="utf-8").split("\n\n")
+    return [block.strip("\n") for block in blocks if block.strip()]
+
+
+def write_jsonl(path: pathlib.Path, records: list) -> pathlib.Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
+                    encoding="utf-8")
+    return path
+
+
+def write_parquet(path: pathlib.Path, texts: list[str], field: str = "text") -> pathlib.Path:
+    pq.write_table(pa.table({field: texts, "id": list(range(len(texts)))}), path)
+    return path
+
+
+def _run(tmp_path: pathlib.Path, name: str, input_file: pathlib.Path, *flags: str) -> dict:
+    return run([f"--input_file={input_file}", f"--vocab_file={UNCASED_VOCAB}",
+                f"--output_dir={tmp_path / name}", "--dupe_factor=2", "--num_shards=2",
+                "--max_seq_length=64", "--max_predictions_per_seq=10", *flags])
+
+
+def _shards(manifest: dict) -> dict[str, str]:
+    return {pathlib.Path(s["path"]).name: hashlib.sha256(
+        pathlib.Path(s["path"]).read_bytes()).hexdigest() for s in manifest["shards"]}
+
+
+@pytest.fixture(scope="module")
+def jsonl_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("jsonl")
+    texts = ewt_documents()
+    corpus = write_jsonl(tmp / "ewt.jsonl", [{"text": t, "id": i} for i, t in enumerate(texts)])
+    return tmp, texts, _run(tmp, "out", corpus, "--input_format=jsonl")
+
+
+@pytest.mark.slow
+def test_jsonl_documents_become_records_run_pretraining_reads(jsonl_run):
+    tmp, texts, manifest = jsonl_run
+    counters = manifest["counters"]
+    assert counters["records"] == counters["tokenized_documents"] == len(texts) == 316
+    # Paragraphs were split into sentences: more sentences than lines of text.
+    lines = sum(len([l for l in t.split("\n") if l.strip()]) for t in texts)
+    assert counters["sentences"] > 1.5 * lines
+    records = read_examples([s["path"] for s in manifest["shards"]], 64, 10)
+    assert len(records) == manifest["total_instances"] > 1000
+
+
+@pytest.mark.slow
+def test_parquet_gives_the_same_records_as_jsonl(jsonl_run):
+    tmp, texts, manifest = jsonl_run
+    corpus = write_parquet(tmp / "ewt.parquet", texts)
+    parquet = _run(tmp, "parquet", corpus, "--input_format=parquet")
+    assert _shards(parquet) == _shards(manifest)
+
+
+@pytest.mark.slow
+def test_keys_follow_the_text_not_the_file(jsonl_run):
+    """Shuffled records in another file name and directory: the same shards."""
+    tmp, texts, manifest = jsonl_run
+    other = tmp / "elsewhere"
+    other.mkdir()
+    corpus = write_jsonl(other / "part-7.jsonl", [{"body": t} for t in reversed(texts)])
+    moved = _run(tmp, "moved", corpus, "--input_format=jsonl", "--text_field=body")
+    assert _shards(moved) == _shards(manifest)
+
+
+@pytest.mark.slow
+def test_bad_records_are_counted_and_skipped(tmp_path):
+    good = ewt_documents()[:20]
+    lines = [json.dumps({"text": t}) for t in good] + [
+        "{not json", json.dumps(["a", "list"]), json.dumps({"title": "no text"}),
+        json.dumps({"text": 42}), json.dumps({"text": "  \n \n"}), ""]
+    corpus = tmp_path / "mixed.jsonl"
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    manifest = _run(tmp_path, "out", corpus, "--input_format=jsonl")
+    counters = manifest["counters"]
+    assert any("5 input record(s) held no document" in w for w in manifest["warnings"])
+    assert counters["tokenized_documents"] == 20
+    assert counters["invalid_json_records"] == 1
+    assert counters["records_without_text"] == 3  # a list, no field, a number
+    assert counters["records_with_blank_text"] == 1
+
+
+def test_a_parquet_file_without_the_text_column_is_refused_before_any_work(tmp_path):
+    corpus = write_parquet(tmp_path / "docs.parquet", ["Some text."], field="content")
+    with pytest.raises(InputError, match="has no column 'text' .*content.*pass --text_field"):
+        _run(tmp_path, "out", corpus, "--input_format=parquet")
+    assert not (tmp_path / "out").exists()
+    numbers = tmp_path / "numbers.parquet"
+    pq.write_table(pa.table({"text": [1, 2]}), numbers)
+    with pytest.raises(InputError, match="holds int64, not text"):
+        _run(tmp_path, "out", numbers, "--input_format=parquet")
+
+
+def test_a_text_file_given_as_parquet_is_refused_in_one_line(tmp_path):
+    with pytest.raises(InputError, match="is not a Parquet file.*--input_format"):
+        _run(tmp_path, "out", DATA / "sample_text.txt", "--input_format=parquet")
