@@ -100,12 +100,15 @@ def _conllu_paragraphs(path: pathlib.Path, group: int) -> list[list[str]]:
 
 
 def load(data: pathlib.Path, name: str) -> Dataset:
+    """NAME in `data`, or a path without suffix to files made by make_sentence_files.py."""
+    stem = pathlib.Path(name) if os.sep in name else data / name
+    name = stem.name
     lang = "zh" if name.startswith("zh") else "en"
     joiner = "" if lang == "zh" else " "
-    lines = lambda suffix: [l for l in (data / f"{name}.{suffix}.txt").read_text(
+    lines = lambda suffix: [l for l in stem.with_name(f"{name}.{suffix}.txt").read_text(
         encoding="utf-8").split("\n") if l.strip()]
     paragraphs, sentences = lines("paragraphs"), lines("sentences")
-    gold = _conllu_paragraphs(data / f"{name}.conllu", group=5)
+    gold = _conllu_paragraphs(stem.with_name(f"{name}.conllu"), group=5)
     # the three files must tell the same story
     assert [joiner.join(g) for g in gold] == paragraphs, f"{name}: paragraphs differ"
     assert [s for g in gold for s in g] == sentences, f"{name}: sentences differ"
@@ -145,9 +148,9 @@ class Score:
     errors: list = field(default_factory=list)
 
     def f(self) -> tuple[float, float, float]:
-        p = self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
+        p = self.tp / (self.tp + self.fp) if self.tp + self.fp else float("nan")
         r = self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
-        return p, r, (2 * p * r / (p + r) if p + r else 0.0)
+        return p, r, (2 * p * r / (p + r) if p + r > 0 else 0.0)
 
 
 PUNCT_END = re.compile(r"[.!?][\"'”’)\]]*$")
@@ -245,6 +248,12 @@ def _punkt_trained(ds):
     return tokenizer.tokenize
 
 
+def _punkt_untrained(ds):
+    """Punkt with empty parameters: its rules alone, no training and no model."""
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
+    return PunktSentenceTokenizer().tokenize
+
+
 def _punkt_english(ds):
     """nltk's pretrained English model, only if it is on disk: never downloaded."""
     import nltk.data
@@ -273,6 +282,7 @@ CANDIDATES = [
     Candidate("blingfire", _blingfire, "blingfire"),
     Candidate("syntok", _syntok, "syntok"),
     Candidate("punkt-trained", _punkt_trained, "nltk"),
+    Candidate("punkt-untrained", _punkt_untrained, "nltk"),
     Candidate("punkt-english", _punkt_english, "nltk"),
     Candidate("cjk-rule", _cjk, None),
 ]
@@ -323,7 +333,7 @@ def runtime_needs(cand: Candidate, ds: Dataset, site: str | None) -> str:
     seen = IMPORT_EVENTS.get(cand.module, []) + seen
     short = []
     for kind, p in seen:
-        if kind in ("file", "dlopen"):
+        if kind in ("file", "dlopen") and p != "None":  # dlopen(None): the process itself
             if site and p.startswith(site):
                 p = p[len(site):].lstrip("/")
             if p not in short:
@@ -449,8 +459,10 @@ def main(argv: list[str] | None = None) -> None:
     for ds in datasets:
         boundaries_total = sum(len(g) - 1 for g in ds.gold)
         multi = sum(len(g) > 1 for g in ds.gold)
+        punct = sum(bool(PUNCT_END.search(x.rstrip())) for g in ds.gold for x in g[:-1])
         print(f"{ds.name}: {len(ds.paragraphs)} paragraphs ({multi} with 2+ sentences), "
-              f"{sum(len(g) for g in ds.gold)} sentences, {boundaries_total} boundaries, "
+              f"{sum(len(g) for g in ds.gold)} sentences, {boundaries_total} boundaries "
+              f"({punct} after . ! ?), "
               f"{ds.megabytes * 1e3:.1f} kB")
     skipped = {}
     for cand in chosen:
@@ -493,7 +505,8 @@ def main(argv: list[str] | None = None) -> None:
                 rate, mb = speed(split, ds.paragraphs, args.min_mb, args.rounds)
                 mbs = f"{rate:.3f}" if rate < 10 else f"{rate:.1f}"
             punct = f"{s.punct_found / s.punct_total:.3f}" if s.punct_total else "-"
-            row = (f"{ds.name:<15} {cand.name:<14} {p:>6.3f} {r:>6.3f} {f1:>6.3f} "
+            prec = f"{p:.3f}" if p == p else "-"  # nothing predicted: no precision
+            row = (f"{ds.name:<15} {cand.name:<14} {prec:>6} {r:>6.3f} {f1:>6.3f} "
                    f"{s.exact / s.paragraphs:>6.1%} {punct:>6} "
                    f"{s.pieces:>5}/{s.gold_sentences:<6} {mbs:>7} {det:>4}  {needs}")
             if s.altered:

@@ -540,7 +540,7 @@ def make_pandoc():
 
     def extract(text: str, title: str = "") -> str:
         return _clean_lines(pypandoc.convert_text(text, "plain", format="mediawiki",
-                                                  extra_args=["--wrap=none"]))
+                                                  extra_args=["--wrap=none", "--quiet"]))
     return extract
 
 
@@ -688,10 +688,11 @@ def _norm(text: str) -> str:
 def quality_report(outputs: dict[str, dict[str, str]], articles: list[Page]) -> list[str]:
     lines = ["## Quality over all articles", "",
              "Leftover markup per MB of output (counts of each pattern / output MB); "
+             "`failed`: articles on which the library raised (their output counts as empty); "
              "`empty`: articles with no output word; words per article: median and total.", "",
-             "| candidate | output MB | empty | words/article (median) | words (total) | "
+             "| candidate | output MB | failed | empty | words/article (median) | words (total) | "
              + " | ".join(f"`{k}`" for k in LEFTOVERS) + " | all per MB |",
-             "|---|---:|---:|---:|---:|" + "---:|" * (len(LEFTOVERS) + 1)]
+             "|---|---:|---:|---:|---:|---:|" + "---:|" * (len(LEFTOVERS) + 1)]
     for name, docs in outputs.items():
         total = collections.Counter()
         words = []
@@ -703,12 +704,15 @@ def quality_report(outputs: dict[str, dict[str, str]], articles: list[Page]) -> 
             size += len(text.encode())
         per_mb = {k: total[k] / (size / MB) if size else 0 for k in LEFTOVERS}
         lines.append(
-            f"| {name} | {size / MB:.2f} | {sum(w == 0 for w in words)} "
+            f"| {name} | {size / MB:.2f} | {len(FAILURES[name])} | {sum(w == 0 for w in words)} "
             f"| {statistics.median(words):,.0f} | {sum(words):,} | "
             + " | ".join(f"{per_mb[k]:,.0f}" for k in LEFTOVERS)
             + f" | {sum(per_mb.values()):,.0f} |")
     lines.append("")
-    lines += ["## Checks against a manual reading", "",
+    for name, failures in FAILURES.items():
+        for title, error in failures:
+            lines.append(f"{name} failed on {title!r}: {error.splitlines()[0][:160]}")
+    lines += ["", "## Checks against a manual reading", "",
               "`kept`: body-text phrases found (markup resolved) / phrases checked; "
               "`leaked`: non-body phrases found (references, captions, categories, "
               "infobox fields, link lists).", "",
@@ -727,6 +731,18 @@ def quality_report(outputs: dict[str, dict[str, str]], articles: list[Page]) -> 
     return lines + [""]
 
 
+FAILURES: dict[str, list[tuple[str, str]]] = collections.defaultdict(list)
+
+
+def _safe(extract: Callable[[str, str], str]) -> Callable[[str, str], str]:
+    def run(text: str, title: str) -> str:
+        try:
+            return extract(text, title)
+        except Exception:
+            return ""
+    return run
+
+
 def speed_report(candidates: dict[str, Callable], articles: list[Page],
                  repeat: int) -> list[str]:
     size = sum(len(p.text.encode()) for p in articles)
@@ -736,6 +752,7 @@ def speed_report(candidates: dict[str, Callable], articles: list[Page],
              "| candidate | CPU s | MB wikitext / CPU s | wall s |", "|---|---:|---:|---:|"]
     for name, extract in candidates.items():
         best_cpu = best_wall = float("inf")
+        extract = _safe(extract)
         for _ in range(repeat):
             cpu, wall = cpu_seconds(), time.perf_counter()
             for page in articles:
@@ -798,8 +815,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"--- {name}\n{extract(page.text, page.title)[:args.chars]}\n")
         return 0
 
-    outputs = {name: {p.title: extract(p.text, p.title) for p in articles}
-               for name, extract in extractors.items()}
+    outputs: dict[str, dict[str, str]] = {}
+    for name, extract in extractors.items():
+        outputs[name] = {}
+        for page in articles:
+            try:
+                outputs[name][page.title] = extract(page.text, page.title)
+            except Exception as error:  # a library that gives up on an article
+                FAILURES[name].append((page.title, f"{type(error).__name__}: {error}"))
+                outputs[name][page.title] = ""
     if args.write_outputs:
         for name, docs in outputs.items():
             folder = args.write_outputs / name

@@ -38,7 +38,10 @@ def _record(items: list[dict], layout: OutputLayout, name: str) -> int:
 
 
 def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
-                   patterns: list[str], layout: OutputLayout) -> dict[str, beam.PCollection]:
+                   patterns: list[str], layout: OutputLayout,
+                   progress_dir: str | None = None) -> dict[str, beam.PCollection]:
+    """The pipeline's graph; `progress_dir` (local runs): where the Tokenize
+    and CreateRecords stages report their progress (transforms.progress)."""
     seed = config.random_seed
     if config.input_format == "text":
         read = p | "ReadDocuments" >> ReadDocuments(
@@ -50,7 +53,7 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
     tokenized_docs = docs_by_key | "Tokenize" >> beam.ParDo(TokenizeDocument(
         vocab_file=config.vocab_file, do_lower_case=config.do_lower_case,
         whole_word_segmenter=config.whole_word_segmenter,
-        sentence_splitter=config.sentence_splitter))
+        sentence_splitter=config.sentence_splitter, progress_dir=progress_dir))
     nsp_sample = tokenized_docs | "SampleRandomDocuments" >> SampleDocuments(
         seed=seed, size=config.nsp_sample_size, max_bytes=config.nsp_sample_max_bytes,
         max_tokens_per_document=SAMPLE_DOCUMENT_SEQUENCES * config.max_seq_length)
@@ -69,7 +72,8 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
                        # --masking=none: the loaders mask at load time, same function.
                        masking=stages.masking if config.masking == "static" else None,
                        layout=stages.layout,
-                       max_predictions_per_seq=config.max_predictions_per_seq),
+                       max_predictions_per_seq=config.max_predictions_per_seq,
+                       progress_dir=progress_dir),
                    nsp_sample=beam.pvalue.AsSingleton(nsp_sample)))
     shards = records | "WriteShards" >> WriteShards(
         staging_dir=layout.staging_dir, shard_names=layout.shard_names,

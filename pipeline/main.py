@@ -23,6 +23,7 @@ import sys
 from typing import Sequence
 
 from pipeline.build import build_pipeline
+from pipeline.progress import local_progress
 from pipeline.compat import run_compat
 from pipeline.dataflow import check_dataflow_options, dry_run_summary, is_dry_run, launch
 from pipeline.options import ConfigError, parse_args
@@ -54,9 +55,10 @@ def run(argv: Sequence[str]) -> dict:
         problems: list[dict] = []
     else:
         pipeline = run.new_pipeline()
-        build_pipeline(pipeline, config=config, stages=run.stages, patterns=run.patterns,
-                       layout=layout)
-        counters = run_to_completion(pipeline)
+        with local_progress(config, beam_args, run.inputs) as progress_dir:
+            build_pipeline(pipeline, config=config, stages=run.stages, patterns=run.patterns,
+                           layout=layout, progress_dir=progress_dir)
+            counters = run_to_completion(pipeline)
         shards = read_staging_json(layout, SHARD_LIST_NAME)
         problems = read_staging_json(layout, PROBLEM_LIST_NAME)
     manifest = publish(layout, config=config, vocab_sha256=run.vocab.sha256, inputs=run.inputs,

@@ -71,6 +71,7 @@ class Config:
     input_format: str = "text"
     text_field: str = "text"
     sentence_splitter: str = "none"
+    progress: str = "auto"
 
     @property
     def token_boundary(self) -> bool:
@@ -225,6 +226,10 @@ def _parser() -> argparse.ArgumentParser:
         help="how a paragraph (a line of a document's text) becomes sentences: none "
              f"(a line is a sentence; the default for text) or {DEFAULT_SPLITTER} (the "
              "default for the other formats; see README 'Sentences')")
+    add("--progress", choices=["auto", "none"], default="auto",
+        help="auto: a local run prints its progress (a live line on a terminal, a "
+             "line every 30 s in a log); a Dataflow run prints its console URL "
+             "(default); none: quiet until the end")
     add("--input_split_bytes", type=int, help=argparse.SUPPRESS)  # tests: many splits
     return parser
 
@@ -278,7 +283,7 @@ def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
         favor_shorter_ngram=args.favor_shorter_ngram, max_ngram_size=args.max_ngram_size,
         use_v2_feature_names=args.use_v2_feature_names,
         whole_word_segmenter=args.whole_word_segmenter, input_format=args.input_format,
-        text_field=args.text_field,
+        text_field=args.text_field, progress=args.progress,
         sentence_splitter=args.sentence_splitter or (
             "none" if args.input_format == "text" else DEFAULT_SPLITTER))
     validate(config)

@@ -9,6 +9,7 @@ in one line (InputError, VocabularyError, ConfigError) before any work starts.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Sequence
 
 import apache_beam as beam
@@ -58,5 +59,11 @@ def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:
 def run_to_completion(pipeline: beam.Pipeline) -> dict[str, int]:
     """Runs a pipeline, waits for it and returns its counters."""
     result = pipeline.run()
+    job_id = getattr(result, "job_id", None)
+    if callable(job_id):  # a Dataflow job: its console shows the progress
+        options = pipeline.options.get_all_options()
+        print(f"Dataflow job: https://console.cloud.google.com/dataflow/jobs/"
+              f"{options.get('region')}/{job_id()}?project={options.get('project')}",
+              file=sys.stderr, flush=True)
     result.wait_until_finish()
     return read_counters(result)

@@ -41,6 +41,7 @@ NOT_IN_TEMPLATE = {
     "nofavor_shorter_ngram": "absl spelling of favor_shorter_ngram=false",
     "nouse_v2_feature_names": "absl spelling of use_v2_feature_names=false",
     "nogzip_compress": "absl spelling of gzip_compress=false",
+    "progress": "a Dataflow job's progress is its console page",
 }
 # Pipeline options a launch passes besides the template's own parameters.
 PIPELINE_OPTIONS = {"sdk_container_image"}

@@ -23,6 +23,7 @@ from transforms.instances import InstanceConfig
 from transforms.masking import Masked, MaskingConfig, mask_tokens
 from transforms.packing import PackedDocument, pack_document, packed_token_count, unpack_document
 from transforms.segmentation import line_ids
+from transforms.progress import ProgressSink
 from transforms.sentences import sentence_splitter
 from transforms.seeds import MASK, document_seed, derived_rng, shuffle_key
 from transforms.sharding import RecordBatch
@@ -55,8 +56,10 @@ class TokenizeDocument(beam.DoFn):
     or split into sentences (--sentence_splitter); sentences without tokens dropped."""
 
     def __init__(self, *, vocab_file: str, do_lower_case: bool,
-                 whole_word_segmenter: str = "none", sentence_splitter: str = "none") -> None:
+                 whole_word_segmenter: str = "none", sentence_splitter: str = "none",
+                 progress_dir: str | None = None) -> None:
         self._vocab_file = vocab_file
+        self._progress_dir = progress_dir
         self._do_lower_case = do_lower_case
         self._segmenter = whole_word_segmenter
         self._splitter = sentence_splitter
@@ -72,15 +75,18 @@ class TokenizeDocument(beam.DoFn):
         self._unk = vocab.unk_id
         # A document's lines as sentences: themselves, or split (paragraphs).
         self._sentences = sentence_splitter(self._splitter)
+        self._progress = ProgressSink(self._progress_dir)
 
     def start_bundle(self) -> None:
         self._count.start()
 
     def finish_bundle(self) -> None:
         self._count.flush()
+        self._progress.write()
 
     def process(self, element: tuple[str, list[str]]) -> Iterator[tuple[str, PackedDocument]]:
         doc_key, lines = element
+        self._progress.add(documents=1, bytes=sum(len(line.encode()) + 1 for line in lines))
         count = self._count.counts
         count["control_characters"] += sum(map(count_control_characters, lines))
         texts = self._sentences(lines)
@@ -167,8 +173,10 @@ class CreateRecords(beam.DoFn):
     """
 
     def __init__(self, *, instances: InstanceConfig, masking: MaskingConfig | None,
-                 layout: RecordLayout, max_predictions_per_seq: int, seed: int) -> None:
+                 layout: RecordLayout, max_predictions_per_seq: int, seed: int,
+                 progress_dir: str | None = None) -> None:
         self._configs = (instances, masking, layout, max_predictions_per_seq)
+        self._progress_dir = progress_dir
         self._seed = seed
         names = [f.name for f in dataclasses.fields(RecordStats)]
         if masking is None:  # nothing is masked, so no masked_tokens counter
@@ -181,18 +189,21 @@ class CreateRecords(beam.DoFn):
                                  max_predictions_per_seq=max_predictions_per_seq)
         warm_up(self._engine)
         self._sample_source: object = None
+        self._progress = ProgressSink(self._progress_dir)
 
     def start_bundle(self) -> None:
         self._count.start()
 
     def finish_bundle(self) -> None:
         self._count.flush()
+        self._progress.write()
 
     def process(self, element: WorkUnit, nsp_sample) -> Iterator[RecordBatch]:
         if nsp_sample is not self._sample_source:  # materialized once per worker
             self._sample, self._sample_source = FlatSample.of(nsp_sample), nsp_sample
         batch, stats = unit_records(element, sample=self._sample, engine=self._engine,
                                     seed=self._seed)
+        self._progress.add(instances=stats.instances)
         count = self._count.counts
         for name in count:
             count[name] += getattr(stats, name)

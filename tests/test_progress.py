@@ -1,0 +1,58 @@
+"""--progress: a local run reports documents, instances, bytes, rate and ETA
+while it runs, and its last line carries the run's final counts."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from conftest import DATA, UNCASED_VOCAB
+from pipeline import progress
+from pipeline.main import run
+from pipeline.progress import progress_line
+from transforms.progress import ProgressSink, read_progress
+
+
+def test_the_line_shows_the_share_rate_and_eta():
+    line = progress_line({"bytes": 5_000_000, "documents": 1200, "instances": 34_000},
+                         total_bytes=20_000_000, elapsed=10.0)
+    assert line == ("progress: 5.0 MB of 20.0 MB (25%) read, 1,200 documents, "
+                    "34,000 instances, 0.50 MB/s, ETA 0:30")
+    assert "ETA" not in progress_line({"bytes": 10}, total_bytes=None, elapsed=1.0)
+
+
+def test_sinks_sum_across_writers(tmp_path):
+    first, second = ProgressSink(str(tmp_path)), ProgressSink(str(tmp_path))
+    first.add(documents=2, bytes=10)
+    second.add(documents=3)
+    first.add(instances=7)
+    first.write()
+    second.write()
+    assert read_progress(str(tmp_path)) == {"documents": 5, "bytes": 10, "instances": 7}
+    ProgressSink(None).add(documents=1)  # no directory: nothing written anywhere
+
+
+@pytest.mark.slow
+def test_a_run_reports_as_it_goes_and_ends_with_its_counts(tmp_path, monkeypatch):
+    monkeypatch.setattr(progress, "LOG_SECONDS", 0.2)
+    log = io.StringIO()
+    real = progress.reporting
+    monkeypatch.setattr(progress, "reporting", lambda **kw: real(stream=log, live=False, **kw))
+    corpus = DATA / "wikitext2_valid.txt"
+    manifest = run([f"--input_file={corpus}", f"--vocab_file={UNCASED_VOCAB}",
+                    f"--output_dir={tmp_path / 'out'}", "--dupe_factor=2"])
+    lines = log.getvalue().splitlines()
+    assert len(lines) >= 2, lines  # periodic lines, then the last one
+    last = lines[-1]
+    counters = manifest["counters"]
+    assert f"{counters['documents']:,} documents" in last
+    assert f"{manifest['total_instances']:,} instances" in last
+    size = corpus.stat().st_size / 1e6
+    assert f"of {size:,.1f} MB" in last and "read" in last
+
+
+def test_progress_none_is_quiet(tmp_path, capsys):
+    run([f"--input_file={DATA / 'sample_text.txt'}", f"--vocab_file={UNCASED_VOCAB}",
+         f"--output_dir={tmp_path / 'out'}", "--progress=none"])
+    assert "progress:" not in capsys.readouterr().err
