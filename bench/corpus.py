@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import math
 import os
 import pathlib
@@ -131,6 +132,19 @@ def corpus_bytes(documents: list[list[str]], *, size_bytes: int, seed: int,
                          "one sentence per line and blank lines between documents")
     stream = _rounds(blocks, seed) if shape == "wikitext" else _excerpts(blocks, seed, shape)
     return _fill(stream, size_bytes)
+
+
+def jsonl_path(corpus: pathlib.Path) -> pathlib.Path:
+    """The same documents as JSON lines (`{"text": lines joined by newlines}`),
+    beside the text corpus: what --input_format=jsonl reads."""
+    path = corpus.with_suffix(".jsonl")
+    if not path.exists():
+        records = "".join(json.dumps({"text": "\n".join(lines)}, ensure_ascii=False) + "\n"
+                          for _, lines in read_documents(corpus))
+        partial = path.with_name(f".{path.name}.{os.getpid()}")
+        partial.write_text(records, encoding="utf-8")
+        os.replace(partial, path)
+    return path
 
 
 def corpus_path(size_mb: float, *, shape: str = "wikitext", seed: int = 0,

@@ -39,7 +39,7 @@ import psutil
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]  # before bench/: `pipeline` is the package, not this file
 
-from bench.corpus import MB, SHAPES, corpus_path, read_documents  # noqa: E402
+from bench.corpus import MB, SHAPES, corpus_path, jsonl_path, read_documents  # noqa: E402
 from pipeline.build import SAMPLE_DOCUMENT_SEQUENCES  # noqa: E402
 from pipeline.options import Stages, parse_args  # noqa: E402
 from transforms.sampling import bound_sample, cap_document, sample_rank  # noqa: E402
@@ -108,14 +108,14 @@ def measure(command: list[str], log: pathlib.Path, *, poll: float = 0.05,
 
 
 def run_ours(corpus: pathlib.Path, workers: int, *, checkout: pathlib.Path = ROOT,
-             label: str = "ours") -> Run:
+             label: str = "ours", flags: tuple[str, ...] = ()) -> Run:
     mode = ("--direct_running_mode=in_memory" if workers == 1
             else "--direct_running_mode=multi_processing")
     with tempfile.TemporaryDirectory(prefix="bert-bench-") as tmp:
         out = pathlib.Path(tmp) / "out"
         command = [sys.executable, "-m", "pipeline", f"--input_file={corpus}",
                    f"--output_dir={out}", f"--vocab_file={VOCAB}", *FLAGS,
-                   mode, f"--direct_num_workers={workers}"]
+                   mode, f"--direct_num_workers={workers}", "--progress=none", *flags]
         figures = measure(command, pathlib.Path(tmp) / "log", cwd=checkout)
         instances = json.loads((out / "manifest.json").read_text())["total_instances"]
     return Run(f"{label}, {workers} worker{'s' * (workers > 1)}", _shape(corpus),
@@ -267,6 +267,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="sizes the original runs on (default 1,5)")
     parser.add_argument("--memory-size", type=float,
                         help="one more run of this many MB on 1 worker (200: minutes)")
+    parser.add_argument("--jsonl", action="store_true",
+                        help="also the same documents as JSONL, split into sentences "
+                             "(--input_format=jsonl, the default splitter), 1 worker")
     parser.add_argument("--stages", action="store_true",
                         help="per-stage CPU time of the pipeline's work, no runner, on 1 MB")
     parser.add_argument("--seed", type=int, default=0, help="corpus shuffle seed")
@@ -280,6 +283,11 @@ def main(argv: list[str] | None = None) -> None:
         runs = [run_ours(corpus, workers) for workers in args.workers]
         for run in runs:
             print(_row(run), flush=True)
+        if args.jsonl:
+            jsonl = run_ours(jsonl_path(corpus), 1, label="jsonl+split",
+                             flags=("--input_format=jsonl",))
+            print(_row(jsonl), flush=True)
+            print_ratios(jsonl, runs[0])
         if args.baseline:
             baseline = run_ours(corpus, 1, checkout=args.baseline.resolve(), label="baseline")
             print(_row(baseline), flush=True)
