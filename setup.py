@@ -18,6 +18,7 @@ setuptools.setup(
         "numba>=0.60,<1",
         "jieba>=0.42.1,<0.43",
         "syntok>=1.4.4,<2",
+        "mwparserfromhell>=0.7,<0.8",
     ],
     extras_require={
         # gcp-storage-emulator: a real GCS API on loopback for the gs:// tests.

@@ -24,6 +24,7 @@ from pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME, OutputLayout,
                               write_staging_json)
 from transforms.documents import DOCUMENTS, PROBLEMS, ReadDocuments
 from transforms.formats import ReadRecords
+from transforms.wikipedia import ReadDump
 from transforms.sampling import SampleDocuments
 from transforms.sharding import WriteShards
 from transforms.stages import BatchDocuments, CreateRecords, TokenizeDocument, fan_out_packed
@@ -46,6 +47,8 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
     if config.input_format == "text":
         read = p | "ReadDocuments" >> ReadDocuments(
             patterns=patterns, split_bytes=config.input_split_bytes)
+    elif config.input_format == "wikipedia":
+        read = p | "ReadDocuments" >> ReadDump(patterns=patterns)
     else:
         read = p | "ReadDocuments" >> ReadRecords(
             patterns=patterns, input_format=config.input_format, text_field=config.text_field)

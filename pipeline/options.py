@@ -218,7 +218,8 @@ def _parser() -> argparse.ArgumentParser:
     add("--input_format", choices=list(INPUT_FORMATS), default="text",
         help="text: one sentence per line, a blank line between documents, as the "
              "original (default); jsonl: one JSON object per line, a document each; "
-             "parquet: a document per row (Hugging Face's corpora)")
+             "parquet: a document per row (Hugging Face's corpora); wikipedia: a "
+             "MediaWiki XML dump (pages-articles*.xml.bz2), an article per document")
     add("--text_field", default="text",
         help="with --input_format=jsonl|parquet: the field holding a document's text "
              "(default text)")

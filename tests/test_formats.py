@@ -119,3 +119,62 @@ def test_a_parquet_file_without_the_text_column_is_refused_before_any_work(tmp_p
 def test_a_text_file_given_as_parquet_is_refused_in_one_line(tmp_path):
     with pytest.raises(InputError, match="is not a Parquet file.*--input_format"):
         _run(tmp_path, "out", DATA / "sample_text.txt", "--input_format=parquet")
+
+
+# --- Wikipedia dumps -----------------------------------------------------------------
+
+DUMP = DATA / "enwiki-excerpt-small.xml.bz2"  # real pages of a 2016 enwiki dump
+
+
+def dump_articles() -> list[str]:
+    import bz2
+
+    from transforms.wikipedia import dump_pages, plain_text
+
+    with bz2.open(DUMP) as handle:
+        return [plain_text(page.text) for page in dump_pages(handle)
+                if page.namespace == "0" and not page.redirect]
+
+
+def test_articles_become_plain_text_without_markup():
+    texts = dump_articles()
+    assert len(texts) == 12
+    joined = "\n".join(texts)
+    for markup in ("{{", "}}", "[[", "]]", "<ref", "{|", "|}", "==", "Category:", "&nbsp;"):
+        assert markup not in joined, markup
+    assert texts[0].startswith("Anarchism is a political philosophy that advocates "
+                               "self-governed societies based on voluntary institutions.")
+    # Sections of references and links are gone, the body stays.
+    assert "External links" not in joined and "ISBN" not in joined
+    assert min(len(t) for t in texts) > 500
+    assert texts[2].startswith("Albedo or reflection coefficient")  # "Albedo () or" mended
+    assert texts[5].startswith("In Greek mythology, Achilles (Akhilleus) was")
+
+
+@pytest.mark.slow
+def test_a_dump_gives_the_records_of_its_articles_as_jsonl_and_parquet(tmp_path):
+    manifest = _run(tmp_path, "dump", DUMP, "--input_format=wikipedia")
+    counters = manifest["counters"]
+    assert (counters["pages"], counters["articles"], counters["redirect_pages"],
+            counters["non_article_pages"]) == (76, 12, 63, 1)
+    records = read_examples([s["path"] for s in manifest["shards"]], 64, 10)
+    assert len(records) == manifest["total_instances"] > 1000
+    texts = dump_articles()
+    jsonl = _run(tmp_path, "jsonl", write_jsonl(tmp_path / "a.jsonl", [{"text": t} for t in texts]),
+                 "--input_format=jsonl")
+    parquet = _run(tmp_path, "parquet", write_parquet(tmp_path / "a.parquet", texts),
+                   "--input_format=parquet")
+    assert _shards(manifest) == _shards(jsonl) == _shards(parquet)
+
+
+@pytest.mark.slow
+def test_a_damaged_dump_keeps_the_articles_before_the_damage(tmp_path):
+    import bz2
+
+    xml = bz2.decompress(DUMP.read_bytes())
+    cut = tmp_path / "cut.xml"
+    cut.write_bytes(xml[:len(xml) // 2])  # ends mid-page: the XML breaks off
+    manifest = _run(tmp_path, "out", cut, "--input_format=wikipedia")
+    assert 0 < manifest["counters"]["articles"] < 12
+    [problem] = manifest["input_problems"]
+    assert problem["path"].endswith("cut.xml") and "ParseError" in problem["message"]

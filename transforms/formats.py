@@ -30,7 +30,7 @@ from apache_beam.io.filesystems import FileSystems
 from transforms.counters import BundleCounters
 from transforms.documents import DOCUMENTS, PROBLEMS, InputError
 
-INPUT_FORMATS = ("text", "jsonl", "parquet")
+INPUT_FORMATS = ("text", "jsonl", "parquet", "wikipedia")
 Document = tuple[str, list[str]]
 
 

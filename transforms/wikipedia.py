@@ -1,0 +1,226 @@
+"""MediaWiki XML dumps (`--input_format=wikipedia`): one document per article.
+
+A dump (`pages-articles*.xml`, `.bz2` as Wikimedia serves it) is streamed
+page by page (`xml.etree.ElementTree.iterparse`, each page cleared once
+read, so memory stays flat); an article is a page of namespace 0 that is
+not a redirect and has text. Its wikitext becomes plain text by
+mwparserfromhell (chosen by measurement: bench/WIKITEXT_EXTRACTORS.md) with
+the rules `plain_text` lists; headings end paragraphs, and the paragraphs
+go on to the Tokenize stage's sentence splitter like a JSONL document's.
+
+Reading is per file (Wikimedia serves a dump as dozens of `multistream`
+parts, the unit of parallelism here); converting wikitext, the costly
+step, runs after a Reshuffle, spread over the workers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import BinaryIO, Iterator
+
+import apache_beam as beam
+from apache_beam.io import fileio
+
+from transforms.counters import BundleCounters
+from transforms.documents import DOCUMENTS, PROBLEMS
+from transforms.formats import Document, paragraphs, text_key
+
+ARTICLE_NAMESPACE = "0"
+
+
+@dataclasses.dataclass(frozen=True)
+class Page:
+    title: str
+    namespace: str
+    redirect: bool
+    text: str | None
+
+
+def _local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1]
+
+
+def dump_pages(handle: BinaryIO) -> Iterator[Page]:
+    """Every <page> of a dump, in order, whatever the export schema version."""
+    import xml.etree.ElementTree as ElementTree
+
+    for _, element in ElementTree.iterparse(handle, events=("end",)):
+        if _local(element.tag) != "page":
+            continue
+        fields = {_local(child.tag): child for child in element}
+        revision = fields.get("revision")
+        text = None
+        if revision is not None:
+            text = next((child.text for child in revision if _local(child.tag) == "text"), None)
+        yield Page(title=fields["title"].text or "", namespace=fields["ns"].text or "",
+                   redirect="redirect" in fields, text=text)
+        element.clear()
+
+
+# What BERT's authors kept of Wikipedia: "only the text passages", no lists,
+# tables or headers. Dropped: these elements, and the sections after a
+# heading of these titles (with their subsections).
+_DROPPED_TAGS = frozenset({
+    "ref", "references", "table", "gallery", "math", "chem", "ce", "timeline", "score",
+    "syntaxhighlight", "source", "pre", "code", "imagemap", "hiero", "graph", "mapframe",
+    "noinclude", "includeonly", "div", "blockquote", "poem"})
+_DROPPED_SECTIONS = frozenset({
+    "references", "external links", "see also", "further reading", "notes", "bibliography",
+    "sources", "footnotes", "citations", "notes and references", "works cited",
+    "works", "publications", "discography", "filmography"})
+_DROPPED_LINKS = frozenset({"file", "image", "category", "media"})
+# List lines are marked before parsing (removing them first would cut tags
+# that span lines, such as a <ref> holding a bulleted citation) and dropped
+# after; lines of a table the parser could not read (bad attributes) too.
+_LIST_START = re.compile(r"^(?=[*#:;])", re.MULTILINE)
+_LIST_MARK = "\ue000list\ue000"  # private-use characters: never in the text
+_DEBRIS = (_LIST_MARK, "{|", "|", "!")
+# References and comments never nest: cut before parsing, so one the parser
+# cannot place (after a broken construct) does not stay as text.
+_REFS_AND_COMMENTS = re.compile(r"<ref[^>]*/>|<ref[^>]*>.*?</ref\s*>|<!--.*?-->",
+                                re.DOTALL | re.IGNORECASE)
+
+
+def _dropped(node) -> bool:
+    import mwparserfromhell.nodes as nodes
+
+    if isinstance(node, (nodes.Heading, nodes.Template, nodes.Comment, nodes.Argument)):
+        return True
+    if isinstance(node, nodes.Tag):
+        return str(node.tag).strip().lower() in _DROPPED_TAGS or node.wiki_markup == "{|"
+    if isinstance(node, nodes.Wikilink):
+        title = str(node.title).strip()
+        prefix = title.split(":", 1)[0].strip().lower() if ":" in title else ""
+        # File/category links, and interlanguage links (a 2-3 letter prefix).
+        return prefix in _DROPPED_LINKS or (0 < len(prefix) <= 3 and prefix.isalpha())
+    return False
+
+
+# What dropped templates leave in parentheses, "Albedo () or" and
+# "Achilles (; , Akhilleus, )": separators at a parenthesis' edges go, then
+# empty parentheses with the space before them.
+_PAREN_EDGES = (re.compile(r"\((?:\s*[;,])+\s*"), "("), (re.compile(r"(?:\s*[;,])+\s*\)"), ")")
+_EMPTY_PARENS = re.compile(r"\s*\(\s*\)")
+_HEADING = re.compile(r"^(={1,6})[ \t]*(.+?)[ \t]*\1[ \t]*$", re.MULTILINE)
+
+
+def sections(wikitext: str) -> Iterator[tuple[int, str, str]]:
+    """(level, title, body) of each section, the lead first (level 0): cut at
+    heading lines, so each is parsed alone (mwparserfromhell gives up on a
+    whole long article past some construct it cannot read, and the rest of
+    the article would stay markup)."""
+    level, title, start = 0, "", 0
+    for heading in _HEADING.finditer(wikitext):
+        yield level, title, wikitext[start:heading.start()]
+        level, title, start = len(heading.group(1)), heading.group(2), heading.end()
+    yield level, title, wikitext[start:]
+
+
+def _section_text(body: str) -> list[str]:
+    import mwparserfromhell
+    from mwparserfromhell.wikicode import Wikicode
+
+    code = mwparserfromhell.parse(_LIST_START.sub(_LIST_MARK, _REFS_AND_COMMENTS.sub("", body)))
+    kept = Wikicode([node for node in code.nodes if not _dropped(node)])
+    text = kept.strip_code(normalize=True, collapse=True)
+    for pattern, replacement in _PAREN_EDGES:
+        text = pattern.sub(replacement, text)
+    text = _EMPTY_PARENS.sub("", text)
+    return [line for line in paragraphs(text) if not line.startswith(_DEBRIS)]
+
+
+def plain_text(wikitext: str) -> str:
+    """An article's wikitext as plain text, a paragraph per line: templates
+    (infoboxes, citations, navigation boxes), references, tables, files,
+    categories, math, comments, list lines and headings dropped, with the
+    sections listed in _DROPPED_SECTIONS (and their subsections); links
+    become their text, bold and italics plain; entities decoded."""
+    kept: list[str] = []
+    skip_below = 0  # inside a dropped section: the level of its heading
+    for level, title, body in sections(wikitext):
+        if skip_below and level > skip_below:
+            continue
+        skip_below = level if title.strip().lower() in _DROPPED_SECTIONS else 0
+        if not skip_below:
+            kept += _section_text(body)
+    return "\n".join(kept)
+
+
+class _Articles(beam.DoFn):
+    """A dump file -> (title, wikitext) of its articles; other pages counted.
+    A file that breaks off (damaged compression, cut XML) keeps the articles
+    read so far and is reported as a problem."""
+
+    def __init__(self) -> None:
+        self._count = BundleCounters("pages", "redirect_pages", "non_article_pages",
+                                     "pages_without_text", "unreadable_files")
+
+    def start_bundle(self) -> None:
+        self._count.start()
+
+    def finish_bundle(self) -> None:
+        self._count.flush()
+
+    def process(self, readable: fileio.ReadableFile):
+        count = self._count.counts
+        path = readable.metadata.path
+        try:
+            with readable.open() as handle:
+                for page in dump_pages(handle):
+                    count["pages"] += 1
+                    if page.namespace != ARTICLE_NAMESPACE:
+                        count["non_article_pages"] += 1
+                    elif page.redirect:
+                        count["redirect_pages"] += 1
+                    elif not (page.text or "").strip():
+                        count["pages_without_text"] += 1
+                    else:
+                        yield page.title, page.text
+        except (OSError, EOFError, ValueError, SyntaxError) as err:  # ParseError is a SyntaxError
+            count["unreadable_files"] += 1
+            yield beam.pvalue.TaggedOutput(PROBLEMS, {
+                "path": path, "message": f"{type(err).__name__}: {err}"})
+
+
+class _ToDocument(beam.DoFn):
+    """(title, wikitext) -> (key, [paragraphs]) of its plain text."""
+
+    def __init__(self) -> None:
+        self._count = BundleCounters("articles", "articles_without_plain_text")
+
+    def start_bundle(self) -> None:
+        self._count.start()
+
+    def finish_bundle(self) -> None:
+        self._count.flush()
+
+    def process(self, article: tuple[str, str]) -> Iterator[Document]:
+        self._count.counts["articles"] += 1
+        text = plain_text(article[1])
+        lines = paragraphs(text)
+        if lines:
+            yield text_key(text), lines
+        else:
+            self._count.counts["articles_without_plain_text"] += 1
+
+
+class ReadDump(beam.PTransform):
+    """MediaWiki XML dump files -> outputs `documents` (key, [paragraphs]) and
+    `problems`, as transforms.documents.ReadDocuments gives for text files."""
+
+    def __init__(self, *, patterns) -> None:
+        super().__init__()
+        self._patterns = tuple(patterns)
+
+    def expand(self, pbegin):
+        articles = (pbegin
+                    | "Patterns" >> beam.Create(self._patterns)
+                    | "Match" >> fileio.MatchAll()
+                    | "Open" >> fileio.ReadMatches()
+                    | "Articles" >> beam.ParDo(_Articles()).with_outputs(
+                        PROBLEMS, main="articles"))
+        documents = (articles["articles"]
+                     | "SpreadArticles" >> beam.Reshuffle()
+                     | "PlainText" >> beam.ParDo(_ToDocument()))
+        return {DOCUMENTS: documents, PROBLEMS: articles[PROBLEMS]}
