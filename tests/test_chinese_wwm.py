@@ -5,13 +5,16 @@ tests/golden/make_chinese_wwm_golden.py)."""
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 
 import pytest
 
-from anchors import assert_reference_mode_reproduces
+from anchors import assert_reference_mode_reproduces, assert_statistics_match
 from conftest import CHINESE_VOCAB, DATA
+from stats_ngram import span_stats
+from stats_util import instance_stats
 from transforms.segmentation import MARK, JiebaMarker, continuation_marks
 from transforms.tokenization import FullTokenizer
 
@@ -51,3 +54,18 @@ def test_reference_mode_reproduces_chinese_wwm_record_for_record(case, tmp_path,
     flags = dict(case["flags"], vocab_file=CHINESE_VOCAB, whole_word_segmenter="jieba")
     assert_reference_mode_reproduces(case, GOLDEN, [f"--{k}={v}" for k, v in flags.items()],
                                      tmp_path)
+
+
+@pytest.mark.slow
+def test_distributed_statistics_match_the_reference_over_seeds(tmp_path):
+    """Label share, 80/10/10 split, lengths and the runs of masked positions
+    (whole words make them longer) of the shimmed original over 8 seeds."""
+    golden = json.loads((GOLDEN / "chinese_small_stats.json").read_text())
+    stats = [functools.partial(instance_stats, max_seq_length=128, mask_id=golden["mask_id"]),
+             span_stats]
+
+    def flags(run_flags: dict) -> list[str]:
+        run_flags = dict(run_flags, vocab_file=CHINESE_VOCAB, whole_word_segmenter="jieba")
+        return [f"--{name}={value}" for name, value in run_flags.items()]
+
+    assert_statistics_match(golden, flags, stats, tmp_path)

@@ -40,10 +40,16 @@ Outputs (under --out_dir):
   <case>/out-0.jsonl.gz        decoded records, in record order
   <case>/marks.jsonl.gz        per non-empty input line: line, tokens, continues
   cases.json                   flags, counts, checks of every case
+  <stats corpus stem>_stats.json
+                               instance_stats() + stats_ngram.span_stats() of
+                               whole-word-masking runs (shim as above) on
+                               --stats_corpus, one per --stats_seeds seed,
+                               with mean and sd
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -53,10 +59,12 @@ from typing import Any, Iterator
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # pylint: disable=wrong-import-position
 from golden_common import (BERT_DEFAULTS, BERT_FEATURE_KEYS, CHINESE_VOCAB,
-                           HASH_SEEDS, check_bert_shapes, flag_case,
-                           golden_parser, parse_golden_args, read_examples,
-                           require_same, run_cases, run_flag_script, run_twice,
-                           sha256_file, write_json, write_jsonl_gz)
+                           DEFAULT_DATA_DIR, HASH_SEEDS, check_bert_shapes,
+                           flag_case, golden_parser, make_flag_stats,
+                           parse_golden_args, read_examples, require_same,
+                           run_cases, run_flag_script, run_twice, sha256_file,
+                           tests_module, write_json, write_jsonl_gz,
+                           write_stats)
 
 DEFAULT_GSD_SOURCE = "/work/shared/data/sentences/zh_gsd-ud-test.paragraphs.txt"
 DEFAULT_JIEBA_PATH = "/tmp/zhwwm-work/site"
@@ -70,6 +78,14 @@ GSD_LINES_PER_DOC = 5
 ORIGINAL_DEFAULTS: dict[str, Any] = BERT_DEFAULTS
 
 FEATURE_KEYS = BERT_FEATURE_KEYS
+
+# Statistics runs: whole-word masking (with the jieba marks) on one corpus,
+# once per --stats_seeds seed.
+DEFAULT_STATS_CORPUS = DEFAULT_DATA_DIR / "chinese_small.txt"
+STATS_FLAGS: dict[str, Any] = dict(
+    ORIGINAL_DEFAULTS, do_whole_word_mask=True, do_lower_case=True,
+    max_seq_length=128, max_predictions_per_seq=20, dupe_factor=5,
+    masked_lm_prob=0.15, short_seq_prob=0.1)
 
 
 def _case(name: str, input_file: str, input_in_out_dir: bool,
@@ -405,26 +421,9 @@ def make_case(case: dict[str, Any], bert_dir: Path, data_dir: Path,
     }
 
 
-def main() -> None:
-    parser = golden_parser(
-        __doc__, "--bert_dir", "checkout of google-research/bert",
-        check_help="run each case twice and compare the results", stats=False,
-        data_help="directory with the input corpora and vocab",
-        after_out_dir=[
-            ("--jieba_path", {
-                "type": Path, "default": Path(DEFAULT_JIEBA_PATH),
-                "help": f"directory holding jieba {JIEBA_VERSION}; put on "
-                        "the subprocess PYTHONPATH only"}),
-            ("--gsd_source", {
-                "type": Path, "default": Path(DEFAULT_GSD_SOURCE),
-                "help": "UD Chinese-GSD test paragraphs file"})])
-    args = parse_golden_args(parser, "bert_dir", "create_pretraining_data.py")
-    self_test()
-    jieba_path = args.jieba_path.resolve()
-    dict_txt = jieba_path / "jieba" / "dict.txt"
-    if not dict_txt.is_file():
-        parser.error(f"no jieba/dict.txt under {jieba_path}")
-
+def write_all_cases(args: argparse.Namespace, jieba_path: Path,
+                    dict_txt: Path) -> None:
+    """Make the GSD copy and the chosen cases; write cases.json."""
     gsd = make_gsd_copy(args.gsd_source, args.out_dir / GSD_COPY)
     print(f"GSD input: {json.dumps(gsd)}")
 
@@ -443,6 +442,69 @@ def main() -> None:
         "cases": results,
     }
     write_json(cases_path, meta, ensure_ascii=False)
+
+
+def make_stats(args: argparse.Namespace, seeds: list[int],
+               jieba_path: Path) -> dict[str, Any]:
+    """Run the shimmed original (whole-word masking, jieba marks) on
+    --stats_corpus once per seed; record instance_stats() and
+    stats_ngram.span_stats() of each run, their mean and their seed-to-seed
+    (sample) sd. Every record is checked as in the cases (shapes, no
+    '##<CJK>' id for text)."""
+    flags = {"input_file": str(args.stats_corpus.resolve()),
+             "vocab_file": CHINESE_VOCAB, **STATS_FLAGS}
+    ns: dict[str, Any] = {}
+    exec(_SHIM, ns)  # pylint: disable=exec-used
+    vocab = _load_vocab(args.data_dir / CHINESE_VOCAB)
+
+    def run(bert_dir: Path, run_flags: dict[str, Any],
+            output_files: list[str], cwd: Path, python: str) -> None:
+        tmp = Path(output_files[0]).parent
+        jieba_tmp = tmp / "jieba"
+        jieba_tmp.mkdir()
+        run_original(bert_dir, run_flags, output_files, tmp / "marks.jsonl",
+                     jieba_tmp, cwd, python, jieba_path)
+
+    def read(path: str) -> list[dict[str, list]]:
+        records = list(read_records(path))
+        for rec in records:
+            check_bert_shapes(rec, flags)
+        check_ids(records, vocab, ns["_is_chinese_char"])
+        return records
+
+    return make_flag_stats(
+        args, seeds, run, read, flags, "golden_zh_wwm_stats_", "_stats",
+        tests_module("stats_ngram").span_stats, seeds=seeds,
+        jieba={"version": JIEBA_VERSION,
+               "dict_txt_sha256": sha256_file(jieba_path / "jieba" /
+                                              "dict.txt"),
+               "call": "jieba.lcut(line, cut_all=False, HMM=True)"})
+
+
+def main() -> None:
+    parser = golden_parser(
+        __doc__, "--bert_dir", "checkout of google-research/bert",
+        check_help="run each case twice and compare the results",
+        stats_corpus=DEFAULT_STATS_CORPUS,
+        data_help="directory with the input corpora and vocab",
+        after_out_dir=[
+            ("--jieba_path", {
+                "type": Path, "default": Path(DEFAULT_JIEBA_PATH),
+                "help": f"directory holding jieba {JIEBA_VERSION}; put on "
+                        "the subprocess PYTHONPATH only"}),
+            ("--gsd_source", {
+                "type": Path, "default": Path(DEFAULT_GSD_SOURCE),
+                "help": "UD Chinese-GSD test paragraphs file"})])
+    args = parse_golden_args(parser, "bert_dir", "create_pretraining_data.py")
+    self_test()
+    jieba_path = args.jieba_path.resolve()
+    dict_txt = jieba_path / "jieba" / "dict.txt"
+    if not dict_txt.is_file():
+        parser.error(f"no jieba/dict.txt under {jieba_path}")
+
+    if not args.skip_cases:
+        write_all_cases(args, jieba_path, dict_txt)
+    write_stats(args, lambda a, seeds: make_stats(a, seeds, jieba_path))
 
 
 if __name__ == "__main__":
