@@ -1,9 +1,10 @@
 """`--progress`: a local run's progress as it goes, for a person watching.
 
 On a terminal, one live line; in a log (stderr not a terminal), a line
-every 30 seconds; the input bytes read of the total (known from the matched
-files; not for compressed inputs, whose text size is unknown), documents,
-instances, the rate and an ETA. A Dataflow job prints its console URL
+every 30 seconds: while reading, the input bytes read of the total (known
+from the matched files; not for compressed or non-text inputs, whose text
+size is unknown), documents, rate and ETA; then the share of document copies
+made into records, instances and ETA. A Dataflow job prints its console URL
 instead (pipeline.prepare.run_to_completion).
 """
 
@@ -25,19 +26,37 @@ LOG_SECONDS = 30.0
 PROGRESS_MODES = ("auto", "none")
 
 
-def progress_line(totals: dict[str, int], *, total_bytes: int | None, elapsed: float) -> str:
-    """One line: bytes read (of the total), documents, instances, rate, ETA."""
+def _eta(left: float, rate: float, share: float) -> str:
+    """", ETA m:ss" at this rate, once 1% is done (before, the rate says little)."""
+    if rate <= 0 or left <= 0 or share < 0.01:
+        return ""
+    seconds = int(left / rate)
+    return f", ETA {seconds // 60}:{seconds % 60:02d}"
+
+
+def progress_line(totals: dict[str, int], *, total_bytes: int | None, dupe_factor: int,
+                  elapsed: float, records_elapsed: float) -> str:
+    """One line. While reading: bytes read (of the total: share, rate, ETA),
+    documents. Once records are being made (the DirectRunner makes them after
+    the whole corpus is read and tokenized): the share of document copies
+    done, instances, and the ETA at that pace."""
     done = totals.get("bytes", 0)
-    rate = done / elapsed if elapsed > 0 else 0.0
-    read = f"{done / 1e6:,.1f} MB"
-    eta = ""
-    if total_bytes:
-        read += f" of {total_bytes / 1e6:,.1f} MB ({min(done / total_bytes, 1):.0%})"
-        if rate > 0 and done < total_bytes:
-            left = int((total_bytes - done) / rate)
-            eta = f", ETA {left // 60}:{left % 60:02d}"
-    return (f"progress: {read} read, {totals.get('documents', 0):,} documents, "
-            f"{totals.get('instances', 0):,} instances, {rate / 1e6:,.2f} MB/s{eta}")
+    documents = totals.get("documents", 0)
+    copies = totals.get("copies", 0)
+    if not copies:
+        rate = done / elapsed if elapsed > 0 else 0.0
+        read = f"{done / 1e6:,.1f} MB"
+        eta = ""
+        if total_bytes:
+            read += f" of {total_bytes / 1e6:,.1f} MB ({min(done / total_bytes, 1):.0%})"
+            eta = _eta(total_bytes - done, rate, done / total_bytes)
+        return (f"progress: reading {read}, {documents:,} documents, {rate / 1e6:,.2f} MB/s"
+                f"{eta}")
+    total = max(totals.get("tokenized", 0) * dupe_factor, copies)
+    pace = copies / records_elapsed if records_elapsed > 0 else 0.0
+    return (f"progress: {documents:,} documents read; records {copies / total:.0%} of "
+            f"{total:,} document copies, {totals.get('instances', 0):,} instances"
+            f"{_eta(total - copies, pace, copies / total)}")
 
 
 def local_progress(config: Config, beam_args, inputs) -> contextlib.AbstractContextManager:
@@ -49,11 +68,12 @@ def local_progress(config: Config, beam_args, inputs) -> contextlib.AbstractCont
     # The percentage compares text bytes with file bytes: only for plain text.
     plain = config.input_format == "text" and not any(
         path.endswith((".gz", ".bz2")) for path, _ in inputs)
-    return reporting(total_bytes=sum(size for _, size in inputs) if plain else None)
+    return reporting(total_bytes=sum(size for _, size in inputs) if plain else None,
+                     dupe_factor=config.dupe_factor)
 
 
 @contextlib.contextmanager
-def reporting(*, total_bytes: int | None, stream: TextIO | None = None,
+def reporting(*, total_bytes: int | None, dupe_factor: int, stream: TextIO | None = None,
               live: bool | None = None) -> Iterator[str]:
     """Yields the directory the run's ProgressSinks write to, and prints their
     totals to `stream` (stderr) until the block ends, then a last line with
@@ -63,10 +83,16 @@ def reporting(*, total_bytes: int | None, stream: TextIO | None = None,
     live = stream.isatty() if live is None else live
     stop = threading.Event()
     start = time.monotonic()
+    records_start: list[float] = []  # when the first document copy was done
 
     def show(final: bool = False) -> None:
-        line = progress_line(read_progress(directory), total_bytes=total_bytes,
-                             elapsed=time.monotonic() - start)
+        totals = read_progress(directory)
+        now = time.monotonic()
+        if totals.get("copies") and not records_start:
+            records_start.append(now)
+        line = progress_line(totals, total_bytes=total_bytes, dupe_factor=dupe_factor,
+                             elapsed=now - start,
+                             records_elapsed=now - records_start[0] if records_start else 0.0)
         if live:
             stream.write("\r\x1b[K" + line + ("\n" if final else ""))
         else:

@@ -14,12 +14,19 @@ from pipeline.progress import progress_line
 from transforms.progress import ProgressSink, read_progress
 
 
-def test_the_line_shows_the_share_rate_and_eta():
-    line = progress_line({"bytes": 5_000_000, "documents": 1200, "instances": 34_000},
-                         total_bytes=20_000_000, elapsed=10.0)
-    assert line == ("progress: 5.0 MB of 20.0 MB (25%) read, 1,200 documents, "
-                    "34,000 instances, 0.50 MB/s, ETA 0:30")
-    assert "ETA" not in progress_line({"bytes": 10}, total_bytes=None, elapsed=1.0)
+def test_the_line_shows_the_share_rate_and_eta_of_each_phase():
+    reading = progress_line({"bytes": 5_000_000, "documents": 1200}, total_bytes=20_000_000,
+                            dupe_factor=10, elapsed=10.0, records_elapsed=0.0)
+    assert reading == ("progress: reading 5.0 MB of 20.0 MB (25%), 1,200 documents, "
+                       "0.50 MB/s, ETA 0:30")
+    assert "ETA" not in progress_line({"bytes": 10}, total_bytes=None, dupe_factor=1,
+                                      elapsed=1.0, records_elapsed=0.0)
+    records = progress_line({"bytes": 20_000_000, "documents": 1250, "tokenized": 1200,
+                             "copies": 3000,
+                             "instances": 34_000}, total_bytes=20_000_000, dupe_factor=10,
+                            elapsed=30.0, records_elapsed=10.0)
+    assert records == ("progress: 1,250 documents read; records 25% of 12,000 document "
+                       "copies, 34,000 instances, ETA 0:30")
 
 
 def test_sinks_sum_across_writers(tmp_path):
@@ -46,10 +53,11 @@ def test_a_run_reports_as_it_goes_and_ends_with_its_counts(tmp_path, monkeypatch
     assert len(lines) >= 2, lines  # periodic lines, then the last one
     last = lines[-1]
     counters = manifest["counters"]
-    assert f"{counters['documents']:,} documents" in last
+    assert f"{counters['documents']:,} documents read" in last
+    assert f"records 100% of {2 * counters['tokenized_documents']:,} document copies" in last
     assert f"{manifest['total_instances']:,} instances" in last
     size = corpus.stat().st_size / 1e6
-    assert f"of {size:,.1f} MB" in last and "read" in last
+    assert any(f"of {size:,.1f} MB" in line for line in lines[:-1])
 
 
 def test_progress_none_is_quiet(tmp_path, capsys):

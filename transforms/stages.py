@@ -96,6 +96,7 @@ class TokenizeDocument(beam.DoFn):
             count["empty_documents"] += 1
             return
         count["tokenized_documents"] += 1
+        self._progress.add(tokenized=1)
         count["sentences"] += len(sentences)
         count["tokens"] += sum(map(len, sentences))
         count["unk_tokens"] += sum(s.count(self._unk) for s in sentences)
@@ -203,7 +204,8 @@ class CreateRecords(beam.DoFn):
             self._sample, self._sample_source = FlatSample.of(nsp_sample), nsp_sample
         batch, stats = unit_records(element, sample=self._sample, engine=self._engine,
                                     seed=self._seed)
-        self._progress.add(instances=stats.instances)
+        self._progress.add(instances=stats.instances,
+                           copies=sum(end - first for _, _, (first, end) in element))
         count = self._count.counts
         for name in count:
             count[name] += getattr(stats, name)
