@@ -17,6 +17,7 @@ setuptools.setup(
         "numpy>=1.26,<3",
         "numba>=0.60,<1",
         "jieba>=0.42.1,<0.43",
+        "blingfire>=0.1.8,<0.2",
         "syntok>=1.4.4,<2",
         "mwparserfromhell>=0.7,<0.8",
     ],

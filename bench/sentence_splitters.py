@@ -21,7 +21,12 @@ own end is not one). Predicted pieces are mapped the same way, so a splitter
 may strip or rewrite whitespace; one that changes other characters is flagged.
 P/R/F1 are micro-averaged over boundaries; `exact` is the share of paragraphs
 whose boundary set is exactly the gold one (single-sentence paragraphs
-included: they are exact when nothing is split).
+included: they are exact when nothing is split); `R.!?` is the recall on the
+gold boundaries whose sentence ends in . ! ? (closing quotes/brackets allowed),
+the ones a punctuation-driven splitter can hope to find.
+
+`--datasets` also takes a path stem (`/tmp/x/en_gum-written`) to another
+NAME.conllu run through make_sentence_files.py.
 
 Speed: `time.process_time` in this one process over the paragraphs repeated
 to at least `--min-mb` MB (10^6 bytes of UTF-8), one call per paragraph, the
@@ -105,8 +110,11 @@ def load(data: pathlib.Path, name: str) -> Dataset:
     name = stem.name
     lang = "zh" if name.startswith("zh") else "en"
     joiner = "" if lang == "zh" else " "
-    lines = lambda suffix: [l for l in stem.with_name(f"{name}.{suffix}.txt").read_text(
-        encoding="utf-8").split("\n") if l.strip()]
+
+    def lines(suffix: str) -> list[str]:
+        text = stem.with_name(f"{name}.{suffix}.txt").read_text(encoding="utf-8")
+        return [line for line in text.split("\n") if line.strip()]
+
     paragraphs, sentences = lines("paragraphs"), lines("sentences")
     gold = _conllu_paragraphs(stem.with_name(f"{name}.conllu"), group=5)
     # the three files must tell the same story
@@ -158,7 +166,7 @@ PUNCT_END = re.compile(r"[.!?][\"'”’)\]]*$")
 
 def score(ds: Dataset, outputs: list[list[str]], keep_errors: int = 0) -> Score:
     s = Score()
-    for paragraph, gold, pieces in zip(ds.paragraphs, ds.gold, outputs):
+    for paragraph, gold, pieces in zip(ds.paragraphs, ds.gold, outputs, strict=True):
         want, _ = boundaries(paragraph, gold)
         got, kept = boundaries(paragraph, pieces)
         s.tp += len(want & got)
@@ -197,6 +205,19 @@ def cjk_split(text: str) -> list[str]:
     if start < len(text):
         pieces.append(text[start:])
     return pieces
+
+
+def _none(ds):
+    return lambda text: [text]
+
+
+def _cjk_then(make):
+    """The CJK rule first, then an English splitter on each piece: the composition a
+    mixed corpus needs."""
+    def make_both(ds):
+        english = make(ds)
+        return lambda text: [s for piece in cjk_split(text) for s in english(piece)]
+    return make_both
 
 
 def _regex(ds):
@@ -276,6 +297,7 @@ class Candidate:
 
 
 CANDIDATES = [
+    Candidate("none", _none, None),
     Candidate("regex", _regex, None),
     Candidate("pysbd", _pysbd("en"), "pysbd"),
     Candidate("pysbd-zh", _pysbd("zh"), "pysbd", ("zh",)),
@@ -285,6 +307,8 @@ CANDIDATES = [
     Candidate("punkt-untrained", _punkt_untrained, "nltk"),
     Candidate("punkt-english", _punkt_english, "nltk"),
     Candidate("cjk-rule", _cjk, None),
+    Candidate("cjk+blingfire", _cjk_then(_blingfire), "blingfire"),
+    Candidate("cjk+syntok", _cjk_then(_syntok), "syntok"),
 ]
 PACKAGES = {"pysbd": "pysbd", "blingfire": "blingfire", "syntok": "syntok", "nltk": "nltk"}
 
@@ -476,7 +500,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args.no_children:
         children = {seed: child_digests(args, seed) for seed in ("1", "2")}
 
-    header = (f"{'dataset':<15} {'splitter':<14} {'P':>6} {'R':>6} {'F1':>6} {'exact':>6} "
+    header = (f"{'dataset':<15} {'splitter':<16} {'P':>6} {'R':>6} {'F1':>6} {'exact':>6} "
               f"{'R.!?':>6} {'pieces/gold':>12} {'MB/s':>7} {'det':>4}  run-time needs")
     rows, extra = [], []
     for ds in datasets:
@@ -506,7 +530,7 @@ def main(argv: list[str] | None = None) -> None:
                 mbs = f"{rate:.3f}" if rate < 10 else f"{rate:.1f}"
             punct = f"{s.punct_found / s.punct_total:.3f}" if s.punct_total else "-"
             prec = f"{p:.3f}" if p == p else "-"  # nothing predicted: no precision
-            row = (f"{ds.name:<15} {cand.name:<14} {prec:>6} {r:>6.3f} {f1:>6.3f} "
+            row = (f"{ds.name:<15} {cand.name:<16} {prec:>6} {r:>6.3f} {f1:>6.3f} "
                    f"{s.exact / s.paragraphs:>6.1%} {punct:>6} "
                    f"{s.pieces:>5}/{s.gold_sentences:<6} {mbs:>7} {det:>4}  {needs}")
             if s.altered:

@@ -15,12 +15,13 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterable
 
-SPLITTERS = ("none", "syntok")
-DEFAULT_SPLITTER = "syntok"
+SPLITTERS = ("none", "blingfire", "syntok")
+DEFAULT_SPLITTER = "blingfire"
 
-# After 。！？ (and ！？ fullwidth, ｡ halfwidth) and any closing quotes or
+# After 。！？ (fullwidth ！？, halfwidth ｡) and any closing quotes or
 # brackets, a new sentence starts.
 _CJK_END = re.compile(r"([。！？｡！？][”’」』）》〉】\"')\]]*)")
+_CLOSING = "”’」』）》〉】\"')]"
 
 
 def cjk_pieces(paragraph: str) -> list[str]:
@@ -30,24 +31,50 @@ def cjk_pieces(paragraph: str) -> list[str]:
     return [piece.strip() for piece in pieces if piece.strip()]
 
 
+def _blingfire() -> Callable[[str], list[str]]:
+    try:
+        import blingfire
+    except (ImportError, OSError) as err:  # its library is built for x86-64 only
+        raise RuntimeError(f"blingfire cannot load here ({err}); pass "
+                           "--sentence_splitter=syntok") from None
+
+    def split(text: str) -> list[str]:
+        # '' when its C call fails: the paragraph stays whole.
+        return blingfire.text_to_sentences(text).split("\n") or [text]
+
+    return split
+
+
 def _syntok() -> Callable[[str], list[str]]:
     from syntok import segmenter
 
     def split(text: str) -> list[str]:
-        return ["".join(token.spacing + token.value for token in sentence).strip()
-                for paragraph in segmenter.process(text) for sentence in paragraph]
+        # Sentences as slices of the text: `segmenter.process` would rewrite
+        # it ("doesn't" -> "doesnot").
+        return [text[sentence[0].offset:sentence[-1].offset + len(sentence[-1].value)]
+                for paragraph in segmenter.analyze(text) for sentence in paragraph if sentence]
 
     return split
 
 
 def sentence_splitter(name: str) -> Callable[[Iterable[str]], list[str]]:
-    """Lines -> sentences: the lines themselves (`none`) or each line split."""
+    """Lines -> sentences: the lines themselves (`none`) or each line split,
+    a piece that is only closing marks kept with the sentence before it."""
     if name == "none":
         return list
-    english = {"syntok": _syntok}[name]()
+    english = {"blingfire": _blingfire, "syntok": _syntok}[name]()
 
     def split(lines: Iterable[str]) -> list[str]:
-        return [sentence for line in lines for piece in cjk_pieces(line)
-                for sentence in english(piece) if sentence]
+        sentences: list[str] = []
+        for line in lines:
+            first = len(sentences)  # a paragraph's sentences start here
+            for piece in cjk_pieces(line):
+                for sentence in english(piece):
+                    sentence = sentence.strip()
+                    if len(sentences) > first and sentence and not sentence.strip(_CLOSING):
+                        sentences[-1] += sentence
+                    elif sentence:
+                        sentences.append(sentence)
+        return sentences
 
     return split
