@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> None:
         for run in runs:
             print(_row(run), flush=True)
         if args.jsonl:
-            jsonl = run_ours(jsonl_path(corpus), 1, label="jsonl+split",
+            jsonl = run_ours(jsonl_path(corpus), 1, label="jsonl",
                              flags=("--input_format=jsonl",))
             print(_row(jsonl), flush=True)
             print_ratios(jsonl, runs[0])
