@@ -115,7 +115,9 @@ def run_ours(corpus: pathlib.Path, workers: int, *, checkout: pathlib.Path = ROO
         out = pathlib.Path(tmp) / "out"
         command = [sys.executable, "-m", "pipeline", f"--input_file={corpus}",
                    f"--output_dir={out}", f"--vocab_file={VOCAB}", *FLAGS,
-                   mode, f"--direct_num_workers={workers}", "--progress=none", *flags]
+                   mode, f"--direct_num_workers={workers}", *flags]
+        if checkout == ROOT:  # an older checkout (--baseline) has no --progress
+            command.append("--progress=none")
         figures = measure(command, pathlib.Path(tmp) / "log", cwd=checkout)
         instances = json.loads((out / "manifest.json").read_text())["total_instances"]
     return Run(f"{label}, {workers} worker{'s' * (workers > 1)}", _shape(corpus),
