@@ -178,3 +178,53 @@ def test_a_damaged_dump_keeps_the_articles_before_the_damage(tmp_path):
     assert 0 < manifest["counters"]["articles"] < 12
     [problem] = manifest["input_problems"]
     assert problem["path"].endswith("cut.xml") and "ParseError" in problem["message"]
+
+
+def write_multistream(directory: pathlib.Path, pages_per_stream: int = 10) -> pathlib.Path:
+    """The excerpt as Wikimedia writes a multistream dump: a bz2 stream for the
+    head, one per `pages_per_stream` pages, one for the tail, and the index of
+    `offset:page_id:title` lines beside it."""
+    import bz2
+    import re
+
+    xml = bz2.decompress(DUMP.read_bytes()).decode("utf-8")
+    head, rest = xml.split("  <page>", 1)
+    pages = ["  <page>" + page for page in rest.split("  <page>")]
+    pages[-1], tail = pages[-1].split("</mediawiki>")
+    dump = directory / "enwiki-test-pages-articles-multistream.xml.bz2"
+    data, index = bz2.compress(head.encode()), []
+    for start in range(0, len(pages), pages_per_stream):
+        group = pages[start:start + pages_per_stream]
+        for page in group:
+            page_id = re.search(r"<id>(\d+)</id>", page).group(1)
+            title = re.search(r"<title>(.*?)</title>", page).group(1)
+            index.append(f"{len(data)}:{page_id}:{title}\n")
+        data += bz2.compress("".join(group).encode())
+    data += bz2.compress(("</mediawiki>" + tail).encode())
+    dump.write_bytes(data)
+    (directory / "enwiki-test-pages-articles-multistream-index.txt.bz2").write_bytes(
+        bz2.compress("".join(index).encode()))
+    assert bz2.decompress(data).decode("utf-8") == xml
+    return dump
+
+
+def test_a_multistream_dump_is_read_stream_by_stream(tmp_path):
+    from apache_beam.io.filesystems import FileSystems
+
+    from transforms.wikipedia import read_units
+
+    dump = write_multistream(tmp_path)
+    [matched] = FileSystems.match([str(dump)])[0].metadata_list
+    units = list(read_units(matched))
+    assert len(units) == 8 and all(offset > 0 for _, offset in units)  # 76 pages, 10 a stream
+    [index] = FileSystems.match([str(tmp_path / "*-index*")])[0].metadata_list
+    assert list(read_units(index)) == []  # an index matched by a pattern is no dump
+
+
+@pytest.mark.slow
+def test_multistream_and_single_stream_dumps_give_the_same_records(tmp_path):
+    write_multistream(tmp_path)
+    split = _run(tmp_path, "split", tmp_path / "*multistream*.bz2", "--input_format=wikipedia")
+    whole = _run(tmp_path, "whole", DUMP, "--input_format=wikipedia")
+    assert split["counters"]["pages"] == whole["counters"]["pages"] == 76
+    assert _shards(split) == _shards(whole)

@@ -8,19 +8,26 @@ mwparserfromhell (chosen by measurement: bench/WIKITEXT_EXTRACTORS.md) with
 the rules `plain_text` lists; headings end paragraphs, and the paragraphs
 go on to the Tokenize stage's sentence splitter like a JSONL document's.
 
-Reading is per file (Wikimedia serves a dump as dozens of `multistream`
-parts, the unit of parallelism here); converting wikitext, the costly
-step, runs after a Reshuffle, spread over the workers.
+A `multistream` dump (Wikimedia's `...-multistream*.xml*.bz2`, a run of
+independent bz2 streams of 100 pages each) with its index beside it
+(`...-multistream-index*.txt*.bz2`: `offset:page_id:title` lines) is read
+stream by stream: each stream is a unit of work, decompressed alone from
+its offset, so one dump file spreads over all workers. Without an index a
+file is one unit. Either way the conversion of wikitext, the costly step,
+runs after a Reshuffle, spread over the workers.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import io
 import re
 from typing import BinaryIO, Iterator
 
 import apache_beam as beam
 from apache_beam.io import fileio
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
 
 from transforms.counters import BundleCounters
 from transforms.documents import DOCUMENTS, PROBLEMS
@@ -41,12 +48,50 @@ def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
+def index_path(dump: str) -> str:
+    """Where Wikimedia puts a multistream dump's index: `...-multistream.xml.bz2`
+    -> `...-multistream-index.txt.bz2`, and for parts `...-multistream3.xml-p1p41242.bz2`
+    -> `...-multistream-index3.txt-p1p41242.bz2`."""
+    directory, _, name = dump.rpartition("/")
+    name = name.replace("-multistream", "-multistream-index", 1).replace(".xml", ".txt", 1)
+    return f"{directory}/{name}" if directory else name
+
+
+def is_index(path: str) -> bool:
+    return "-multistream-index" in path.rpartition("/")[2]
+
+
+def stream_offsets(index: bytes) -> list[int]:
+    """The distinct stream offsets of a (decompressed) multistream index, in order."""
+    offsets = {int(line.split(b":", 1)[0]) for line in index.splitlines() if line.strip()}
+    return sorted(offsets)
+
+
+def stream_pages(handle: BinaryIO, offset: int) -> Iterator[Page]:
+    """The pages of the bz2 stream at `offset` of a multistream dump: a bare
+    run of <page> elements, decompressed alone and parsed under a root."""
+    import bz2
+
+    handle.seek(offset)
+    decompressor = bz2.BZ2Decompressor()
+    parts = []
+    while not decompressor.eof:
+        chunk = handle.read(1 << 20)
+        if not chunk:
+            raise EOFError(f"the bz2 stream at offset {offset} ends early")
+        parts.append(decompressor.decompress(chunk))
+    yield from dump_pages(io.BytesIO(b"<pages>" + b"".join(parts) + b"</pages>"))
+
+
 def dump_pages(handle: BinaryIO) -> Iterator[Page]:
     """Every <page> of a dump, in order, whatever the export schema version."""
     import xml.etree.ElementTree as ElementTree
 
-    for _, element in ElementTree.iterparse(handle, events=("end",)):
-        if _local(element.tag) != "page":
+    root = None
+    for event, element in ElementTree.iterparse(handle, events=("start", "end")):
+        if root is None:
+            root = element  # cleared after each page: memory stays flat over a dump
+        if event != "end" or _local(element.tag) != "page":
             continue
         fields = {_local(child.tag): child for child in element}
         revision = fields.get("revision")
@@ -55,7 +100,7 @@ def dump_pages(handle: BinaryIO) -> Iterator[Page]:
             text = next((child.text for child in revision if _local(child.tag) == "text"), None)
         yield Page(title=fields["title"].text or "", namespace=fields["ns"].text or "",
                    redirect="redirect" in fields, text=text)
-        element.clear()
+        root.clear()
 
 
 # What BERT's authors kept of Wikipedia: "only the text passages", no lists,
@@ -127,7 +172,23 @@ def _section_text(body: str) -> list[str]:
     for pattern, replacement in _PAREN_EDGES:
         text = pattern.sub(replacement, text)
     text = _EMPTY_PARENS.sub("", text)
-    return [line for line in paragraphs(text) if not line.startswith(_DEBRIS)]
+    # MediaWiki's paragraphs: runs of lines up to a blank line, a line break
+    # inside one being a space. A list item is kept as its own paragraph when
+    # it reads as prose; other list lines and table debris are dropped.
+    kept, lines = [], []
+    for line in text.split("\n") + [""]:
+        line = line.strip()
+        if line.startswith(_LIST_MARK):
+            item = line[len(_LIST_MARK):].lstrip("*#:; ")
+            if len(item.split()) >= 8 and item.endswith((".", "!", "?")):
+                kept.append(item)
+            continue
+        if line and not line.startswith(_DEBRIS):
+            lines.append(line)
+        elif not line and lines:
+            kept.append(" ".join(lines))
+            lines = []
+    return kept
 
 
 def plain_text(wikitext: str) -> str:
@@ -162,12 +223,19 @@ class _Articles(beam.DoFn):
     def finish_bundle(self) -> None:
         self._count.flush()
 
-    def process(self, readable: fileio.ReadableFile):
+    def process(self, unit: tuple[str, int]):
+        """`unit`: (path, offset of one bz2 stream of a multistream dump), or
+        (path, -1): the whole file (decompressed by its extension)."""
         count = self._count.counts
-        path = readable.metadata.path
+        path, offset = unit
         try:
-            with readable.open() as handle:
-                for page in dump_pages(handle):
+            if offset < 0:
+                handle = FileSystems.open(path)
+            else:
+                handle = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+            with handle:
+                pages = dump_pages(handle) if offset < 0 else stream_pages(handle, offset)
+                for page in pages:
                     count["pages"] += 1
                     if page.namespace != ARTICLE_NAMESPACE:
                         count["non_article_pages"] += 1
@@ -187,7 +255,8 @@ class _ToDocument(beam.DoFn):
     """(title, wikitext) -> (key, [paragraphs]) of its plain text."""
 
     def __init__(self) -> None:
-        self._count = BundleCounters("articles", "articles_without_plain_text")
+        self._count = BundleCounters("articles", "articles_without_plain_text",
+                                     "articles_failed")
 
     def start_bundle(self) -> None:
         self._count.start()
@@ -196,13 +265,39 @@ class _ToDocument(beam.DoFn):
         self._count.flush()
 
     def process(self, article: tuple[str, str]) -> Iterator[Document]:
-        self._count.counts["articles"] += 1
-        text = plain_text(article[1])
+        document = self._document(article[1])
+        if document is not None:
+            yield document
+
+    def _document(self, wikitext: str) -> Document | None:
+        count = self._count.counts
+        count["articles"] += 1
+        try:
+            text = plain_text(wikitext)
+        except Exception:  # noqa: BLE001 - one article's markup must not stop a worker
+            count["articles_failed"] += 1
+            return None
         lines = paragraphs(text)
-        if lines:
-            yield text_key(text), lines
-        else:
-            self._count.counts["articles_without_plain_text"] += 1
+        if not lines:
+            count["articles_without_plain_text"] += 1
+            return None
+        return text_key(text), lines
+
+
+def read_units(metadata) -> Iterator[tuple[str, int]]:
+    """A matched dump file's units of work: one per bz2 stream when its
+    multistream index is beside it, else the whole file. Index files
+    matched by the patterns themselves are not dumps."""
+    path = metadata.path
+    if is_index(path):
+        return
+    index = index_path(path)
+    if index != path and FileSystems.exists(index):
+        with FileSystems.open(index) as handle:
+            for offset in stream_offsets(handle.read()):
+                yield path, offset
+    else:
+        yield path, -1
 
 
 class ReadDump(beam.PTransform):
@@ -217,7 +312,8 @@ class ReadDump(beam.PTransform):
         articles = (pbegin
                     | "Patterns" >> beam.Create(self._patterns)
                     | "Match" >> fileio.MatchAll()
-                    | "Open" >> fileio.ReadMatches()
+                    | "Units" >> beam.FlatMap(read_units)
+                    | "SpreadUnits" >> beam.Reshuffle()
                     | "Articles" >> beam.ParDo(_Articles()).with_outputs(
                         PROBLEMS, main="articles"))
         documents = (articles["articles"]
