@@ -20,27 +20,12 @@ from transforms.encoding import encode_features
 from transforms.instances import InstanceConfig
 from transforms.masking import Masked, MaskingConfig, num_to_predict
 from transforms.packing import PackedView
+from transforms.stages import Instance
 
 Document = Sequence[Sequence[int]]
 # Returns a document other than the current one, or None when none exists.
 RandomDocumentFn = Callable[[random.Random], "Document | None"]
 MaskFn = Callable[[list[int]], Masked]
-
-
-@dataclasses.dataclass
-class Instance:
-    """One training pair; the masked_lm fields are empty until it is masked."""
-
-    tokens: list[int]
-    segment_ids: list[int]
-    is_random_next: bool
-    masked_lm_positions: list[int] = dataclasses.field(default_factory=list)
-    masked_lm_labels: list[int] = dataclasses.field(default_factory=list)
-
-    def with_mask(self, masked: Masked) -> "Instance":
-        return dataclasses.replace(self, tokens=masked.tokens,
-                                   masked_lm_positions=masked.positions,
-                                   masked_lm_labels=masked.labels)
 
 
 @dataclasses.dataclass

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from records import encode_example
-from oracle_bert import create_instances
+from oracle_bert import _candidate_groups, create_instances
 from transforms.instances import InstanceConfig
 from transforms.masking import MaskingConfig, mask_tokens, num_to_predict
 from transforms.randomness import derive_rng
@@ -38,19 +38,6 @@ def setups(draw):
         mask_id=MASK, cls_id=CLS, sep_id=SEP, continuation=continuation)
     seed = draw(st.integers(0, 2**32))
     return document, other, instance_config, masking, seed
-
-
-def _words(tokens: list[int], continuation) -> list[list[int]]:
-    """Whole-word groups as the original forms them (## joins the previous)."""
-    groups: list[list[int]] = []
-    for index, token in enumerate(tokens):
-        if token in (CLS, SEP):
-            continue
-        if continuation is not None and groups and continuation[token]:
-            groups[-1].append(index)
-        else:
-            groups.append([index])
-    return groups
 
 
 @given(setups())
@@ -81,7 +68,7 @@ def test_instances_and_masks_keep_every_invariant(setup):
         assert masked.labels == [tokens[p] for p in positions]
         budget = num_to_predict(len(tokens), masking)
         assert len(positions) <= budget
-        groups = _words(tokens, masking.continuation)
+        groups = _candidate_groups(tokens, masking)
         if masking.continuation is None:
             assert len(positions) == min(budget, len(groups))
         chosen = set(positions)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from transforms.instances import INSTANCES, TRUNCATED, emit, grow
+from transforms.instances import TRUNCATED, emit
 from transforms.jit_random import randint, random
 from transforms.seeds import shuffle_key
 
@@ -101,15 +101,10 @@ def create_sequences(mt, tokens, bounds, target, seed_lo, seed_hi, dupe, s, w, o
         n, b_start, dropped = _example(mt, tokens, bounds, first, last, target, s, w)
         stats[TRUNCATED] += dropped
         target = next_target(mt, s.max_seq_length)
-        key = shuffle_key(seed_lo, seed_hi, dupe, index)
-        out, pos = emit(mt, w.instance[:n], b_start, False, key, s, w, out, pos, stats)
-        entry_bounds = grow(entry_bounds, count + 2)
-        keys = grow(keys, count + 1)
-        entry_bounds[count + 1] = pos
-        keys[count] = key
-        count += 1
+        out, pos, entry_bounds, keys, count = emit(
+            mt, w.instance[:n], b_start, False, shuffle_key(seed_lo, seed_hi, dupe, index), s,
+            w, out, pos, entry_bounds, keys, count, stats)
         index += 1
-        stats[INSTANCES] += 1
         first = last
         length = 0
     return target, out, pos, entry_bounds, keys, count

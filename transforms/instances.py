@@ -89,10 +89,12 @@ def random_document(mt, num_documents: int, own: int, reference: bool) -> int:
 
 # Inlined (numba IR): a call would copy the settings and scratch tuples per instance.
 @njit(cache=True, inline="always")
-def emit(mt, instance, segment_b_start, random_next, key, s, w, out, pos, stats):
+def emit(mt, instance, segment_b_start, random_next, key, s, w, out, pos, entry_bounds, keys,
+         count, stats):
     """Masks one instance with `mt` (not at all with --masking=none), encodes
     it and appends its shuffle entry (key, then the framed record) at
-    out[pos:]. Returns (out, pos), `out` grown as needed."""
+    out[pos:], its end to entry_bounds and its key to keys. Returns (out,
+    pos, entry_bounds, keys, count), the arrays grown as needed."""
     n = len(instance)
     marks = w.marks[:n]
     if s.segmented:  # segmented words' marks (transforms.segmentation) leave the ids
@@ -119,7 +121,13 @@ def emit(mt, instance, segment_b_start, random_next, key, s, w, out, pos, stats)
                  segment_b_start, 1 if random_next else 0, w.masking.chosen[:k],
                  w.masking.labels[:k], w.boundary, s.max_seq_length, s.max_predictions,
                  w.scratch, w.starts)
-    return out, close_entry(out, pos, key, end - data)
+    pos = close_entry(out, pos, key, end - data)
+    entry_bounds = grow(entry_bounds, count + 2)
+    keys = grow(keys, count + 1)
+    entry_bounds[count + 1] = pos
+    keys[count] = key
+    stats[INSTANCES] += 1
+    return out, pos, entry_bounds, keys, count + 1
 
 
 @njit(cache=True)
@@ -214,16 +222,11 @@ def create_instances(mt, tokens, bounds, sample_tokens, sample_bounds, sample_do
                     n += 1
                 instance[n] = s.sep_id
                 n += 1
-                key = shuffle_key(seed_lo, seed_hi, dupe, index)
-                out, pos = emit(mt, instance[:n], segment_b_start, is_random or swapped, key,
-                                 s, w, out, pos, stats)
-                entry_bounds = grow(entry_bounds, count + 2)
-                keys = grow(keys, count + 1)
-                entry_bounds[count + 1] = pos
-                keys[count] = key
-                count += 1
+                out, pos, entry_bounds, keys, count = emit(
+                    mt, instance[:n], segment_b_start, is_random or swapped,
+                    shuffle_key(seed_lo, seed_hi, dupe, index), s, w, out, pos, entry_bounds,
+                    keys, count, stats)
                 index += 1
-                stats[INSTANCES] += 1
                 stats[RANDOM_NEXT] += is_random or swapped
             chunk_count = 0
             chunk_length = 0
