@@ -148,6 +148,8 @@ def test_articles_become_plain_text_without_markup():
     assert "External links" not in joined and "ISBN" not in joined
     assert min(len(t) for t in texts) > 500
     assert texts[2].startswith("Albedo or reflection coefficient")  # "Albedo () or" mended
+    # A template that carries text is rendered: {{convert|1300|mi|km}}.
+    assert "At 1300 mi, Alabama has one of the longest" in joined
     assert texts[5].startswith("In Greek mythology, Achilles (Akhilleus) was")
 
 

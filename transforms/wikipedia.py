@@ -127,6 +127,28 @@ _REFS_AND_COMMENTS = re.compile(r"<ref[^>]*/>|<ref[^>]*>.*?</ref\s*>|<!--.*?-->"
                                 re.DOTALL | re.IGNORECASE)
 
 
+# Templates that carry article text, rendered instead of dropped:
+# {{convert|1300|mi|km}} -> "1300 mi" (its first unit, as written), {{convert|1|to|2|km}}
+# -> "1 to 2 km", {{nowrap|text}} and {{lang|fr|text}} -> the text.
+_RANGE_WORDS = frozenset({"to", "-", "–", "and", "or", "by", "x", "×", "+"})
+
+
+def template_text(template) -> str | None:
+    """The text a template shows in the article, for those that carry text; None
+    for the others (infoboxes, citations, navigation), which are dropped."""
+    name = str(template.name).strip().lower()
+    params = [str(param.value).strip() for param in template.params if not param.showkey]
+    if name in ("convert", "cvt") and len(params) >= 2:
+        if len(params) >= 4 and params[1] in _RANGE_WORDS:
+            return f"{params[0]} {params[1]} {params[2]} {params[3]}"
+        return f"{params[0]} {params[1]}"
+    if name in ("nowrap", "nobr") and params:
+        return params[0]
+    if name == "lang" and len(params) >= 2:
+        return params[1]
+    return None
+
+
 def _dropped(node) -> bool:
     import mwparserfromhell.nodes as nodes
 
@@ -166,8 +188,17 @@ def _section_text(body: str) -> list[str]:
     import mwparserfromhell
     from mwparserfromhell.wikicode import Wikicode
 
+    from mwparserfromhell.nodes import Template, Text
+
     code = mwparserfromhell.parse(_LIST_START.sub(_LIST_MARK, _REFS_AND_COMMENTS.sub("", body)))
-    kept = Wikicode([node for node in code.nodes if not _dropped(node)])
+    nodes = []
+    for node in code.nodes:
+        shown = template_text(node) if isinstance(node, Template) else None
+        if shown is not None:
+            nodes.append(Text(shown))
+        elif not _dropped(node):
+            nodes.append(node)
+    kept = Wikicode(nodes)
     text = kept.strip_code(normalize=True, collapse=True)
     for pattern, replacement in _PAREN_EDGES:
         text = pattern.sub(replacement, text)
