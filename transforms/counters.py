@@ -8,6 +8,7 @@ it out.
 
 from __future__ import annotations
 
+import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 NAMESPACE = "bert_data"
@@ -26,7 +27,8 @@ class BundleCounters:
     is more than a short document's tokenization. A failed bundle adds
     nothing, as Beam's own committed counters.
 
-    Call `start()` from `start_bundle` and `flush()` from `finish_bundle`.
+    Call `start()` from `start_bundle` and `flush()` from `finish_bundle`
+    (CountingDoFn does).
     """
 
     def __init__(self, *names: str) -> None:
@@ -41,6 +43,17 @@ class BundleCounters:
             if value:
                 self._counters[name].inc(value)
         self.start()
+
+
+class CountingDoFn(beam.DoFn):
+    """A DoFn whose counts are `self._count`, BundleCounters set in __init__:
+    started with each bundle and added to Beam's counters at its end."""
+
+    def start_bundle(self) -> None:
+        self._count.start()
+
+    def finish_bundle(self) -> None:
+        self._count.flush()
 
 
 def known_names() -> list[str]:

@@ -27,7 +27,7 @@ from typing import Iterator, Sequence
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from transforms.counters import BundleCounters
+from transforms.counters import BundleCounters, CountingDoFn
 from transforms.documents import DOCUMENTS, PROBLEMS, InputError
 
 INPUT_FORMATS = ("text", "jsonl", "parquet", "wikipedia")
@@ -44,7 +44,7 @@ def paragraphs(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-class _Records(beam.DoFn):
+class _Records(CountingDoFn):
     """A record (a JSON line, or a Parquet row as a dict) -> (key, [paragraphs]),
     or a count of why it gave none."""
 
@@ -53,12 +53,6 @@ class _Records(beam.DoFn):
         self._json = json_lines
         self._count = BundleCounters("records", "invalid_json_records",
                                      "records_without_text", "records_with_blank_text")
-
-    def start_bundle(self) -> None:
-        self._count.start()
-
-    def finish_bundle(self) -> None:
-        self._count.flush()
 
     def process(self, record) -> Iterator[Document]:
         document = self._document(record)

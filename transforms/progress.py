@@ -29,6 +29,11 @@ class ProgressSink:
         self._path = None
         self._written = 0.0
 
+    @property
+    def active(self) -> bool:
+        """Whether anyone reads the totals: callers skip computing them if not."""
+        return self._directory is not None
+
     def add(self, **counts: int) -> None:
         if self._directory is None:
             return

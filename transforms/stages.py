@@ -15,7 +15,7 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 
-from transforms.counters import BundleCounters, counter
+from transforms.counters import BundleCounters, CountingDoFn, counter
 from transforms.example_writer import RecordLayout
 from transforms.fast_records import (Engine, FlatSample, RecordStats, WorkUnit, unit_records,
                                      warm_up)
@@ -51,7 +51,7 @@ class Instance:
 InstanceBatch = tuple[tuple[str, int], list[Instance]]
 
 
-class TokenizeDocument(beam.DoFn):
+class TokenizeDocument(CountingDoFn):
     """(doc_key, [line]) -> (doc_key, packed [[token id]]): each line a sentence,
     or split into sentences (--sentence_splitter); sentences without tokens dropped."""
 
@@ -77,26 +77,24 @@ class TokenizeDocument(beam.DoFn):
         self._sentences = sentence_splitter(self._splitter)
         self._progress = ProgressSink(self._progress_dir)
 
-    def start_bundle(self) -> None:
-        self._count.start()
-
     def finish_bundle(self) -> None:
-        self._count.flush()
+        super().finish_bundle()
         self._progress.write()
 
     def process(self, element: tuple[str, list[str]]) -> Iterator[tuple[str, PackedDocument]]:
         doc_key, lines = element
-        self._progress.add(documents=1, bytes=sum(len(line.encode()) + 1 for line in lines))
         count = self._count.counts
         count["control_characters"] += sum(map(count_control_characters, lines))
         texts = self._sentences(lines)
         sentences = [ids for ids in map(self._line_ids, texts) if ids]
         count["lines_without_tokens"] += len(texts) - len(sentences)
+        if self._progress.active:  # text bytes: one encode per line, only when shown
+            self._progress.add(documents=1, tokenized=int(bool(sentences)),
+                               bytes=sum(len(line.encode()) + 1 for line in lines))
         if not sentences:
             count["empty_documents"] += 1
             return
         count["tokenized_documents"] += 1
-        self._progress.add(tokenized=1)
         count["sentences"] += len(sentences)
         count["tokens"] += sum(map(len, sentences))
         count["unk_tokens"] += sum(s.count(self._unk) for s in sentences)
@@ -164,7 +162,7 @@ def fan_out(element: tuple[str, PackedDocument],
         yield (element[0], dupe_index), document
 
 
-class CreateRecords(beam.DoFn):
+class CreateRecords(CountingDoFn):
     """[(doc_key, packed document, (first dupe, end dupe))] + sample -> RecordBatch.
 
     Instance creation (transforms.instances), masking (transforms.masking;
@@ -192,11 +190,8 @@ class CreateRecords(beam.DoFn):
         self._sample_source: object = None
         self._progress = ProgressSink(self._progress_dir)
 
-    def start_bundle(self) -> None:
-        self._count.start()
-
     def finish_bundle(self) -> None:
-        self._count.flush()
+        super().finish_bundle()
         self._progress.write()
 
     def process(self, element: WorkUnit, nsp_sample) -> Iterator[RecordBatch]:
@@ -204,8 +199,9 @@ class CreateRecords(beam.DoFn):
             self._sample, self._sample_source = FlatSample.of(nsp_sample), nsp_sample
         batch, stats = unit_records(element, sample=self._sample, engine=self._engine,
                                     seed=self._seed)
-        self._progress.add(instances=stats.instances,
-                           copies=sum(end - first for _, _, (first, end) in element))
+        if self._progress.active:
+            self._progress.add(instances=stats.instances,
+                               copies=sum(end - first for _, _, (first, end) in element))
         count = self._count.counts
         for name in count:
             count[name] += getattr(stats, name)

@@ -29,7 +29,7 @@ from apache_beam.io import fileio
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from transforms.counters import BundleCounters
+from transforms.counters import BundleCounters, CountingDoFn
 from transforms.documents import DOCUMENTS, PROBLEMS
 from transforms.formats import Document, paragraphs, text_key
 
@@ -239,7 +239,7 @@ def plain_text(wikitext: str) -> str:
     return "\n".join(kept)
 
 
-class _Articles(beam.DoFn):
+class _Articles(CountingDoFn):
     """A dump file -> (title, wikitext) of its articles; other pages counted.
     A file that breaks off (damaged compression, cut XML) keeps the articles
     read so far and is reported as a problem."""
@@ -247,12 +247,6 @@ class _Articles(beam.DoFn):
     def __init__(self) -> None:
         self._count = BundleCounters("pages", "redirect_pages", "non_article_pages",
                                      "pages_without_text", "unreadable_files")
-
-    def start_bundle(self) -> None:
-        self._count.start()
-
-    def finish_bundle(self) -> None:
-        self._count.flush()
 
     def process(self, unit: tuple[str, int]):
         """`unit`: (path, offset of one bz2 stream of a multistream dump), or
@@ -282,18 +276,12 @@ class _Articles(beam.DoFn):
                 "path": path, "message": f"{type(err).__name__}: {err}"})
 
 
-class _ToDocument(beam.DoFn):
+class _ToDocument(CountingDoFn):
     """(title, wikitext) -> (key, [paragraphs]) of its plain text."""
 
     def __init__(self) -> None:
         self._count = BundleCounters("articles", "articles_without_plain_text",
                                      "articles_failed")
-
-    def start_bundle(self) -> None:
-        self._count.start()
-
-    def finish_bundle(self) -> None:
-        self._count.flush()
 
     def process(self, article: tuple[str, str]) -> Iterator[Document]:
         document = self._document(article[1])
