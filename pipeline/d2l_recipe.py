@@ -74,7 +74,7 @@ from transforms.encoding import encode_features
 from transforms.masking import MaskingConfig
 from transforms.packing import pack_document
 from transforms.randomness import derive_rng
-from transforms.sampling import SampleDocuments, random_document_from_sample
+from transforms.sampling import SampleDocuments, random_document_from_sample, sample_positions
 from transforms.sharding import WriteShards
 from transforms.stages import Instance, MaskTokens, encode, fan_out
 
@@ -273,11 +273,16 @@ class CreatePairs(beam.DoFn):
         self._seed = seed
         self._count = {name: counter(name) for name in (
             "instances", "random_next_instances", "long_pairs_dropped")}
+        self._sample_source: object = None
 
     def process(self, element, sample):
         (key, dupe), paragraph = element
+        if sample is not self._sample_source:  # the side input, indexed once per worker
+            self._positions, self._sample_source = sample_positions(sample), sample
+        own = self._positions.get(key, -1)
+
         def random_sentence(rng: random.Random):
-            other = random_document_from_sample(sample, key, rng)
+            other = random_document_from_sample(sample, own, rng)
             return None if other is None else other[rng.randint(0, len(other) - 1)]
 
         instances, dropped = nsp_pairs(paragraph, max_len=self._max_len,

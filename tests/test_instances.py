@@ -110,7 +110,10 @@ def test_no_other_document_never_pairs_a_document_with_itself():
 
 def test_chooser_from_sample_skips_the_own_document():
     sample = [("own", pack_document([[1]])), ("other", pack_document([[2]]))]
-    choose = sampling.random_document_from_sample
+    def choose(sample, key, rng):
+        own = sampling.sample_positions(sample).get(key, -1)
+        return sampling.random_document_from_sample(sample, own, rng)
+
     assert all(list(choose(sample, "own", random.Random(s))[0:]) == [[2]] for s in range(50))
     alone = [("own", pack_document([[1]]))]
     assert choose(alone, "own", random.Random(0)) is None
@@ -125,7 +128,8 @@ def test_compiled_chooser_draws_as_the_readable_one(own):
         sample = [(f"d{i}", pack_document([[i + 1]])) for i in range(size)]
         for seed in range(200):
             ours, theirs = random.Random(seed), random.Random(seed)
-            mine = sampling.random_document_from_sample(sample, own, ours)
+            mine = sampling.random_document_from_sample(
+                sample, sampling.sample_positions(sample).get(own, -1), ours)
             expected = random_document_from_sample(sample, own)(theirs)
             assert (None if mine is None else list(mine)) == (
                 None if expected is None else list(expected))

@@ -60,12 +60,18 @@ def bound_sample(ranked: list[tuple[int, str, PackedDocument]],
     return sample
 
 
-def random_document_from_sample(sample: Sequence[SampledDocument], own_key: str,
+def sample_positions(sample: Sequence[SampledDocument]) -> dict[str, int]:
+    """doc_key -> position in the sample: built once per sample, so that a
+    draw does not scan it for the current document."""
+    return {key: position for position, (key, _) in enumerate(sample)}
+
+
+def random_document_from_sample(sample: Sequence[SampledDocument], own: int,
                                 rng: random.Random) -> PackedView | None:
-    """A document of the sample other than `own_key`, drawn by the pipeline's
-    chooser (transforms.instances.random_document) from `rng`; None when the
-    sample has no other document."""
-    own = next((i for i, (key, _) in enumerate(sample) if key == own_key), -1)
+    """A document of the sample other than the one at position `own` (-1: the
+    current document is not in it), drawn by the pipeline's chooser
+    (transforms.instances.random_document) from `rng`; None when the sample
+    has no other document."""
     with generator_state(rng) as mt:
         index = random_document(mt, len(sample), own, False)
     return None if index < 0 else PackedView(sample[index][1])
