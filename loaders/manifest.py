@@ -68,14 +68,12 @@ class Manifest:
         """A bert dataset's feature names -> what each holds (the original's
         names): v2 names, ALBERT's token_boundary and ELECTRA's layout read
         alike. Manifests older than this record imply the original's."""
+        from transforms.example_writer import RecordLayout  # the writer's, loaded if needed
+
         recorded = self.data.get("features")
         if recorded:
             return dict(recorded)
-        names = ["input_ids", "segment_ids", "masked_lm_positions", "masked_lm_ids",
-                 "next_sentence_labels"]
-        if self.padding == "fixed":
-            names += ["input_mask", "masked_lm_weights"]
-        return {name: name for name in names}
+        return RecordLayout(padded=self.padding == "fixed").roles()
 
     @property
     def total_instances(self) -> int:

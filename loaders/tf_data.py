@@ -22,14 +22,13 @@ from __future__ import annotations
 import tensorflow as tf
 
 from loaders import files
+from transforms.example_writer import RecordLayout
 from loaders.manifest import DatasetError, Manifest, find_manifest, read_manifest
 
 
 # What each feature holds -> its per-record shape: tokens, predictions or one label.
 _TOKEN_ROLES = ("input_ids", "input_mask", "segment_ids", "token_boundary")
 _PREDICTION_ROLES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
-_ORIGINAL_ROLES = {name: name for name in (*_TOKEN_ROLES[:3], *_PREDICTION_ROLES,
-                                           "next_sentence_labels")}
 
 
 def _bert_spec(roles: dict[str, str], seq_len: int, predictions: int) -> dict:
@@ -84,7 +83,7 @@ def _to_int32(features: dict) -> dict:
 def _parser(manifest: Manifest | None, seq_len: int, predictions: int):
     recipe = manifest.recipe if manifest else "bert"
     padding = manifest.padding if manifest else "fixed"
-    roles = manifest.features if manifest else _ORIGINAL_ROLES
+    roles = manifest.features if manifest else RecordLayout().roles()  # the original's
     if (manifest and manifest.masking == "none"
             and "masked_lm_positions" in roles.values()):
         raise DatasetError(f"{manifest.path}: written with --masking=none; dynamic "
