@@ -13,8 +13,8 @@ independent bz2 streams of 100 pages each) with its index beside it
 (`...-multistream-index*.txt*.bz2`: `offset:page_id:title` lines) is read
 stream by stream: each stream is a unit of work, decompressed alone from
 its offset, so one dump file spreads over all workers. Without an index a
-file is one unit. Either way the conversion of wikitext, the costly step,
-runs after a Reshuffle, spread over the workers.
+file is one unit, whose articles are spread over the workers (a Reshuffle)
+before their wikitext, the costly step, is converted.
 """
 
 from __future__ import annotations
@@ -328,14 +328,24 @@ class ReadDump(beam.PTransform):
         self._patterns = tuple(patterns)
 
     def expand(self, pbegin):
-        articles = (pbegin
-                    | "Patterns" >> beam.Create(self._patterns)
-                    | "Match" >> fileio.MatchAll()
-                    | "Units" >> beam.FlatMap(read_units)
-                    | "SpreadUnits" >> beam.Reshuffle()
-                    | "Articles" >> beam.ParDo(_Articles()).with_outputs(
-                        PROBLEMS, main="articles"))
-        documents = (articles["articles"]
-                     | "SpreadArticles" >> beam.Reshuffle()
+        streams, files = (pbegin
+                          | "Patterns" >> beam.Create(self._patterns)
+                          | "Match" >> fileio.MatchAll()
+                          | "Units" >> beam.FlatMap(read_units)
+                          | "SpreadUnits" >> beam.Reshuffle()
+                          | "StreamsOrFiles" >> beam.Partition(
+                              lambda unit, _: 0 if unit[1] >= 0 else 1, 2))
+        # A stream's 100 pages are converted where they are read; a whole
+        # file's articles are spread first (shuffling the wikitext of a
+        # multistream dump again would only cost its bytes).
+        from_streams = streams | "StreamArticles" >> beam.ParDo(_Articles()).with_outputs(
+            PROBLEMS, main="articles")
+        from_files = files | "FileArticles" >> beam.ParDo(_Articles()).with_outputs(
+            PROBLEMS, main="articles")
+        documents = ((from_streams["articles"],
+                      from_files["articles"] | "SpreadArticles" >> beam.Reshuffle())
+                     | "AllArticles" >> beam.Flatten()
                      | "PlainText" >> beam.ParDo(_ToDocument()))
-        return {DOCUMENTS: documents, PROBLEMS: articles[PROBLEMS]}
+        problems = ((from_streams[PROBLEMS], from_files[PROBLEMS])
+                    | "AllProblems" >> beam.Flatten())
+        return {DOCUMENTS: documents, PROBLEMS: problems}
