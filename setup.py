@@ -1,6 +1,38 @@
-"""Packaging for the pipeline and for Dataflow workers (`--setup_file=./setup.py`)."""
+"""Packaging: one import namespace, a light base install, the pipeline behind an extra.
+
+The repository keeps the design card's top-level folders (`pipeline/`,
+`transforms/`, `loaders/`); installed, they are `bert_pretraining_data.pipeline`,
+`.transforms` and `.loaders`, so that a training repository with its own
+`pipeline/` or `loaders/` folder neither shadows them nor is shadowed
+(`bert_pretraining_data` itself is an implicit namespace package).
+
+The base install is what a training environment needs to read the output:
+the loaders, the collators and dynamic masking (numpy, numba, google-crc32c).
+`[pipeline]` adds what building the data needs (Apache Beam, TensorFlow, the
+corpus libraries); `[torch]` adds PyTorch for the PyTorch and d2l loaders.
+Dataflow workers that install this package through `--setup_file` get no
+extras; the job passes them `pipeline/worker_requirements.txt`, the one list of
+the pipeline's dependencies besides Beam (pipeline/options.py).
+"""
+
+import pathlib
 
 import setuptools
+
+NAMESPACE = "bert_pretraining_data"
+FOLDERS = ("pipeline", "transforms", "loaders")
+
+# Everything the loaders, collators and dynamic masking import.
+BASE = [
+    "numpy>=1.26,<3",
+    "numba>=0.60,<1",
+    "google-crc32c>=1.5,<2",
+]
+WORKER_REQUIREMENTS = pathlib.Path(__file__).parent / "pipeline" / "worker_requirements.txt"
+PIPELINE = ["apache-beam[gcp]>=2.60,<3"] + [  # as pipeline.options.requirement_lines
+    line.split("#")[0].strip() for line in WORKER_REQUIREMENTS.read_text().splitlines()
+    if line.split("#")[0].strip()]
+PLOT = ["matplotlib>=3.8,<4"]
 
 setuptools.setup(
     name="bert-pretraining-data",
@@ -8,38 +40,34 @@ setuptools.setup(
     description=("BERT pre-training data (masked LM + next sentence prediction) "
                  "on Apache Beam: a drop-in replacement for create_pretraining_data.py"),
     python_requires=">=3.11,<3.12",
-    packages=["pipeline", "transforms", "loaders"],
-    install_requires=[
-        "apache-beam[gcp]>=2.60,<3",
-        "tensorflow>=2.16,<2.22",
-        "tensorflow-transform>=1.16,<1.22",
-        "google-cloud-storage>=2.14,<4",
-        "numpy>=1.26,<3",
-        "numba>=0.60,<1",
-        "jieba>=0.42.1,<0.43",
-        "blingfire>=0.1.8,<0.2",
-        "syntok>=1.4.4,<2",
-        "mwparserfromhell>=0.7,<0.8",
-    ],
+    packages=[f"{NAMESPACE}.{folder}" for folder in FOLDERS],
+    package_dir={f"{NAMESPACE}.{folder}": folder for folder in FOLDERS},
+    package_data={f"{NAMESPACE}.pipeline": [WORKER_REQUIREMENTS.name]},
+    install_requires=BASE,
     extras_require={
+        "pipeline": PIPELINE,
+        # loaders.torch_data and loaders.d2l
+        "torch": ["torch>=2.1,<3"],
+        # loaders.tf_data, and gs:// paths in every loader
+        "tf": [r for r in PIPELINE if r.startswith("tensorflow>")],
+        # inspect-pretraining-data --plot
+        "plot": PLOT,
         # gcp-storage-emulator: a real GCS API on loopback for the gs:// tests.
         # tokenizers: HF's WordPiece trainer, the baseline create-vocab is compared with.
         # psutil: peak RSS of a run's whole process tree (bench/pipeline.py).
-        "test": ["pytest>=8,<10", "hypothesis>=6.100,<7",
-                 "gcp-storage-emulator>=2026.7.19,<2027",
-                 "torch==2.13.0", "matplotlib>=3.8,<4", "tokenizers>=0.20,<1",
-                 "psutil>=5.9,<8"],
-        # loaders.torch_data and loaders.d2l; the test extra pins the CPU build CI uses
-        "torch": ["torch>=2.1,<3"],
-        # inspect-pretraining-data --plot
-        "plot": ["matplotlib>=3.8,<4"],
+        # torch: the CPU build CI uses, pinned.
+        "test": PIPELINE + PLOT + [
+            "pytest>=8,<10", "hypothesis>=6.100,<7",
+            "gcp-storage-emulator>=2026.7.19,<2027",
+            "torch==2.13.0", "tokenizers>=0.20,<1", "psutil>=5.9,<8"],
     },
     entry_points={
         "console_scripts": [
-            "create-pretraining-data=pipeline.main:main",
-            "create-pretraining-data-refresh=pipeline.refresh:main",
-            "inspect-pretraining-data=pipeline.inspect_data:main",
-            "create-vocab=pipeline.create_vocab:main",
+            f"create-pretraining-data={NAMESPACE}.pipeline.cli:create_pretraining_data",
+            f"create-pretraining-data-refresh={NAMESPACE}.pipeline.cli:"
+            "create_pretraining_data_refresh",
+            f"create-vocab={NAMESPACE}.pipeline.cli:create_vocab",
+            f"inspect-pretraining-data={NAMESPACE}.pipeline.inspect_data:main",
         ],
     },
 )

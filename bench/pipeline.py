@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import heapq
 import json
 import os
@@ -37,16 +38,18 @@ import time
 import psutil
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT)]  # before bench/: `pipeline` is the package, not this file
+sys.path[:0] = [str(ROOT)]  # for bench.corpus
 
 from bench.corpus import MB, SHAPES, corpus_path, jsonl_path, read_documents  # noqa: E402
-from pipeline.build import SAMPLE_DOCUMENT_SEQUENCES  # noqa: E402
-from pipeline.options import Stages, parse_args  # noqa: E402
-from transforms.sampling import bound_sample, cap_document, sample_rank  # noqa: E402
-from transforms.sharding import framed_chunks, sorted_records, split_by_shard  # noqa: E402
-from transforms.stages import (BatchDocuments, CreateRecords,  # noqa: E402
-                               TokenizeDocument, fan_out_packed)
-from transforms.vocabulary import load_vocabulary  # noqa: E402
+from bert_pretraining_data.pipeline.build import SAMPLE_DOCUMENT_SEQUENCES  # noqa: E402
+from bert_pretraining_data.pipeline.options import Stages, parse_args  # noqa: E402
+from bert_pretraining_data.transforms.sampling import (  # noqa: E402
+    bound_sample, cap_document, sample_rank)
+from bert_pretraining_data.transforms.sharding import (  # noqa: E402
+    framed_chunks, sorted_records, split_by_shard)
+from bert_pretraining_data.transforms.stages import (  # noqa: E402
+    BatchDocuments, CreateRecords, TokenizeDocument, fan_out_packed)
+from bert_pretraining_data.transforms.vocabulary import load_vocabulary  # noqa: E402
 
 VOCAB = ROOT / "tests" / "data" / "bert-base-uncased-vocab.txt"
 # The original's defaults, spelled out so that both tools surely get the same.
@@ -107,18 +110,42 @@ def measure(command: list[str], log: pathlib.Path, *, poll: float = 0.05,
     return wall, usage.ru_utime + usage.ru_stime, rss_sum, rss_max, os.getloadavg()[0]
 
 
+def _entry(checkout: pathlib.Path) -> tuple[list[str], pathlib.Path]:
+    """How to run a checkout's create-pretraining-data: (command, working directory).
+
+    This checkout is installed (editable). A checkout from before the
+    `bert_pretraining_data` namespace runs as `python -m pipeline` from its root;
+    a later one through a directory that maps the namespace onto its folders,
+    made once per checkout so that numba's cache stays warm between runs.
+    """
+    module = [sys.executable, "-m", "bert_pretraining_data.pipeline"]
+    if checkout == ROOT:
+        return module, ROOT
+    if not (checkout / "pipeline" / "cli.py").exists():
+        return [sys.executable, "-m", "pipeline"], checkout
+    digest = hashlib.sha256(str(checkout).encode()).hexdigest()[:12]
+    site = pathlib.Path(tempfile.gettempdir()) / f"bert-bench-site-{digest}"
+    (site / "bert_pretraining_data").mkdir(parents=True, exist_ok=True)
+    for folder in ("pipeline", "transforms", "loaders"):
+        link = site / "bert_pretraining_data" / folder
+        if not link.exists():
+            link.symlink_to(checkout / folder)
+    return module, site
+
+
 def run_ours(corpus: pathlib.Path, workers: int, *, checkout: pathlib.Path = ROOT,
              label: str = "ours", flags: tuple[str, ...] = ()) -> Run:
     mode = ("--direct_running_mode=in_memory" if workers == 1
             else "--direct_running_mode=multi_processing")
     with tempfile.TemporaryDirectory(prefix="bert-bench-") as tmp:
         out = pathlib.Path(tmp) / "out"
-        command = [sys.executable, "-m", "pipeline", f"--input_file={corpus}",
-                   f"--output_dir={out}", f"--vocab_file={VOCAB}", *FLAGS,
-                   mode, f"--direct_num_workers={workers}", *flags]
+        entry, cwd = _entry(checkout)
+        command = [*entry, f"--input_file={corpus}", f"--output_dir={out}",
+                   f"--vocab_file={VOCAB}", *FLAGS, mode, f"--direct_num_workers={workers}",
+                   *flags]
         if checkout == ROOT:  # an older checkout (--baseline) has no --progress
             command.append("--progress=none")
-        figures = measure(command, pathlib.Path(tmp) / "log", cwd=checkout)
+        figures = measure(command, pathlib.Path(tmp) / "log", cwd=cwd)
         instances = json.loads((out / "manifest.json").read_text())["total_instances"]
     return Run(f"{label}, {workers} worker{'s' * (workers > 1)}", _shape(corpus),
                corpus.stat().st_size / MB, instances, *figures)

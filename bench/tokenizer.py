@@ -21,8 +21,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from oracle_tokenization import OracleTokenizer  # noqa: E402
-from transforms.tokenization import FullTokenizer  # noqa: E402
-from transforms.vocabulary import parse_vocabulary  # noqa: E402
+from bert_pretraining_data.transforms.tokenization import FullTokenizer  # noqa: E402
+from bert_pretraining_data.transforms.vocabulary import parse_vocabulary  # noqa: E402
 
 
 def _time(label: str, tokenize: Callable[[str], list], lines: list[str],

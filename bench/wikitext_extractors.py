@@ -659,7 +659,7 @@ def make_project():
     """What the pipeline itself runs today, if this checkout has it."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from transforms.wikipedia import plain_text
+    from bert_pretraining_data.transforms.wikipedia import plain_text
 
     def extract(text: str, title: str = "") -> str:
         return _clean_lines(plain_text(text))

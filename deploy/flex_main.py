@@ -5,7 +5,7 @@ and submits the job: a scheduled refresh when output_root is given, else a
 one-off run into output_dir; publishing is part of the job (pipeline/dataflow.py).
 """
 
-from pipeline.refresh import main, template_main
+from bert_pretraining_data.pipeline.refresh import main, template_main
 
 if __name__ == "__main__":
     main(entry=template_main)

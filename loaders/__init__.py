@@ -1,5 +1,7 @@
 """Loading the pipeline's datasets for training: tf.data, PyTorch and d2l.
 
+    from bert_pretraining_data import loaders
+
     loaders.tf_dataset(dataset, batch_size=...)      tf.data, run_pretraining.py's features
     loaders.PretrainingDataset(dataset)              a torch IterableDataset of instances
     loaders.Collator.for_dataset(dataset)            dynamic padding (and dynamic masking)
@@ -17,14 +19,14 @@ from __future__ import annotations
 import importlib
 
 _EXPORTS = {
-    "tf_dataset": "loaders.tf_data",
-    "PretrainingDataset": "loaders.torch_data",
-    "Collator": "loaders.torch_data",
-    "make_dataloader": "loaders.torch_data",
-    "load_data_wiki": "loaders.d2l",
-    "Vocab": "loaders.d2l",
-    "read_manifest": "loaders.manifest",
-    "DatasetError": "loaders.manifest",
+    "tf_dataset": "bert_pretraining_data.loaders.tf_data",
+    "PretrainingDataset": "bert_pretraining_data.loaders.torch_data",
+    "Collator": "bert_pretraining_data.loaders.torch_data",
+    "make_dataloader": "bert_pretraining_data.loaders.torch_data",
+    "load_data_wiki": "bert_pretraining_data.loaders.d2l",
+    "Vocab": "bert_pretraining_data.loaders.d2l",
+    "read_manifest": "bert_pretraining_data.loaders.manifest",
+    "DatasetError": "bert_pretraining_data.loaders.manifest",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -32,5 +34,5 @@ __all__ = sorted(_EXPORTS)
 
 def __getattr__(name: str):
     if name not in _EXPORTS:
-        raise AttributeError(f"module 'loaders' has no attribute {name!r}")
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(importlib.import_module(_EXPORTS[name]), name)

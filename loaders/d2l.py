@@ -6,7 +6,7 @@ gives back what d2l's function returns: batches of exactly d2l's shapes and
 dtypes (tokens padded with <pad> to max_len, predictions padded to
 round(max_len * 0.15)) and a vocabulary object that indexes like d2l's `Vocab`.
 
-    from loaders import load_data_wiki
+    from bert_pretraining_data.loaders import load_data_wiki
     train_iter, vocab = load_data_wiki("out/", batch_size=512)
     for (tokens_X, segments_X, valid_lens_x, pred_positions_X, mlm_weights_X,
          mlm_Y, nsp_y) in train_iter:
@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from loaders.manifest import DatasetError, Manifest, read_manifest, read_vocabulary_bytes
-from loaders.torch_data import Collator, EpochDataLoader, PretrainingDataset
+from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, read_manifest,
+                                                    read_vocabulary_bytes)
+from bert_pretraining_data.loaders.torch_data import Collator, EpochDataLoader, PretrainingDataset
 
 
 class Vocab:

@@ -16,7 +16,7 @@ import hashlib
 import json
 from typing import Any
 
-from loaders import files
+from bert_pretraining_data.loaders import files
 
 MANIFEST_NAME = "manifest.json"
 VOCAB_NAME = "vocab.txt"  # the d2l recipe's vocabulary, beside its shards
@@ -68,7 +68,8 @@ class Manifest:
         """A bert dataset's feature names -> what each holds (the original's
         names): v2 names, ALBERT's token_boundary and ELECTRA's layout read
         alike. Manifests older than this record imply the original's."""
-        from transforms.example_writer import RecordLayout  # the writer's, loaded if needed
+        # the writer's, loaded if needed
+        from bert_pretraining_data.transforms.example_writer import RecordLayout
 
         recorded = self.data.get("features")
         if recorded:

@@ -15,9 +15,9 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from loaders import files
-from loaders.manifest import DatasetError, Manifest, Shard
-from transforms.tfrecord import read_records
+from bert_pretraining_data.loaders import files
+from bert_pretraining_data.loaders.manifest import DatasetError, Manifest, Shard
+from bert_pretraining_data.transforms.tfrecord import read_records
 
 Features = dict[str, "np.ndarray | list[bytes]"]
 

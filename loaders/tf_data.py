@@ -1,6 +1,6 @@
 """tf.data loading, as BERT's run_pretraining.py `input_fn_builder` reads the data.
 
-    import loaders
+    from bert_pretraining_data import loaders
     dataset = loaders.tf_dataset("gs://b/bert-data/", batch_size=32)
     features = next(iter(dataset))   # input_ids, input_mask, segment_ids,
                                      # masked_lm_positions, masked_lm_ids,
@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from loaders import files
-from transforms.example_writer import RecordLayout
-from loaders.manifest import DatasetError, Manifest, find_manifest, read_manifest
+from bert_pretraining_data.loaders import files
+from bert_pretraining_data.transforms.example_writer import RecordLayout
+from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, find_manifest,
+                                                    read_manifest)
 
 
 # What each feature holds -> its per-record shape: tokens, predictions or one label.

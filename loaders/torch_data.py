@@ -11,7 +11,7 @@ pipeline's static masking uses (same budget, 80/10/10, whole-word option), with
 an RNG derived from (seed, epoch, example index): an epoch is reproducible
 whatever the number of workers or ranks, and each epoch masks differently.
 
-    from loaders.torch_data import make_dataloader
+    from bert_pretraining_data.loaders.torch_data import make_dataloader
     loader = make_dataloader("out/", batch_size=32, num_workers=2)
     for epoch in range(3):          # each pass is the next epoch
         for batch in loader:        # input_ids, attention_mask, token_type_ids,
@@ -27,11 +27,12 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
-from loaders.manifest import DatasetError, Manifest, read_manifest, read_vocabulary_bytes
-from loaders.records import Instance, InstanceDecoder, read_shard
-from transforms.masking import MaskingConfig, mask_tokens, masking_config
-from transforms.randomness import derive_rng
-from transforms.vocabulary import parse_vocabulary
+from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, read_manifest,
+                                                    read_vocabulary_bytes)
+from bert_pretraining_data.loaders.records import Instance, InstanceDecoder, read_shard
+from bert_pretraining_data.transforms.masking import MaskingConfig, mask_tokens, masking_config
+from bert_pretraining_data.transforms.randomness import derive_rng
+from bert_pretraining_data.transforms.vocabulary import parse_vocabulary
 
 IGNORE_INDEX = -100  # labels at unmasked positions, as HuggingFace losses expect
 STYLES = ("hf", "d2l")

@@ -1,5 +1,5 @@
-"""`python -m pipeline`: the same entry point as the create-pretraining-data script."""
+"""`python -m bert_pretraining_data.pipeline`: the create-pretraining-data script."""
 
-from pipeline.main import main
+from bert_pretraining_data.pipeline.cli import create_pretraining_data
 
-main()
+create_pretraining_data()

@@ -19,15 +19,16 @@ from __future__ import annotations
 
 import apache_beam as beam
 
-from pipeline.options import Config, Stages
-from pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME, OutputLayout,
-                              write_staging_json)
-from transforms.documents import DOCUMENTS, PROBLEMS, ReadDocuments
-from transforms.formats import ReadRecords
-from transforms.wikipedia import ReadDump
-from transforms.sampling import SampleDocuments
-from transforms.sharding import WriteShards
-from transforms.stages import BatchDocuments, CreateRecords, TokenizeDocument, fan_out_packed
+from bert_pretraining_data.pipeline.options import Config, Stages
+from bert_pretraining_data.pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME,
+                                                    OutputLayout, write_staging_json)
+from bert_pretraining_data.transforms.documents import DOCUMENTS, PROBLEMS, ReadDocuments
+from bert_pretraining_data.transforms.formats import ReadRecords
+from bert_pretraining_data.transforms.wikipedia import ReadDump
+from bert_pretraining_data.transforms.sampling import SampleDocuments
+from bert_pretraining_data.transforms.sharding import WriteShards
+from bert_pretraining_data.transforms.stages import (BatchDocuments, CreateRecords,
+                                                     TokenizeDocument, fan_out_packed)
 
 # A sampled document keeps about this many tokens per max_seq_length.
 SAMPLE_DOCUMENT_SEQUENCES = 8

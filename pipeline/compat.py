@@ -18,13 +18,13 @@ import numpy as np
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.options import Config
-from pipeline.publish import OutputLayout, staged_paths
-from transforms.fast_records import Engine
-from transforms.jit_records import reference_entries
-from transforms.segmentation import line_ids
-from transforms.sharding import ENTRY_KEY_SIZE
-from transforms.tokenization import FullTokenizer
+from bert_pretraining_data.pipeline.options import Config
+from bert_pretraining_data.pipeline.publish import OutputLayout, staged_paths
+from bert_pretraining_data.transforms.fast_records import Engine
+from bert_pretraining_data.transforms.jit_records import reference_entries
+from bert_pretraining_data.transforms.segmentation import line_ids
+from bert_pretraining_data.transforms.sharding import ENTRY_KEY_SIZE
+from bert_pretraining_data.transforms.tokenization import FullTokenizer
 
 
 def original_file_order(input_file: str) -> list[str]:

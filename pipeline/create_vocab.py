@@ -42,14 +42,18 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipeline.options import ConfigError, OneLineParser, parse_bool, split_known_args
-from pipeline.publish import OutputLayout, check_writable, remove_tree
-from transforms.documents import (DOCUMENTS, PROBLEMS, InputError, ReadDocuments,
-                                  comma_separated, match_inputs)
-from transforms.word_counts import (CountCharacters, CountWords, MeasureVocabulary,
-                                    SplitHeldOut, WordCount)
-from transforms.wordpiece_learning import (LearningConfig, LearningError, TokenizationStats,
-                                           learn_wordpiece, vocabulary_bytes)
+from bert_pretraining_data.pipeline.options import (ConfigError, OneLineParser, parse_bool,
+                                                    split_known_args)
+from bert_pretraining_data.pipeline.publish import OutputLayout, check_writable, remove_tree
+from bert_pretraining_data.transforms.documents import (DOCUMENTS, PROBLEMS, InputError,
+                                                        ReadDocuments, comma_separated,
+                                                        match_inputs)
+from bert_pretraining_data.transforms.word_counts import (CountCharacters, CountWords,
+                                                          MeasureVocabulary, SplitHeldOut,
+                                                          WordCount)
+from bert_pretraining_data.transforms.wordpiece_learning import (LearningConfig, LearningError,
+                                                                 TokenizationStats, learn_wordpiece,
+                                                                 vocabulary_bytes)
 
 PROG = "create-vocab"
 METRICS_SUFFIX = ".metrics.json"

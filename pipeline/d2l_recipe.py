@@ -63,20 +63,21 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
-from pipeline.build import SAMPLE_DOCUMENT_SEQUENCES
-from pipeline.options import Config
-from pipeline.prepare import Prepared, run_to_completion
-from pipeline.publish import (SHARD_LIST_NAME, OutputLayout, publish, read_staging_json,
-                              write_staging_json)
-from transforms.counters import counter
-from transforms.documents import document_key, key_root
-from transforms.encoding import encode_features
-from transforms.masking import MaskingConfig
-from transforms.packing import pack_document
-from transforms.randomness import derive_rng
-from transforms.sampling import SampleDocuments, random_document_from_sample, sample_positions
-from transforms.sharding import WriteShards
-from transforms.stages import Instance, MaskTokens, encode, fan_out
+from bert_pretraining_data.pipeline.build import SAMPLE_DOCUMENT_SEQUENCES
+from bert_pretraining_data.pipeline.options import Config
+from bert_pretraining_data.pipeline.prepare import Prepared, run_to_completion
+from bert_pretraining_data.pipeline.publish import (SHARD_LIST_NAME, OutputLayout, publish,
+                                                    read_staging_json, write_staging_json)
+from bert_pretraining_data.transforms.counters import counter
+from bert_pretraining_data.transforms.documents import document_key, key_root
+from bert_pretraining_data.transforms.encoding import encode_features
+from bert_pretraining_data.transforms.masking import MaskingConfig
+from bert_pretraining_data.transforms.packing import pack_document
+from bert_pretraining_data.transforms.randomness import derive_rng
+from bert_pretraining_data.transforms.sampling import (SampleDocuments, random_document_from_sample,
+                                                       sample_positions)
+from bert_pretraining_data.transforms.sharding import WriteShards
+from bert_pretraining_data.transforms.stages import Instance, MaskTokens, encode, fan_out
 
 UNK = "<unk>"
 RESERVED_TOKENS = (UNK, "<pad>", "<mask>", "<cls>", "<sep>")  # ids 0..4, as d2l's Vocab

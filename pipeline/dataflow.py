@@ -17,7 +17,8 @@ shards renamed out of staging, then manifest.json. A job cannot read its own
 final metrics, so such a manifest has empty `counters`; the counts are in the
 job's metrics (Dataflow console, `gcloud dataflow metrics list`).
 
-The template's entry point is `pipeline.refresh.template_main` (deploy/flex_main.py).
+The template's entry point is `bert_pretraining_data.pipeline.refresh.template_main`
+(deploy/flex_main.py).
 """
 
 from __future__ import annotations
@@ -32,12 +33,13 @@ from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOp
 from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
 from apache_beam.runners.runner import PipelineResult
 
-from pipeline.build import build_pipeline
-from pipeline.options import Config, ConfigError, parse_args, runner_name
-from pipeline.prepare import prepare
-from pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME, OutputLayout,
-                              dataset_warnings, publish, read_staging_json)
-from transforms.documents import comma_separated
+from bert_pretraining_data.pipeline.build import build_pipeline
+from bert_pretraining_data.pipeline.options import Config, ConfigError, parse_args, runner_name
+from bert_pretraining_data.pipeline.prepare import prepare
+from bert_pretraining_data.pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME,
+                                                    OutputLayout, dataset_warnings, publish,
+                                                    read_staging_json)
+from bert_pretraining_data.transforms.documents import comma_separated
 
 DATAFLOW_RUNNERS = ("DataflowRunner", "TestDataflowRunner")
 
@@ -65,7 +67,8 @@ def dry_run_summary(result: PipelineResult) -> str:
     stages = [transforms[i].unique_name for i in ids]
     image = options.get("sdk_container_image")
     package = (f"image {image}" if image else
-               f"setup file {options.get('setup_file')}" if options.get("setup_file") else
+               f"setup file {options.get('setup_file')} with requirements "
+               f"{options.get('requirements_file')}" if options.get("setup_file") else
                "no package (workers would not import this project)")
     workers = (f"{options.get('num_workers') or 'auto'} to "
                f"{options.get('max_num_workers') or 'auto'} workers of "

@@ -21,8 +21,9 @@ from typing import Sequence
 
 import numpy as np
 
-from loaders.manifest import DatasetError, Manifest, read_manifest, read_vocabulary_bytes
-from loaders.records import Instance, read_instances
+from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, read_manifest,
+                                                    read_vocabulary_bytes)
+from bert_pretraining_data.loaders.records import Instance, read_instances
 
 PROG = "inspect-pretraining-data"
 HISTOGRAM_BINS = 16

@@ -22,17 +22,18 @@ from __future__ import annotations
 import sys
 from typing import Sequence
 
-from pipeline.build import build_pipeline
-from pipeline.progress import local_progress
-from pipeline.compat import run_compat
-from pipeline.dataflow import check_dataflow_options, dry_run_summary, is_dry_run, launch
-from pipeline.options import ConfigError, parse_args
-from pipeline.prepare import prepare, run_to_completion
-from pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME, dataset_warnings, publish,
-                              read_staging_json)
-from transforms.documents import InputError
-from transforms.tokenization import FullTokenizer
-from transforms.vocabulary import VocabularyError
+from bert_pretraining_data.pipeline.build import build_pipeline
+from bert_pretraining_data.pipeline.progress import local_progress
+from bert_pretraining_data.pipeline.compat import run_compat
+from bert_pretraining_data.pipeline.dataflow import (check_dataflow_options, dry_run_summary,
+                                                     is_dry_run, launch)
+from bert_pretraining_data.pipeline.options import ConfigError, parse_args
+from bert_pretraining_data.pipeline.prepare import prepare, run_to_completion
+from bert_pretraining_data.pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME,
+                                                    dataset_warnings, publish, read_staging_json)
+from bert_pretraining_data.transforms.documents import InputError
+from bert_pretraining_data.transforms.tokenization import FullTokenizer
+from bert_pretraining_data.transforms.vocabulary import VocabularyError
 
 PROG = "create-pretraining-data"
 
@@ -43,7 +44,8 @@ def run(argv: Sequence[str]) -> dict:
     config, beam_args = parse_args(argv)
     check_dataflow_options(config, beam_args)
     if config.recipe == "d2l":
-        from pipeline.d2l_recipe import run_d2l  # loads tf.Transform: this recipe only
+        # loads tf.Transform: this recipe only
+        from bert_pretraining_data.pipeline.d2l_recipe import run_d2l
 
         return run_d2l(prepare(config, beam_args))
     run = prepare(config, beam_args)

@@ -13,17 +13,18 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import pathlib
 from typing import Sequence
 
-from transforms.example_writer import RecordLayout
-from transforms.instances import NEXT_SENTENCE_OBJECTIVES, InstanceConfig
-from transforms.masking import MaskingConfig, masking_config
-from transforms.seeds import MAX_DUPE_FACTOR
-from transforms.formats import INPUT_FORMATS
-from transforms.segmentation import SEGMENTERS
-from transforms.sentences import DEFAULT_SPLITTER, SPLITTERS
-from transforms.sharding import SHUFFLES
-from transforms.vocabulary import Vocabulary
+from bert_pretraining_data.transforms.example_writer import RecordLayout
+from bert_pretraining_data.transforms.instances import NEXT_SENTENCE_OBJECTIVES, InstanceConfig
+from bert_pretraining_data.transforms.masking import MaskingConfig, masking_config
+from bert_pretraining_data.transforms.seeds import MAX_DUPE_FACTOR
+from bert_pretraining_data.transforms.formats import INPUT_FORMATS
+from bert_pretraining_data.transforms.segmentation import SEGMENTERS
+from bert_pretraining_data.transforms.sentences import DEFAULT_SPLITTER, SPLITTERS
+from bert_pretraining_data.transforms.sharding import SHUFFLES
+from bert_pretraining_data.transforms.vocabulary import Vocabulary
 
 DEFAULT_NSP_SAMPLE_SIZE = 10_000
 DEFAULT_NSP_SAMPLE_MAX_BYTES = 256 << 20
@@ -31,6 +32,8 @@ TARGET_SHARD_BYTES = 256 << 20
 # Output bytes per input byte per dupe: ~2 (padded int64 features at the
 # default max_seq_length, measured on WikiText-2).
 OUTPUT_BYTES_PER_INPUT_BYTE_PER_DUPE = 2
+# The pipeline's dependencies besides Beam; setup.py's [pipeline] extra is built from it.
+WORKER_REQUIREMENTS = pathlib.Path(__file__).with_name("worker_requirements.txt")
 
 
 class ConfigError(ValueError):
@@ -243,7 +246,45 @@ def split_known_args(parser: argparse.ArgumentParser,
     if unknown:
         raise ConfigError(f"unknown flag {unknown[0].split('=')[0]}: not a flag of this "
                           "tool nor a Beam pipeline option; see --help")
-    return args, beam_args
+    return args, with_worker_requirements(beam_args)
+
+
+def requirement_lines(text: str) -> list[str]:
+    """The requirements of a pip requirements file's text, comments dropped."""
+    return [line.split("#")[0].strip() for line in text.splitlines()
+            if line.split("#")[0].strip()]
+
+
+def with_worker_requirements(beam_args: Sequence[str]) -> list[str]:
+    """The Beam flags, plus this package's worker dependencies when workers
+    install it from `--setup_file`.
+
+    Beam's workers pip-install the `--setup_file` package without extras, and
+    the pipeline's dependencies sit behind the `[pipeline]` extra (so that a
+    training environment can install the loaders alone). They travel as
+    `--requirements_file=WORKER_REQUIREMENTS` instead, installed by each worker
+    from PyPI (`--requirements_cache=skip`: not downloaded here and uploaded
+    with the job). A container image (`--sdk_container_image`) has them already.
+    """
+    from apache_beam.options.pipeline_options import (PipelineOptions, SetupOptions,
+                                                      WorkerOptions)
+
+    options = PipelineOptions(list(beam_args))
+    setup = options.view_as(SetupOptions)
+    if not setup.setup_file or options.view_as(WorkerOptions).sdk_container_image:
+        return list(beam_args)
+    ours = requirement_lines(WORKER_REQUIREMENTS.read_text())
+    if setup.requirements_file:
+        with open(setup.requirements_file, encoding="utf-8") as f:
+            missing = set(ours) - set(requirement_lines(f.read()))
+        if missing:
+            raise ConfigError(
+                f"--requirements_file={setup.requirements_file} lacks {sorted(missing)[0]}: "
+                "with --setup_file, workers get this package's dependencies from it; add "
+                f"the lines of {WORKER_REQUIREMENTS}")
+        return list(beam_args)
+    cache = [] if setup.requirements_cache else ["--requirements_cache=skip"]
+    return [*beam_args, f"--requirements_file={WORKER_REQUIREMENTS}", *cache]
 
 
 def unknown_flags(beam_args: Sequence[str]) -> list[str]:

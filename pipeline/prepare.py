@@ -15,12 +15,12 @@ from typing import Sequence
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipeline.options import Config, Stages
-from pipeline.publish import OutputLayout, prepare_output
-from transforms.counters import read_counters
-from transforms.documents import comma_separated, match_inputs
-from transforms.formats import check_parquet_schema
-from transforms.vocabulary import Vocabulary, load_vocabulary
+from bert_pretraining_data.pipeline.options import Config, Stages
+from bert_pretraining_data.pipeline.publish import OutputLayout, prepare_output
+from bert_pretraining_data.transforms.counters import read_counters
+from bert_pretraining_data.transforms.documents import comma_separated, match_inputs
+from bert_pretraining_data.transforms.formats import check_parquet_schema
+from bert_pretraining_data.transforms.vocabulary import Vocabulary, load_vocabulary
 
 
 @dataclasses.dataclass(frozen=True)

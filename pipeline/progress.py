@@ -18,8 +18,8 @@ import threading
 import time
 from typing import Iterator, TextIO
 
-from pipeline.options import Config, runner_name
-from transforms.progress import read_progress
+from bert_pretraining_data.pipeline.options import Config, runner_name
+from bert_pretraining_data.transforms.progress import read_progress
 
 LIVE_SECONDS = 1.0
 LOG_SECONDS = 30.0

@@ -13,8 +13,9 @@ from typing import Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.options import Config, ConfigError, default_num_shards, record_layout
-from transforms.documents import comma_separated
+from bert_pretraining_data.pipeline.options import (Config, ConfigError, default_num_shards,
+                                                    record_layout)
+from bert_pretraining_data.transforms.documents import comma_separated
 
 STAGING_NAME = ".staging"
 MANIFEST_NAME = "manifest.json"

@@ -46,12 +46,12 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipeline.dataflow import check_dataflow_options, launch
-from pipeline.main import run
-from pipeline.options import Config, ConfigError, parse_args
-from pipeline.publish import MANIFEST_NAME, package_versions, remove_tree
-from transforms.documents import InputError, comma_separated, match_inputs
-from transforms.vocabulary import VocabularyError, load_vocabulary
+from bert_pretraining_data.pipeline.dataflow import check_dataflow_options, launch
+from bert_pretraining_data.pipeline.main import run
+from bert_pretraining_data.pipeline.options import Config, ConfigError, parse_args
+from bert_pretraining_data.pipeline.publish import MANIFEST_NAME, package_versions, remove_tree
+from bert_pretraining_data.transforms.documents import InputError, comma_separated, match_inputs
+from bert_pretraining_data.transforms.vocabulary import VocabularyError, load_vocabulary
 
 PROG = "create-pretraining-data-refresh"
 LATEST_NAME = "LATEST"

@@ -6,7 +6,7 @@ process) loads the compiled kernels from the cache beside the modules
 is missing or stale: ~41 s of CPU per process. The Flex Template image runs
 this once while it is built (deploy/Dockerfile), so its workers start warm:
 
-    python -m pipeline.warm_up
+    python -m bert_pretraining_data.pipeline.warm_up
 
 A worker that gets this package through `--setup_file` instead installs it
 from source when it starts and compiles on first use, once per worker process.
@@ -14,12 +14,13 @@ from source when it starts and compiles on first use, once per worker process.
 
 from __future__ import annotations
 
-from transforms import jit_records, packing, sharding, tfrecord
-from transforms.example_writer import RecordLayout
-from transforms.fast_records import Engine, warm_up as warm_up_records
-from transforms.instances import InstanceConfig
-from transforms.masking import MaskingConfig
-from transforms.sharding import RecordBatch, framed_chunks, sorted_records, split_by_shard
+from bert_pretraining_data.transforms import jit_records, packing, sharding, tfrecord
+from bert_pretraining_data.transforms.example_writer import RecordLayout
+from bert_pretraining_data.transforms.fast_records import Engine, warm_up as warm_up_records
+from bert_pretraining_data.transforms.instances import InstanceConfig
+from bert_pretraining_data.transforms.masking import MaskingConfig
+from bert_pretraining_data.transforms.sharding import (RecordBatch, framed_chunks, sorted_records,
+                                                       split_by_shard)
 
 # The kernels the pipeline calls from Python (each compiles what it calls).
 KERNELS = (jit_records.unit_entries, packing.read_packed, sharding._entries_of,

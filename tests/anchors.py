@@ -10,7 +10,7 @@ import pathlib
 from typing import Callable, Sequence
 
 from conftest import DATA, UNCASED_VOCAB
-from pipeline.main import run
+from bert_pretraining_data.pipeline.main import run
 from records import decode_records
 from stats_util import differences_beyond_standard_errors
 

@@ -16,11 +16,11 @@ import dataclasses
 import random
 from typing import Callable, Sequence
 
-from transforms.encoding import encode_features
-from transforms.instances import InstanceConfig
-from transforms.masking import Masked, MaskingConfig, num_to_predict
-from transforms.packing import PackedView
-from transforms.stages import Instance
+from bert_pretraining_data.transforms.encoding import encode_features
+from bert_pretraining_data.transforms.instances import InstanceConfig
+from bert_pretraining_data.transforms.masking import Masked, MaskingConfig, num_to_predict
+from bert_pretraining_data.transforms.packing import PackedView
+from bert_pretraining_data.transforms.stages import Instance
 
 Document = Sequence[Sequence[int]]
 # Returns a document other than the current one, or None when none exists.

@@ -41,7 +41,8 @@ def encode_example(*, input_ids, segment_ids, masked_lm_positions, masked_lm_ids
     zeros then ones, as every instance's are."""
     import numpy as np
 
-    from transforms.example_writer import RecordLayout, encode, layout_arrays, scratch_size
+    from bert_pretraining_data.transforms.example_writer import (RecordLayout, encode,
+                                                                 layout_arrays, scratch_size)
 
     names, name_bounds, fields = layout_arrays(RecordLayout(padded=padded).features())
     segment_ids = list(segment_ids)

@@ -10,10 +10,10 @@ import pathlib
 import pytest
 
 from conftest import DATA, UNCASED_VOCAB
-from pipeline.main import run
-from pipeline.publish import dataset_warnings
+from bert_pretraining_data.pipeline.main import run
+from bert_pretraining_data.pipeline.publish import dataset_warnings
 from records import read_examples
-from transforms.documents import MAX_SENTENCE_CHARS
+from bert_pretraining_data.transforms.documents import MAX_SENTENCE_CHARS
 
 SENTENCES = [line for line in (DATA / "wiki_small.txt").read_text(encoding="utf-8")
              .splitlines() if line.strip()]
@@ -163,7 +163,7 @@ def test_damaged_compressed_file_is_named_and_the_rest_is_read(tmp_path, clean, 
 
 
 def test_warnings_are_printed_by_the_cli(tmp_path, capsys):
-    from pipeline.main import main
+    from bert_pretraining_data.pipeline.main import main
 
     (tmp_path / "lines.txt").write_text(text(corpus(5, 1)))
     main([f"--input_file={tmp_path / 'lines.txt'}", f"--output_dir={tmp_path / 'o'}",

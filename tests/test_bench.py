@@ -9,7 +9,7 @@ import pathlib
 from bench.corpus import MB, SHAPES, corpus_path, read_documents
 from bench.pipeline import STAGES, stage_breakdown
 from conftest import DATA
-from pipeline.main import run
+from bert_pretraining_data.pipeline.main import run
 
 
 def test_corpus_is_deterministic_and_of_the_requested_size(tmp_path: pathlib.Path):

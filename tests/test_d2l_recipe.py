@@ -11,12 +11,12 @@ import pytest
 import torch
 
 from conftest import DATA
-from loaders import load_data_wiki
-from loaders.manifest import read_manifest
-from loaders.records import read_instances
-from pipeline.d2l_recipe import split_paragraph
-from pipeline.main import run
-from pipeline.options import ConfigError, parse_args
+from bert_pretraining_data.loaders import load_data_wiki
+from bert_pretraining_data.loaders.manifest import read_manifest
+from bert_pretraining_data.loaders.records import read_instances
+from bert_pretraining_data.pipeline.d2l_recipe import split_paragraph
+from bert_pretraining_data.pipeline.main import run
+from bert_pretraining_data.pipeline.options import ConfigError, parse_args
 
 CORPUS = DATA / "wikitext2_valid.raw.txt"
 MAX_LEN = 64
@@ -147,7 +147,7 @@ def test_pairs_are_adjacent_sentences_or_random_ones(dataset, expected_vocabular
 
 @pytest.mark.slow
 def test_tf_data_reads_the_d2l_features(dataset):
-    from loaders.tf_data import tf_dataset
+    from bert_pretraining_data.loaders.tf_data import tf_dataset
 
     first = next(iter(tf_dataset(str(dataset), batch_size=4, training=False)))
     instance = next(read_instances(read_manifest(str(dataset))))
@@ -160,7 +160,7 @@ def test_tf_data_reads_the_d2l_features(dataset):
 def test_line_source_splits_anywhere_without_losing_or_repeating_lines(tmp_path):
     from apache_beam.io import source_test_utils
 
-    from pipeline.d2l_recipe import LineSource
+    from bert_pretraining_data.pipeline.d2l_recipe import LineSource
 
     text = tmp_path / "wiki.txt"
     text.write_bytes(CORPUS.read_bytes()[:40_000] + b"no final newline . x")

@@ -4,14 +4,18 @@ before Beam or Dataflow would."""
 
 from __future__ import annotations
 
+import importlib.metadata
+
 import pytest
+from packaging.requirements import Requirement
 
 from conftest import DATA, UNCASED_VOCAB
 from gcs_emulator import gcs  # noqa: F401  (fixture)
-from pipeline.dataflow import check_dataflow_options, is_dataflow, launch
-from pipeline.main import main, run
-from pipeline.options import ConfigError, parse_args
-from pipeline.refresh import LATEST_NAME, refresh
+from bert_pretraining_data.pipeline.dataflow import check_dataflow_options, is_dataflow, launch
+from bert_pretraining_data.pipeline.main import main, run
+from bert_pretraining_data.pipeline.options import (WORKER_REQUIREMENTS, ConfigError, parse_args,
+                                                    requirement_lines, with_worker_requirements)
+from bert_pretraining_data.pipeline.refresh import LATEST_NAME, refresh
 
 # The design card's stages, as labelled in build.py (CreateRecords is
 # instance creation, masking and encoding compiled into one step), and the
@@ -59,6 +63,9 @@ def test_dry_run_job_has_every_stage_and_stages_setup_py(gcs, paths):  # noqa: F
     assert len(create.inputs) == 2
     staged = {d.role_payload for d in _environment(job).dependencies}
     assert any(b"workflow.tar.gz" in p for p in staged)  # setup.py's sdist
+    # ... which workers install without extras: the pipeline's dependencies
+    # travel as a requirements file.
+    assert any(p.endswith(b"requirements.txt") for p in staged)
     assert job.options.get_all_options()["num_workers"] == 2
     assert gcs.names("df/out") == []  # a dry run writes nothing
 
@@ -71,7 +78,8 @@ def test_dry_run_from_the_cli_prints_the_job_and_exits_0(gcs, paths, capsys):  #
     assert out.startswith("dry run: Dataflow job bert-data-cli in my-project/us-central1")
     for stage in ["ReadDocuments", "CreateRecords", "WriteShards", "Publish"]:
         assert stage in out
-    assert "to 8 workers" in out and "setup file ./setup.py" in out
+    assert "to 8 workers" in out
+    assert f"setup file ./setup.py with requirements {WORKER_REQUIREMENTS}" in out
     assert gcs.names("df/out") == []
 
 
@@ -134,6 +142,35 @@ def test_options_dataflow_would_reject_fail_first_in_one_line(changes, message):
 def test_ways_to_ship_the_package_are_accepted(extra):
     config, beam_args = parse_args(_argv(**extra))
     check_dataflow_options(config, beam_args)
+
+
+def test_setup_file_workers_get_the_pipeline_extra_as_a_requirements_file(tmp_path):
+    beam_args = ["--runner=DataflowRunner", "--setup_file=./setup.py"]
+    assert with_worker_requirements(beam_args) == [
+        *beam_args, f"--requirements_file={WORKER_REQUIREMENTS}", "--requirements_cache=skip"]
+    _, parsed = parse_args(_argv())
+    assert parsed[-2:] == [f"--requirements_file={WORKER_REQUIREMENTS}",
+                           "--requirements_cache=skip"]
+    # The file is the [pipeline] extra without the Beam the workers' SDK has.
+    extra = {str(r).split(";")[0].strip()
+             for r in map(Requirement, importlib.metadata.requires("bert-pretraining-data"))
+             if r.marker and r.marker.evaluate({"extra": "pipeline"})}
+    ours = {str(Requirement(line)) for line in requirement_lines(WORKER_REQUIREMENTS.read_text())}
+    assert len(ours) >= 5 and extra - ours == {"apache-beam[gcp]<3,>=2.60"}
+    # A cache of the user's own is kept; an image has everything already.
+    own_cache = [*beam_args, "--requirements_cache=/tmp/cache"]
+    assert with_worker_requirements(own_cache)[-1] == f"--requirements_file={WORKER_REQUIREMENTS}"
+    image = ["--setup_file=./setup.py", f"--sdk_container_image={IMAGE}"]
+    assert with_worker_requirements(image) == image
+    # A requirements file of the user's own must carry ours.
+    theirs = tmp_path / "requirements.txt"
+    theirs.write_text("sentencepiece>=0.2\n")
+    with pytest.raises(ConfigError, match=r"--requirements_file=.* lacks .*: with "
+                                          r"--setup_file, workers get this package's"):
+        with_worker_requirements([*beam_args, f"--requirements_file={theirs}"])
+    theirs.write_text("sentencepiece>=0.2\n" + WORKER_REQUIREMENTS.read_text())
+    assert with_worker_requirements([*beam_args, f"--requirements_file={theirs}"]) == [
+        *beam_args, f"--requirements_file={theirs}"]
 
 
 def test_other_runners_are_not_checked():

@@ -5,7 +5,8 @@ template's main file run on the DirectRunner."""
 
 from __future__ import annotations
 
-import ast
+import importlib
+import importlib.metadata
 import json
 import os
 import pathlib
@@ -21,10 +22,12 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
 from conftest import DATA, UNCASED_VOCAB
-from pipeline import options, refresh
-from pipeline.options import parse_args
+from bert_pretraining_data.pipeline import options, refresh
+from bert_pretraining_data.pipeline.options import parse_args
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+DISTRIBUTION = "bert-pretraining-data"
+PACKAGES = ("pipeline", "transforms", "loaders")  # bert_pretraining_data.<name>
 DEPLOY = ROOT / "deploy"
 METADATA = json.loads((DEPLOY / "metadata.json").read_text())
 PARAMS = {p["name"]: p for p in METADATA["parameters"]}
@@ -142,30 +145,30 @@ def _dockerfile() -> list[tuple[str, str]]:
     return pairs
 
 
-def _setup_py() -> dict:
-    tree = ast.parse((ROOT / "setup.py").read_text())
-    (call,) = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
-               and getattr(n.func, "attr", None) == "setup"]
-    return {k.arg: ast.literal_eval(k.value) for k in call.keywords
-            if k.arg in ("packages", "install_requires", "python_requires")}
+def _package_folders() -> set[str]:
+    """The repository folders the installed package's subpackages come from."""
+    return {pathlib.Path(importlib.import_module(f"bert_pretraining_data.{name}").__file__)
+            .parent.relative_to(ROOT).as_posix() for name in PACKAGES}
 
 
 def test_dockerfile_beam_and_python_match_setup_py():
     steps = _dockerfile()
     args = dict(a.split("=", 1) for i, a in steps if i == "ARG" and "=" in a)
-    setup = _setup_py()
-    (beam,) = [Requirement(r) for r in setup["install_requires"]
-               if Requirement(r).name == "apache-beam"]
+    (beam,) = [r for r in map(Requirement, importlib.metadata.requires(DISTRIBUTION))
+               if r.name == "apache-beam" and r.marker.evaluate({"extra": "pipeline"})]
+    assert not beam.marker.evaluate({"extra": ""})  # not in the base install
     assert args["BEAM_VERSION"] == apache_beam.__version__  # what the tests ran
     assert args["BEAM_VERSION"] in beam.specifier
     assert args["PYTHON_VERSION"] == f"{sys.version_info.major}.{sys.version_info.minor}"
-    assert args["PYTHON_VERSION"] + ".0" in SpecifierSet(setup["python_requires"])
+    python_requires = importlib.metadata.metadata(DISTRIBUTION)["Requires-Python"]
+    assert args["PYTHON_VERSION"] + ".0" in SpecifierSet(python_requires)
     froms = [a for i, a in steps if i == "FROM"]
     assert froms[-1] == "apache/beam_python${PYTHON_VERSION}_sdk:${BEAM_VERSION}"
     launcher = "python" + args["PYTHON_VERSION"].replace(".", "") + "-template-launcher-base"
     assert froms[0].startswith(f"gcr.io/dataflow-templates-base/{launcher} AS launcher")
     (install,) = [a for i, a in steps if i == "RUN" and "pip install" in a]
     assert '"apache-beam[gcp]==${BEAM_VERSION}"' in install
+    assert install.split()[3] == '".[pipeline]"'  # the pipeline's dependencies too
 
 
 def test_dockerfile_copies_the_packages_and_the_template_main_file():
@@ -174,7 +177,7 @@ def test_dockerfile_copies_the_packages_and_the_template_main_file():
     for source, _ in copies:
         assert (ROOT / source).exists(), source
     copied = {source.rstrip("/") for source, _ in copies}
-    assert set(_setup_py()["packages"]) <= copied
+    assert _package_folders() == set(PACKAGES) <= copied
     (workdir,) = [a for i, a in steps if i == "WORKDIR"]
     env = dict(a.split("=", 1) for i, a in steps if i == "ENV")
     main_file = pathlib.PurePosixPath(env["FLEX_TEMPLATE_PYTHON_PY_FILE"])

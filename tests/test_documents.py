@@ -13,10 +13,10 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.testing import test_pipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from transforms import documents
-from transforms.documents import (DecodeStats, DocumentSource, InputError, ReadDocuments,
-                                  document_key, key_root, match_inputs,
-                                  split_documents)
+from bert_pretraining_data.transforms import documents
+from bert_pretraining_data.transforms.documents import (DecodeStats, DocumentSource, InputError,
+                                                        ReadDocuments, document_key, key_root,
+                                                        match_inputs, split_documents)
 
 BOM = b"\xef\xbb\xbf"
 

@@ -13,15 +13,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import DATA
-from transforms.example_writer import RecordLayout
-from transforms.fast_records import Engine, FlatSample, unit_records
+from bert_pretraining_data.transforms.example_writer import RecordLayout
+from bert_pretraining_data.transforms.fast_records import Engine, FlatSample, unit_records
 from oracle_bert import create_instances, encode_instance, mask_tokens, random_document_from_sample
-from transforms.instances import InstanceConfig
-from transforms.masking import MaskingConfig
-from transforms.packing import pack_document, unpack_document
-from transforms.seeds import INSTANCES, derived_rng, document_seed
-from transforms.stages import encode
-from transforms.tokenization import FullTokenizer
+from bert_pretraining_data.transforms.instances import InstanceConfig
+from bert_pretraining_data.transforms.masking import MaskingConfig
+from bert_pretraining_data.transforms.packing import pack_document, unpack_document
+from bert_pretraining_data.transforms.seeds import INSTANCES, derived_rng, document_seed
+from bert_pretraining_data.transforms.stages import encode
+from bert_pretraining_data.transforms.tokenization import FullTokenizer
 
 CLS, SEP, MASK, VOCAB = 2, 3, 4, 30522
 

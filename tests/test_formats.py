@@ -13,9 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import DATA, UNCASED_VOCAB
-from pipeline.main import run
+from bert_pretraining_data.pipeline.main import run
 from records import read_examples
-from transforms.documents import InputError
+from bert_pretraining_data.transforms.documents import InputError
 
 # Real web text (UD English EWT test): a paragraph per line, a blank line
 # between documents.
@@ -129,7 +129,7 @@ DUMP = DATA / "enwiki-excerpt-small.xml.bz2"  # real pages of a 2016 enwiki dump
 def dump_articles() -> list[str]:
     import bz2
 
-    from transforms.wikipedia import dump_pages, plain_text
+    from bert_pretraining_data.transforms.wikipedia import dump_pages, plain_text
 
     with bz2.open(DUMP) as handle:
         return [plain_text(page.text) for page in dump_pages(handle)
@@ -213,7 +213,7 @@ def write_multistream(directory: pathlib.Path, pages_per_stream: int = 10) -> pa
 def test_a_multistream_dump_is_read_stream_by_stream(tmp_path):
     from apache_beam.io.filesystems import FileSystems
 
-    from transforms.wikipedia import read_units
+    from bert_pretraining_data.transforms.wikipedia import read_units
 
     dump = write_multistream(tmp_path)
     [matched] = FileSystems.match([str(dump)])[0].metadata_list

@@ -18,7 +18,7 @@ import pytest
 
 from conftest import DATA, UNCASED_VOCAB
 from gcs_emulator import gcs  # noqa: F401  (fixture)
-from pipeline.main import run
+from bert_pretraining_data.pipeline.main import run
 from records import read_examples
 
 FLAGS = ["--dupe_factor=2", "--num_shards=3", "--max_seq_length=64",

@@ -18,7 +18,7 @@ import pytest
 from conftest import DATA, UNCASED_VOCAB
 from gcs_emulator import gcs  # noqa: F401  (fixture)
 from gcs_proxy import proxy
-from pipeline.main import run
+from bert_pretraining_data.pipeline.main import run
 
 NUM_SHARDS = 16
 FLAGS = [f"--input_file={DATA / 'wiki_small.txt'}", f"--vocab_file={UNCASED_VOCAB}",

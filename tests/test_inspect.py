@@ -12,8 +12,8 @@ import sys
 import pytest
 
 from conftest import DATA, UNCASED_VOCAB
-from pipeline.inspect_data import histogram, main, report
-from pipeline.main import run
+from bert_pretraining_data.pipeline.inspect_data import histogram, main, report
+from bert_pretraining_data.pipeline.main import run
 from records import read_examples
 
 VOCAB = UNCASED_VOCAB.read_text(encoding="utf-8").split("\n")
@@ -83,7 +83,8 @@ def test_unmasked_data_and_missing_vocabulary(tmp_path):
 
 
 def test_cli_fails_in_one_line_without_a_dataset(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "pipeline.inspect_data", str(tmp_path)],
+    proc = subprocess.run([sys.executable, "-m", "bert_pretraining_data.pipeline.inspect_data",
+                           str(tmp_path)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.startswith("inspect-pretraining-data: error: no manifest.json at")

@@ -10,12 +10,12 @@ import pytest
 
 from oracle_bert import (create_instances, mask_tokens, random_document_from_sample,
                          truncate_seq_pair)
-from transforms import sampling
-from transforms.instances import InstanceConfig
-from transforms.masking import MaskingConfig, num_to_predict
-from transforms.packing import (PackedView, pack_document, packed_arrays, packed_token_count,
-                                unpack_document)
-from transforms.sampling import bound_sample, cap_document
+from bert_pretraining_data.transforms import sampling
+from bert_pretraining_data.transforms.instances import InstanceConfig
+from bert_pretraining_data.transforms.masking import MaskingConfig, num_to_predict
+from bert_pretraining_data.transforms.packing import (PackedView, pack_document, packed_arrays,
+                                                      packed_token_count, unpack_document)
+from bert_pretraining_data.transforms.sampling import bound_sample, cap_document
 
 CLS, SEP, MASK = 101, 102, 103
 CONFIG = InstanceConfig(max_seq_length=16, short_seq_prob=0.0, cls_id=CLS, sep_id=SEP)

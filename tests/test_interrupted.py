@@ -13,11 +13,12 @@ import time
 import pytest
 
 from conftest import DATA, UNCASED_VOCAB
-from transforms.example_writer import RecordLayout
-from transforms.instances import InstanceConfig
-from transforms.masking import MaskingConfig
-from transforms.packing import pack_document
-from transforms.stages import CreateRecords, Instance, MaskTokens, TokenizeDocument
+from bert_pretraining_data.transforms.example_writer import RecordLayout
+from bert_pretraining_data.transforms.instances import InstanceConfig
+from bert_pretraining_data.transforms.masking import MaskingConfig
+from bert_pretraining_data.transforms.packing import pack_document
+from bert_pretraining_data.transforms.stages import (CreateRecords, Instance, MaskTokens,
+                                                     TokenizeDocument)
 
 FLAGS = [f"--input_file={DATA / 'wikitext2_valid.txt'}", f"--vocab_file={UNCASED_VOCAB}",
          "--dupe_factor=4", "--num_shards=4"]
@@ -26,7 +27,7 @@ MASKING = MaskingConfig(masked_lm_prob=0.15, max_predictions_per_seq=20, vocab_s
 
 
 def _command(out) -> list[str]:
-    return [sys.executable, "-m", "pipeline", f"--output_dir={out}", *FLAGS]
+    return [sys.executable, "-m", "bert_pretraining_data.pipeline", f"--output_dir={out}", *FLAGS]
 
 
 def _digests(out) -> dict[str, str]:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from transforms import jit_random as jr
+from bert_pretraining_data.transforms import jit_random as jr
 
 SEEDS = [0, 1, 12345, 2**32 - 1, 2**32, 2**64 + 7, 2**128 - 1, 2**96, -5,
          int.from_bytes(hashlib.sha256(b"x").digest()[:16], "big")]

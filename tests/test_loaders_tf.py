@@ -10,11 +10,11 @@ import pytest
 import tensorflow as tf
 
 from conftest import DATA, UNCASED_VOCAB
-from loaders.manifest import DatasetError
-from loaders.tf_data import tf_dataset
-from pipeline.main import run
+from bert_pretraining_data.loaders.manifest import DatasetError
+from bert_pretraining_data.loaders.tf_data import tf_dataset
+from bert_pretraining_data.pipeline.main import run
 from records import encode_example, read_examples
-from transforms.encoding import encode_features
+from bert_pretraining_data.transforms.encoding import encode_features
 
 SEQ, PREDICTIONS = 64, 10
 INPUTS = f"{DATA / 'sample_text.txt'},{DATA / 'wiki_small.txt'}"
@@ -170,7 +170,7 @@ def test_files_without_manifest_load_with_explicit_lengths(datasets, written, tm
      "drop --masking and --padding"),
 ])
 def test_layout_flags_are_validated_in_one_line(flags, fragment):
-    from pipeline.options import ConfigError, parse_args
+    from bert_pretraining_data.pipeline.options import ConfigError, parse_args
 
     base = [f"--input_file={INPUTS}", f"--vocab_file={UNCASED_VOCAB}"]
     with pytest.raises(ConfigError, match=fragment) as err:
@@ -179,7 +179,7 @@ def test_layout_flags_are_validated_in_one_line(flags, fragment):
 
 
 def test_layout_flags_default_to_the_original_and_reach_the_manifest_flags():
-    from pipeline.options import parse_args
+    from bert_pretraining_data.pipeline.options import parse_args
 
     config, _ = parse_args([f"--input_file={INPUTS}", f"--vocab_file={UNCASED_VOCAB}",
                             "--output_dir=/tmp/x"])

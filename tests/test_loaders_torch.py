@@ -17,11 +17,11 @@ import torch
 from torch.utils.data import DataLoader
 
 from conftest import DATA, UNCASED_VOCAB
-from loaders.manifest import DatasetError, read_manifest
-from loaders.records import decode_example, read_instances
-from loaders.torch_data import (Collator, PretrainingDataset, make_dataloader, plan_reads,
-                                slice_bounds)
-from pipeline.main import run
+from bert_pretraining_data.loaders.manifest import DatasetError, read_manifest
+from bert_pretraining_data.loaders.records import decode_example, read_instances
+from bert_pretraining_data.loaders.torch_data import (Collator, PretrainingDataset, make_dataloader,
+                                                      plan_reads, slice_bounds)
+from bert_pretraining_data.pipeline.main import run
 from records import read_examples
 
 SEQ, PREDICTIONS, PROB = 64, 10, 0.15
@@ -78,8 +78,9 @@ def test_read_plans_cover_the_stream_exactly_once(seed):
 
 
 def test_the_torch_side_loads_neither_beam_nor_tensorflow():
-    code = ("import sys, loaders; loaders.load_data_wiki; loaders.make_dataloader; "
-            "import pipeline.inspect_data; "
+    code = ("import sys; from bert_pretraining_data import loaders; "
+            "loaders.load_data_wiki; loaders.make_dataloader; "
+            "import bert_pretraining_data.pipeline.inspect_data; "
             "print(sorted({m.split('.')[0] for m in sys.modules} & "
             "{'apache_beam', 'tensorflow', 'tensorflow_transform'}))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -11,8 +11,8 @@ import pytest
 
 from anchors import assert_reference_mode_reproduces, assert_statistics_match
 from conftest import DATA
-from pipeline.main import run
-from pipeline.options import ConfigError
+from bert_pretraining_data.pipeline.main import run
+from bert_pretraining_data.pipeline.options import ConfigError
 from stats_ngram import span_stats
 from stats_util import instance_stats
 

@@ -8,10 +8,10 @@ import pytest
 import tensorflow as tf
 
 from conftest import CHINESE_VOCAB, DATA, UNCASED_VOCAB
-from loaders.tf_data import tf_dataset
-from loaders.torch_data import make_dataloader
-from pipeline.inspect_data import report
-from pipeline.main import run
+from bert_pretraining_data.loaders.tf_data import tf_dataset
+from bert_pretraining_data.loaders.torch_data import make_dataloader
+from bert_pretraining_data.pipeline.inspect_data import report
+from bert_pretraining_data.pipeline.main import run
 
 SAMPLE = DATA / "wiki_small.txt"
 # mode -> (flags, features on disk, objective line fragment, label meaning or None)

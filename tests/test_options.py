@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from conftest import DATA, UNCASED_VOCAB
-from pipeline.options import ConfigError, default_num_shards, parse_args
+from bert_pretraining_data.pipeline.options import (ConfigError, default_num_shards, parse_args,
+                                                    with_worker_requirements)
 
 BASE = [f"--input_file={DATA / 'sample_text.txt'}", "--output_file=/tmp/never-written",
         f"--vocab_file={UNCASED_VOCAB}"]
@@ -39,7 +40,8 @@ def test_beam_options_pass_through():
             "--region=us-central1", "--temp_location=gs://b/tmp", "--setup_file=./setup.py",
             "--experiments=use_runner_v2"]
     _, beam_args = parse_args(BASE + beam)
-    assert beam_args == beam
+    # ... followed by what --setup_file workers need (tests/test_dataflow.py)
+    assert beam_args == with_worker_requirements(beam) and beam_args[:len(beam)] == beam
 
 
 @pytest.mark.parametrize("flags, fragment", [
@@ -86,7 +88,7 @@ def test_cli_exits_2_with_one_line_and_writes_nothing(tmp_path, flags, fragment)
     out = tmp_path / "out"
     argv = [f"--input_file={DATA / 'sample_text.txt'}", f"--output_dir={out}",
             f"--vocab_file={UNCASED_VOCAB}", *flags]
-    proc = subprocess.run([sys.executable, "-m", "pipeline", *argv],
+    proc = subprocess.run([sys.executable, "-m", "bert_pretraining_data.pipeline", *argv],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2
     last = proc.stderr.strip().splitlines()[-1]

@@ -11,8 +11,8 @@ import shutil
 import pytest
 
 from conftest import DATA, UNCASED_VOCAB
-from pipeline.main import run
-from pipeline.options import ConfigError
+from bert_pretraining_data.pipeline.main import run
+from bert_pretraining_data.pipeline.options import ConfigError
 from records import read_examples
 from stats_util import instance_stats
 

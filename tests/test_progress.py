@@ -8,10 +8,10 @@ import io
 import pytest
 
 from conftest import DATA, UNCASED_VOCAB
-from pipeline import progress
-from pipeline.main import run
-from pipeline.progress import progress_line
-from transforms.progress import ProgressSink, read_progress
+from bert_pretraining_data.pipeline import progress
+from bert_pretraining_data.pipeline.main import run
+from bert_pretraining_data.pipeline.progress import progress_line
+from bert_pretraining_data.transforms.progress import ProgressSink, read_progress
 
 
 def test_the_line_shows_the_share_rate_and_eta_of_each_phase():

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from records import encode_example
 from oracle_bert import _candidate_groups, create_instances
-from transforms.instances import InstanceConfig
-from transforms.masking import MaskingConfig, mask_tokens, num_to_predict
-from transforms.randomness import derive_rng
+from bert_pretraining_data.transforms.instances import InstanceConfig
+from bert_pretraining_data.transforms.masking import MaskingConfig, mask_tokens, num_to_predict
+from bert_pretraining_data.transforms.randomness import derive_rng
 
 CLS, SEP, MASK = 2, 3, 4  # ids 0..4 are special in the generated vocabularies
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import random
 
-from transforms.randomness import derive_rng, stable_hash
+from bert_pretraining_data.transforms.randomness import derive_rng, stable_hash
 
 
 def test_keys_are_the_documented_hashes_of_length_prefixed_typed_parts():

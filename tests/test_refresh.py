@@ -12,9 +12,10 @@ import pytest
 
 from conftest import DATA, UNCASED_VOCAB
 from gcs_emulator import gcs  # noqa: F401  (fixture)
-from pipeline.options import ConfigError
-from pipeline.refresh import (FINGERPRINT_NAME, LATEST_NAME, Fingerprint, input_states,
-                              promote, read_latest, refresh, version_name)
+from bert_pretraining_data.pipeline.options import ConfigError
+from bert_pretraining_data.pipeline.refresh import (FINGERPRINT_NAME, LATEST_NAME, Fingerprint,
+                                                    input_states, promote, read_latest, refresh,
+                                                    version_name)
 from records import read_examples
 
 FLAGS = ["--dupe_factor=1", "--num_shards=2", "--max_seq_length=64",

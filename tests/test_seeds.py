@@ -11,9 +11,9 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from transforms import jit_random as jr
-from transforms import seeds
-from transforms.randomness import encode_parts
+from bert_pretraining_data.transforms import jit_random as jr
+from bert_pretraining_data.transforms import seeds
+from bert_pretraining_data.transforms.randomness import encode_parts
 
 MASK64 = (1 << 64) - 1
 

@@ -20,23 +20,14 @@ from apache_beam.testing import test_pipeline
 from apache_beam.testing.util import BeamAssertException, assert_that, equal_to
 
 from records import encode_example
-from transforms.sharding import (
-    RecordBatch,
-    WriteShards,
-    _DeleteBucketsFn,
-    _WriteShardFn,
-    bucket_dir,
-    bucket_path,
-    file_digest,
-    framed_chunks,
-    shard_of,
-    shard_path,
-    sorted_records,
-    split_by_shard,
-    write_shard_file,
-)
-from transforms.randomness import stable_hash as shuffle_key
-from transforms.tfrecord import frame_record, read_records, read_tfrecord_file, write_record
+from bert_pretraining_data.transforms.sharding import (RecordBatch, WriteShards, _DeleteBucketsFn,
+                                                       _WriteShardFn, bucket_dir, bucket_path,
+                                                       file_digest, framed_chunks, shard_of,
+                                                       shard_path, sorted_records, split_by_shard,
+                                                       write_shard_file)
+from bert_pretraining_data.transforms.randomness import stable_hash as shuffle_key
+from bert_pretraining_data.transforms.tfrecord import (frame_record, read_records,
+                                                       read_tfrecord_file, write_record)
 
 RECORDS = [b"", b"x", b"hello world", bytes(range(256)) * 40, b"\x00" * 70000]
 
@@ -146,7 +137,8 @@ def test_shuffle_key_is_the_documented_hash():
 
 
 def test_shuffle_key_is_the_same_in_another_process():
-    code = "from transforms.randomness import stable_hash as shuffle_key; print(shuffle_key('doc', 7, ('a', 1)))"
+    code = ("from bert_pretraining_data.transforms.randomness import stable_hash as shuffle_key; "
+            "print(shuffle_key('doc', 7, ('a', 1)))")
     outputs = {
         subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
                        env={**os.environ, "PYTHONHASHSEED": seed}).stdout.strip()

@@ -8,8 +8,8 @@ import pytest
 
 from conftest import DATA
 from oracle_tokenization import OracleTokenizer
-from transforms import tokenization
-from transforms.tokenization import FullTokenizer
+from bert_pretraining_data.transforms import tokenization
+from bert_pretraining_data.transforms.tokenization import FullTokenizer
 
 GOLDEN = [json.loads(line) for line in
           (DATA / "tokenization_golden.jsonl").read_text(encoding="ascii").splitlines()]
@@ -76,8 +76,8 @@ def test_results_do_not_depend_on_the_cache(uncased_vocab, monkeypatch):
 
 
 def test_tokenize_stage_drops_lines_without_tokens(uncased_tokenizer):
-    from transforms.packing import unpack_document
-    from transforms.stages import TokenizeDocument
+    from bert_pretraining_data.transforms.packing import unpack_document
+    from bert_pretraining_data.transforms.stages import TokenizeDocument
 
     stage = TokenizeDocument(vocab_file=str(DATA / "bert-base-uncased-vocab.txt"),
                              do_lower_case=True)
@@ -102,7 +102,7 @@ def test_special_tokens_in_text_are_not_special(uncased_tokenizer):
 
 def test_chinese_vocabulary_splits_every_ideograph():
     from conftest import CHINESE_VOCAB
-    from transforms.vocabulary import parse_vocabulary
+    from bert_pretraining_data.transforms.vocabulary import parse_vocabulary
 
     vocab = parse_vocabulary(CHINESE_VOCAB.read_bytes())
     fast = FullTokenizer(vocab, do_lower_case=True)

@@ -1,4 +1,4 @@
-"""Workers start warm: after `python -m pipeline.warm_up`, a fresh process
+"""Workers start warm: after `python -m bert_pretraining_data.pipeline.warm_up`, a fresh process
 creates records from numba's cache without compiling anything."""
 
 from __future__ import annotations
@@ -9,21 +9,23 @@ import shutil
 import subprocess
 import sys
 
-from pipeline.warm_up import KERNELS
+from bert_pretraining_data.pipeline.warm_up import KERNELS
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 # A fresh process runs every kernel the pipeline calls and reports, per
 # kernel, (signatures compiled, signatures loaded from numba's cache).
-_PROBE = "import json; from pipeline.warm_up import warm_up; print(json.dumps(warm_up()))"
+_PROBE = ("import json; from bert_pretraining_data.pipeline.warm_up import warm_up; "
+          "print(json.dumps(warm_up()))")
 
 
 def test_after_warm_up_a_fresh_process_compiles_nothing(tmp_path):
-    # A copy of the package without numba's cache, as a fresh image has it.
+    # A copy of the package without numba's cache, as a fresh image has it; the
+    # working directory comes first on sys.path, so the copy is what is imported.
     for package in ("pipeline", "transforms", "loaders"):
-        shutil.copytree(ROOT / package, tmp_path / package,
+        shutil.copytree(ROOT / package, tmp_path / "bert_pretraining_data" / package,
                         ignore=shutil.ignore_patterns("__pycache__"))
-    warm = subprocess.run([sys.executable, "-m", "pipeline.warm_up"], cwd=tmp_path,
-                          check=True, capture_output=True, text=True).stdout
+    warm = subprocess.run([sys.executable, "-m", "bert_pretraining_data.pipeline.warm_up"],
+                          cwd=tmp_path, check=True, capture_output=True, text=True).stdout
     compiled = int(warm.split("cached: ")[1].split()[0])
     assert compiled >= len(KERNELS)  # the warm-up itself compiled every kernel
 

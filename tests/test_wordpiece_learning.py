@@ -8,13 +8,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from transforms.tokenization import FullTokenizer
-from transforms.vocabulary import parse_vocabulary
-from transforms.word_counts import document_word_counts
-from transforms.wordpiece_learning import (RESERVED_TOKENS, LearningConfig, LearningError,
-                                           TokenizationStats, _candidate_gains, _Segmenter,
-                                           character_tokens, count_characters,
-                                           learn_wordpiece, vocabulary_bytes, word_stats)
+from bert_pretraining_data.transforms.tokenization import FullTokenizer
+from bert_pretraining_data.transforms.vocabulary import parse_vocabulary
+from bert_pretraining_data.transforms.word_counts import document_word_counts
+from bert_pretraining_data.transforms.wordpiece_learning import (RESERVED_TOKENS, LearningConfig,
+                                                                 LearningError, TokenizationStats,
+                                                                 _candidate_gains, _Segmenter,
+                                                                 character_tokens, count_characters,
+                                                                 learn_wordpiece, vocabulary_bytes,
+                                                                 word_stats)
 
 from conftest import DATA
 

@@ -39,7 +39,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.range_trackers import OffsetRangeTracker
 
-from transforms.counters import counter
+from bert_pretraining_data.transforms.counters import counter
 _BOM = b"\xef\xbb\xbf"
 _BACKWARD_CHUNK = 8192
 MAX_SENTENCE_CHARS = 1 << 16

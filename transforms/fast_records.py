@@ -13,14 +13,15 @@ from typing import Sequence
 
 import numpy as np
 
-from transforms.example_writer import RecordLayout
-from transforms.instances import InstanceConfig
-from transforms.jit_records import Settings, Workspace, settings, unit_entries, workspace
-from transforms.masking import MaskingConfig
-from transforms.packing import PackedDocument, pack_document, packed_arrays
-from transforms.sampling import SampledDocument
-from transforms.seeds import document_seed
-from transforms.sharding import RecordBatch
+from bert_pretraining_data.transforms.example_writer import RecordLayout
+from bert_pretraining_data.transforms.instances import InstanceConfig
+from bert_pretraining_data.transforms.jit_records import (Settings, Workspace, settings,
+                                                          unit_entries, workspace)
+from bert_pretraining_data.transforms.masking import MaskingConfig
+from bert_pretraining_data.transforms.packing import PackedDocument, pack_document, packed_arrays
+from bert_pretraining_data.transforms.sampling import SampledDocument
+from bert_pretraining_data.transforms.seeds import document_seed
+from bert_pretraining_data.transforms.sharding import RecordBatch
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,8 +27,8 @@ from typing import Iterator, Sequence
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from transforms.counters import BundleCounters, CountingDoFn
-from transforms.documents import DOCUMENTS, PROBLEMS, InputError
+from bert_pretraining_data.transforms.counters import BundleCounters, CountingDoFn
+from bert_pretraining_data.transforms.documents import DOCUMENTS, PROBLEMS, InputError
 
 INPUT_FORMATS = ("text", "jsonl", "parquet", "wikipedia")
 Document = tuple[str, list[str]]

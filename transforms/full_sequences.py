@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from numba import njit
 
-from transforms.instances import TRUNCATED, emit
-from transforms.jit_random import randint, random
-from transforms.seeds import shuffle_key
+from bert_pretraining_data.transforms.instances import TRUNCATED, emit
+from bert_pretraining_data.transforms.jit_random import randint, random
+from bert_pretraining_data.transforms.seeds import shuffle_key
 
 
 @njit(cache=True)

@@ -27,12 +27,12 @@ import dataclasses
 import numpy as np
 from numba import njit
 
-from transforms.example_writer import encode
-from transforms.jit_random import randint, random
-from transforms.masking import mask_instance
-from transforms.segmentation import ID_BITS, MARK
-from transforms.seeds import shuffle_key
-from transforms.sharding import ENTRY_HEADER, ENTRY_OVERHEAD, close_entry
+from bert_pretraining_data.transforms.example_writer import encode
+from bert_pretraining_data.transforms.jit_random import randint, random
+from bert_pretraining_data.transforms.masking import mask_instance
+from bert_pretraining_data.transforms.segmentation import ID_BITS, MARK
+from bert_pretraining_data.transforms.seeds import shuffle_key
+from bert_pretraining_data.transforms.sharding import ENTRY_HEADER, ENTRY_OVERHEAD, close_entry
 
 MARK_BIT = MARK.bit_length() - 1
 # Positions in the stats array the kernels fill.

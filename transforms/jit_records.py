@@ -30,14 +30,17 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from transforms import example_writer, masking
-from transforms.example_writer import RecordLayout, layout_arrays, scratch_size
-from transforms.full_sequences import create_sequences, next_target
-from transforms.instances import NEXT_SENTENCE_OBJECTIVES, NONE, InstanceConfig, create_instances
-from transforms.jit_random import (N, SEED_WORDS, generator_state, new_state, seed_genrand,
-                                   seed_state, seed_states, seed_words, shuffle)
-from transforms.packing import read_packed
-from transforms.seeds import INSTANCES, seed_key
+from bert_pretraining_data.transforms import example_writer, masking
+from bert_pretraining_data.transforms.example_writer import (RecordLayout, layout_arrays,
+                                                             scratch_size)
+from bert_pretraining_data.transforms.full_sequences import create_sequences, next_target
+from bert_pretraining_data.transforms.instances import (NEXT_SENTENCE_OBJECTIVES, NONE,
+                                                        InstanceConfig, create_instances)
+from bert_pretraining_data.transforms.jit_random import (N, SEED_WORDS, generator_state, new_state,
+                                                         seed_genrand, seed_state, seed_states,
+                                                         seed_words, shuffle)
+from bert_pretraining_data.transforms.packing import read_packed
+from bert_pretraining_data.transforms.seeds import INSTANCES, seed_key
 
 # Generators seeded together (jit_random.seed_states); 256 states take 1.3 MB.
 _SEED_BATCH = 256

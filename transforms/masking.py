@@ -29,10 +29,10 @@ from typing import NamedTuple, Sequence
 import numpy as np
 from numba import njit
 
-from transforms.jit_random import (generator_state, randint, sample_into, sample_set_size,
-                                   shuffle)
-from transforms.jit_random import random as uniform
-from transforms.vocabulary import Vocabulary
+from bert_pretraining_data.transforms.jit_random import (generator_state, randint, sample_into,
+                                                         sample_set_size, shuffle)
+from bert_pretraining_data.transforms.jit_random import random as uniform
+from bert_pretraining_data.transforms.vocabulary import Vocabulary
 
 
 @dataclasses.dataclass(frozen=True)

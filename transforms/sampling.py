@@ -13,11 +13,11 @@ from typing import Sequence
 
 import apache_beam as beam
 
-from transforms.instances import random_document
-from transforms.jit_random import generator_state
-from transforms.packing import (PackedDocument, PackedView, pack_document,
-                                packed_token_count, unpack_document)
-from transforms.randomness import stable_hash
+from bert_pretraining_data.transforms.instances import random_document
+from bert_pretraining_data.transforms.jit_random import generator_state
+from bert_pretraining_data.transforms.packing import (PackedDocument, PackedView, pack_document,
+                                                      packed_token_count, unpack_document)
+from bert_pretraining_data.transforms.randomness import stable_hash
 
 SampledDocument = tuple[str, PackedDocument]
 

@@ -23,7 +23,7 @@ import random
 import numpy as np
 from numba import njit
 
-from transforms.randomness import encode_parts
+from bert_pretraining_data.transforms.randomness import encode_parts
 
 # Streams of draws derived from a document's seed.
 INSTANCES, MASK, SHUFFLE = 0, 1, 2

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from transforms.tokenization import is_cjk
+from bert_pretraining_data.transforms.tokenization import is_cjk
 
 MARK = 1 << 30
 ID_BITS = MARK - 1

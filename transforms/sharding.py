@@ -52,8 +52,8 @@ from apache_beam.transforms.window import GlobalWindows
 from numba import njit
 import numpy as np
 
-from transforms.counters import counter
-from transforms.tfrecord import FOOTER_SIZE, HEADER_SIZE, frame
+from bert_pretraining_data.transforms.counters import counter
+from bert_pretraining_data.transforms.tfrecord import FOOTER_SIZE, HEADER_SIZE, frame
 
 _BUCKETS = "buckets"
 _BUCKET_SUFFIX = ".bucket"

@@ -15,20 +15,21 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 
-from transforms.counters import BundleCounters, CountingDoFn, counter
-from transforms.example_writer import RecordLayout
-from transforms.fast_records import (Engine, FlatSample, RecordStats, WorkUnit, unit_records,
-                                     warm_up)
-from transforms.instances import InstanceConfig
-from transforms.masking import Masked, MaskingConfig, mask_tokens
-from transforms.packing import PackedDocument, pack_document, packed_token_count, unpack_document
-from transforms.segmentation import line_ids
-from transforms.progress import ProgressSink
-from transforms.sentences import sentence_splitter
-from transforms.seeds import MASK, document_seed, derived_rng, shuffle_key
-from transforms.sharding import RecordBatch
-from transforms.tokenization import FullTokenizer, count_control_characters
-from transforms.vocabulary import load_vocabulary
+from bert_pretraining_data.transforms.counters import BundleCounters, CountingDoFn, counter
+from bert_pretraining_data.transforms.example_writer import RecordLayout
+from bert_pretraining_data.transforms.fast_records import (Engine, FlatSample, RecordStats,
+                                                           WorkUnit, unit_records, warm_up)
+from bert_pretraining_data.transforms.instances import InstanceConfig
+from bert_pretraining_data.transforms.masking import Masked, MaskingConfig, mask_tokens
+from bert_pretraining_data.transforms.packing import (PackedDocument, pack_document,
+                                                      packed_token_count, unpack_document)
+from bert_pretraining_data.transforms.segmentation import line_ids
+from bert_pretraining_data.transforms.progress import ProgressSink
+from bert_pretraining_data.transforms.sentences import sentence_splitter
+from bert_pretraining_data.transforms.seeds import MASK, document_seed, derived_rng, shuffle_key
+from bert_pretraining_data.transforms.sharding import RecordBatch
+from bert_pretraining_data.transforms.tokenization import FullTokenizer, count_control_characters
+from bert_pretraining_data.transforms.vocabulary import load_vocabulary
 
 @dataclasses.dataclass
 class Instance:

@@ -24,7 +24,7 @@ import unicodedata
 from itertools import chain
 from typing import Sequence
 
-from transforms.vocabulary import Vocabulary, load_vocabulary
+from bert_pretraining_data.transforms.vocabulary import Vocabulary, load_vocabulary
 
 MAX_INPUT_CHARS_PER_WORD = 200
 _CACHE_LIMIT = 1 << 18  # distinct words kept; cleared when full (memory bound)

@@ -29,9 +29,9 @@ from apache_beam.io import fileio
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from transforms.counters import BundleCounters, CountingDoFn
-from transforms.documents import DOCUMENTS, PROBLEMS
-from transforms.formats import Document, paragraphs, text_key
+from bert_pretraining_data.transforms.counters import BundleCounters, CountingDoFn
+from bert_pretraining_data.transforms.documents import DOCUMENTS, PROBLEMS
+from bert_pretraining_data.transforms.formats import Document, paragraphs, text_key
 
 ARTICLE_NAMESPACE = "0"
 

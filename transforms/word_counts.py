@@ -25,10 +25,11 @@ from typing import Iterable, Iterator, Sequence
 
 import apache_beam as beam
 
-from transforms.randomness import stable_hash
-from transforms.tokenization import FullTokenizer, basic_pieces, split_words
-from transforms.vocabulary import parse_vocabulary
-from transforms.wordpiece_learning import TokenizationStats, vocabulary_bytes, word_stats
+from bert_pretraining_data.transforms.randomness import stable_hash
+from bert_pretraining_data.transforms.tokenization import FullTokenizer, basic_pieces, split_words
+from bert_pretraining_data.transforms.vocabulary import parse_vocabulary
+from bert_pretraining_data.transforms.wordpiece_learning import (TokenizationStats,
+                                                                 vocabulary_bytes, word_stats)
 
 WordCount = tuple[str, int]
 _HASH_RANGE = 1 << 63  # stable_hash's range

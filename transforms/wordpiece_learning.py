@@ -31,8 +31,8 @@ import dataclasses
 from collections import Counter
 from typing import Iterable, Mapping, Sequence
 
-from transforms.tokenization import (MAX_INPUT_CHARS_PER_WORD, FullTokenizer, basic_pieces,
-                                     split_words)
+from bert_pretraining_data.transforms.tokenization import (MAX_INPUT_CHARS_PER_WORD, FullTokenizer,
+                                                           basic_pieces, split_words)
 
 RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 CONTINUATION = "##"
