@@ -6,14 +6,17 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 OUT ?= out/sample
 
-.PHONY: install run test bench clean template dataflow schedule
+.PHONY: install run test bench dist clean template dataflow schedule
 
 install: $(STAMP)
 
-$(STAMP): setup.py
+# numba's caches beside the modules are cleared with each install: a cache entry
+# of an unchanged file can refer to modules that have since moved or changed.
+$(STAMP): setup.py pipeline/worker_requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
+	find pipeline transforms loaders -name '*.nb[ic]' -delete
 	touch $(STAMP)
 
 # The main job on the bundled sample, with the real BERT-Base uncased vocabulary.
@@ -29,8 +32,13 @@ bench: install
 	$(PY) bench/tokenizer.py
 	$(PY) bench/pipeline.py --sizes 1,5 --workers 1,2 --stages
 
+# The wheel to install where the pipeline's output is used (README: Install).
+dist: install
+	rm -rf dist build  # setuptools would reuse stale files from build/
+	$(PY) -m pip wheel --quiet --no-deps -w dist .
+
 clean:
-	rm -rf $(VENV) out *.egg-info
+	rm -rf $(VENV) out dist build *.egg-info
 
 # --- Dataflow (deploy/): build the Flex Template, launch a job, schedule refreshes.
 # Each docker/gcloud command is printed before it runs; DRY_RUN=1 only prints.
