@@ -48,8 +48,10 @@ setuptools.setup(
         "pipeline": PIPELINE,
         # loaders.torch_data and loaders.d2l
         "torch": ["torch>=2.1,<3"],
-        # loaders.tf_data, and gs:// paths in every loader
+        # loaders.tf_data
         "tf": [r for r in PIPELINE if r.startswith("tensorflow>")],
+        # gs:// datasets in the loaders, through fsspec
+        "gcs": ["gcsfs>=2024.2,<2028"],
         # inspect-pretraining-data --plot
         "plot": PLOT,
         # gcp-storage-emulator: a real GCS API on loopback for the gs:// tests.
@@ -59,7 +61,7 @@ setuptools.setup(
         "test": PIPELINE + PLOT + [
             "pytest>=8,<10", "hypothesis>=6.100,<7",
             "gcp-storage-emulator>=2026.7.19,<2027",
-            "torch==2.13.0", "tokenizers>=0.20,<1", "psutil>=5.9,<8"],
+            "torch==2.13.0", "tokenizers>=0.20,<1", "psutil>=5.9,<8", "gcsfs>=2024.2,<2028"],
     },
     entry_points={
         "console_scripts": [

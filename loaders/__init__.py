@@ -11,7 +11,8 @@
 
 Importing this package is cheap and needs neither Beam nor TensorFlow nor
 torch: each name is imported from its module on first use, so a PyTorch job
-never loads TensorFlow (except for gs:// paths) and a TF job never loads torch.
+never loads TensorFlow (gs:// paths go through fsspec's gcsfs; see files.py) and a
+TF job never loads torch.
 """
 
 from __future__ import annotations

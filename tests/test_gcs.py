@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import pathlib
+import sys
 
 import pytest
 
@@ -114,3 +115,50 @@ def test_gs_output_is_replaced_only_with_overwrite(gcs, corpus):  # noqa: F811
     assert [s["sha256"] for s in second["shards"]] == [s["sha256"] for s in first["shards"]]
     assert gcs.names("again/") == sorted(
         [f"again/{name}" for name in SHARDS] + ["again/manifest.json"])
+
+
+def _batches(dataset: str, **kwargs) -> list[dict[str, list]]:
+    from bert_pretraining_data.loaders import make_dataloader
+
+    return [{name: value.tolist() for name, value in batch.items()}
+            for batch in make_dataloader(dataset, batch_size=8, seed=5, **kwargs)]
+
+
+@pytest.mark.slow
+def test_the_pytorch_loader_reads_a_bucket_through_fsspec(gcs, corpus, tmp_path):  # noqa: F811
+    """A dataset and its vocabulary on gs:// load as they do from a local
+    copy, through gcsfs (the `[gcs]` extra), not TensorFlow."""
+    import gcsfs
+
+    from bert_pretraining_data.loaders import files
+
+    dynamic = ["--masking=none", "--padding=none"]
+    _run(corpus["input"], corpus["vocab"], gcs.url("torch-read"))
+    local = run([f"--input_file={DATA / 'sample_text.txt'}", f"--vocab_file={UNCASED_VOCAB}",
+                 f"--output_dir={tmp_path / 'local'}", *FLAGS, *dynamic])
+    gcs_dataset = gcs.url("torch-read-dynamic")
+    run([f"--input_file={corpus['input']}", f"--vocab_file={corpus['vocab']}",
+         f"--output_dir={gcs_dataset}", *FLAGS, *dynamic])
+
+    assert isinstance(files._filesystem(gcs_dataset), gcsfs.GCSFileSystem)
+    from_bucket = _batches(gcs_dataset)  # masks made at load time: the vocabulary is read
+    assert from_bucket == _batches(str(tmp_path / "local"))
+    assert sum(len(b["input_ids"]) for b in from_bucket) == local["total_instances"] > 0
+    assert _batches(gcs.url("torch-read"), shuffle=False) != []
+
+
+def test_urls_fall_back_to_tensorflow_then_fail_in_one_line(monkeypatch):
+    import fsspec
+
+    from bert_pretraining_data.loaders import files
+
+    def no_implementation(url):
+        raise ImportError("Install gcsfs to access Google Storage")
+
+    monkeypatch.setattr(fsspec.core, "url_to_fs", no_implementation)
+    assert isinstance(files._filesystem("gs://b/data"), files._GFileSystem)
+    monkeypatch.setitem(sys.modules, "tensorflow", None)  # not installed
+    with pytest.raises(OSError, match=r"^reading gs:// paths needs an fsspec filesystem for "
+                                      r"them \(for gs://: pip install 'bert-pretraining-data"
+                                      r"\[gcs\]'\) or TensorFlow"):
+        files.exists("gs://b/data/manifest.json")

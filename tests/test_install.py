@@ -6,9 +6,10 @@ light `[torch]` install into another, both in a temporary directory that has
 its own `pipeline/`, `transforms/` and `loaders/` folders, as a training
 repository often does. Those folders refuse to be imported: any import of a
 top-level `pipeline`, `transforms` or `loaders` module fails the run. The
-pipeline venv writes a dataset; the light venv, which has neither Apache Beam
-nor TensorFlow, reads it with the PyTorch loader, and the instances it reads
-are compared with the records as TensorFlow reads them here.
+pipeline venv writes a dataset; the light venv (`[torch,gcs]`), which has
+neither Apache Beam nor TensorFlow, reads it with the PyTorch loader, from the
+directory and from a copy in a bucket (the GCS emulator), and the instances it
+reads are compared with the records as TensorFlow reads them here.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import zipfile
 import pytest
 
 from conftest import DATA, UNCASED_VOCAB
+from gcs_emulator import gcs  # noqa: F401  (fixture)
 from records import decode_records
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -40,17 +42,21 @@ import importlib.util, json, sys
 heavy = [m for m in ("apache_beam", "tensorflow", "tensorflow_transform")
          if importlib.util.find_spec(m) is not None]
 from bert_pretraining_data.loaders import make_dataloader, read_manifest
-static, dynamic = sys.argv[1], sys.argv[2]
-instances = []
-for batch in make_dataloader(static, batch_size=16, shuffle=False):
-    for ids, mask in zip(batch["input_ids"], batch["attention_mask"]):
-        instances.append(ids[mask.bool()].tolist())
+static, dynamic, bucket = sys.argv[1:4]
+
+def instances_of(dataset):
+    return [ids[mask.bool()].tolist()
+            for batch in make_dataloader(dataset, batch_size=16, shuffle=False)
+            for ids, mask in zip(batch["input_ids"], batch["attention_mask"])]
+
+instances = instances_of(static)
 d2l_batch = next(iter(make_dataloader(static, batch_size=8, style="d2l")))
 masked = read = 0
 for batch in make_dataloader(dynamic, batch_size=16, seed=3):  # masks made at load time
     read += len(batch["input_ids"])
     masked += int((batch["labels"] != -100).sum())
 print(json.dumps({"heavy": heavy, "instances": instances, "d2l_fields": len(d2l_batch),
+                  "from_bucket": instances_of(bucket),
                   "dynamic_read": read,
                   "dynamic_expected": sum(s.records for s in read_manifest(dynamic).shards),
                   "dynamic_masked": masked}))
@@ -130,7 +136,8 @@ def test_the_wheel_holds_one_namespace_and_its_data(wheel):
 
 
 @pytest.mark.slow
-def test_installed_wheels_build_data_and_a_light_install_trains_on_it(wheel, tmp_path):
+def test_installed_wheels_build_data_and_a_light_install_trains_on_it(
+        wheel, tmp_path, gcs):  # noqa: F811
     work = _training_repository(tmp_path / "training-repo")
     static, dynamic = work / "data" / "static", work / "data" / "dynamic"
     common = [f"--input_file={DATA / 'sample_text.txt'}", f"--vocab_file={UNCASED_VOCAB}",
@@ -149,16 +156,18 @@ def test_installed_wheels_build_data_and_a_light_install_trains_on_it(wheel, tmp
                      cwd=tmp_path)
         assert probe.stdout.strip() == "None"
 
-    # (b) The light install reads it with the PyTorch loader.
+    # (b) The light install reads it with the PyTorch loader, also from a bucket.
+    for path in sorted(static.iterdir()):
+        gcs.upload(path, f"installed/{path.name}")
     torch_pin = f"torch=={importlib.metadata.version('torch')}"  # the CPU build CI uses
-    light = _venv(tmp_path / "venv-light", f"{wheel}[torch]", torch_pin)
+    light = _venv(tmp_path / "venv-light", f"{wheel}[torch,gcs]", torch_pin)
     read = json.loads(_run([str(light / "python"), "-c", _READ_WITH_TORCH, str(static),
-                            str(dynamic)], cwd=work).stdout)
+                            str(dynamic), gcs.url("installed")], cwd=work).stdout)
     assert read["heavy"] == []
     (shard,) = sorted(static.glob("*.tfrecord"))
     expected = [record["input_ids"][:sum(record["input_mask"])]
                 for record in decode_records(str(shard))]
-    assert len(expected) > 100 and read["instances"] == expected
+    assert len(expected) > 100 and read["instances"] == expected == read["from_bucket"]
     assert read["d2l_fields"] == 7
     assert read["dynamic_read"] == read["dynamic_expected"] > 0
     assert read["dynamic_masked"] > read["dynamic_read"]  # several masks per instance
