@@ -36,7 +36,7 @@ NAMESPACE = "bert_pretraining_data"
 INSTALL_TIMEOUT = 1200
 
 # Run in the light venv: the light install must not have the heavy packages,
-# and the loaders must read both datasets without them.
+# and the loaders must read the datasets (local and in a bucket) without them.
 _READ_WITH_TORCH = """
 import importlib.util, json, sys
 heavy = [m for m in ("apache_beam", "tensorflow", "tensorflow_transform")
