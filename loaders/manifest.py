@@ -19,7 +19,7 @@ from typing import Any
 from bert_pretraining_data.loaders import files
 
 MANIFEST_NAME = "manifest.json"
-VOCAB_NAME = "vocab.txt"  # the d2l recipe's vocabulary, beside its shards
+VOCAB_NAME = "vocab.txt"  # an --output_dir dataset's vocabulary, beside its manifest
 
 
 class DatasetError(ValueError):
@@ -82,9 +82,12 @@ class Manifest:
 
     @property
     def vocab_path(self) -> str | None:
-        """d2l: the vocab.txt beside the shards; bert: the --vocab_file given."""
-        if self.recipe == "d2l":
-            return files.join(files.dirname(self.path), VOCAB_NAME)
+        """The vocab.txt beside the manifest (every --output_dir dataset has
+        one; d2l's is computed), else the --vocab_file given (datasets written
+        with --output_file, or before the pipeline copied the vocabulary)."""
+        beside = files.join(files.dirname(self.path), VOCAB_NAME)
+        if self.recipe == "d2l" or files.exists(beside):
+            return beside
         return self.flags.get("vocab_file")
 
 

@@ -83,7 +83,6 @@ UNK = "<unk>"
 RESERVED_TOKENS = (UNK, "<pad>", "<mask>", "<cls>", "<sep>")  # ids 0..4, as d2l's Vocab
 UNK_ID, PAD_ID, MASK_ID, CLS_ID, SEP_ID = range(len(RESERVED_TOKENS))
 MIN_FREQUENCY = 5
-VOCAB_NAME = "vocab.txt"
 _TFT_VOCAB = "d2l_vocab"  # tf.Transform's asset name
 
 Paragraph = list[list[str]]
@@ -344,27 +343,17 @@ def build_d2l_pipeline(p: beam.Pipeline, *, config: Config, patterns: list[str],
                   | "CollectShards" >> beam.combiners.ToList()
                   | "ListShards" >> beam.Map(_record_shards, layout))
     vocab_file = vocabulary | "WriteVocabulary" >> beam.Map(
-        _write_vocabulary, FileSystems.join(layout.staging_dir, VOCAB_NAME))
+        _write_vocabulary, layout.staged_vocab_path)
     return {"paragraphs": paragraphs, "vocabulary": vocabulary, "encoded": encoded,
             "instances": masked, "shards": shards, "shard_list": shard_list,
             "vocab_file": vocab_file}
 
 
-def _publish_vocabulary(layout: OutputLayout, replaces: Sequence[str]) -> tuple[str, str]:
-    """Moves the staged vocab.txt beside the shards; returns (its path, sha256).
-
-    Runs just before `publish`, and deletes an old manifest first: from here
-    until the new manifest is written, no reader sees a dataset at all.
-    """
-    staged = FileSystems.join(layout.staging_dir, VOCAB_NAME)
-    final = FileSystems.join(FileSystems.split(layout.manifest_path)[0], VOCAB_NAME)
-    with FileSystems.open(staged, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-        sha256 = hashlib.sha256(handle.read()).hexdigest()
-    stale = [p for p in (layout.manifest_path, final) if p in replaces and FileSystems.exists(p)]
-    if stale:
-        FileSystems.delete(stale)
-    FileSystems.rename([staged], [final])
-    return final, sha256
+def _staged_vocabulary_sha256(layout: OutputLayout) -> str:
+    """The computed vocabulary's sha256; `publish` moves it beside the shards."""
+    with FileSystems.open(layout.staged_vocab_path,
+                          compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+        return hashlib.sha256(handle.read()).hexdigest()
 
 
 def warnings(counters: dict[str, int]) -> list[str]:
@@ -384,8 +373,7 @@ def run_d2l(run: Prepared) -> dict:
     build_d2l_pipeline(pipeline, config=config, layout=layout, patterns=run.patterns)
     counters = run_to_completion(pipeline)
     shards = read_staging_json(layout, SHARD_LIST_NAME)
-    vocab_path, vocab_sha256 = _publish_vocabulary(layout, replaces)
-    manifest = publish(layout, config=config, vocab_sha256=vocab_sha256, inputs=inputs,
-                       shards=shards, counters=counters, warnings=warnings(counters),
-                       replaces=[p for p in replaces if p != vocab_path])
+    manifest = publish(layout, config=config, vocab_sha256=_staged_vocabulary_sha256(layout),
+                       inputs=inputs, shards=shards, counters=counters,
+                       warnings=warnings(counters), replaces=replaces)
     return dict(manifest, manifest_path=layout.manifest_path)

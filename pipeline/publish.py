@@ -2,17 +2,26 @@
 (renamed to their final paths, then `manifest.json` written) only after the
 run succeeded. The manifest is the commit point: a directory without one is
 not a dataset, whatever else it holds.
+
+An `--output_dir` dataset also carries its vocabulary (`vocab.txt`, written
+when the run is published, before the manifest): the loaders' dynamic masking
+and `inspect-pretraining-data` need it, and a dataset copied to a training
+machine should not depend on the path the vocabulary had where it was made.
+`--output_file` writes only the files it names (and the manifest beside the
+first), as the original writes only its files.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from importlib import metadata
 from typing import Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
+from bert_pretraining_data.loaders.manifest import VOCAB_NAME
 from bert_pretraining_data.pipeline.options import (Config, ConfigError, default_num_shards,
                                                     record_layout)
 from bert_pretraining_data.transforms.documents import comma_separated
@@ -30,11 +39,16 @@ class OutputLayout:
     staging_dir: str
     final_paths: tuple[str, ...]
     manifest_path: str
+    vocab_path: str | None = None  # the dataset's copy of its vocabulary (--output_dir)
 
     @property
     def shard_names(self) -> list[str]:
         """Staging file names, one per final path, in shard order."""
         return [f"shard-{i:05d}" for i in range(len(self.final_paths))]
+
+    @property
+    def staged_vocab_path(self) -> str:
+        return FileSystems.join(self.staging_dir, VOCAB_NAME)
 
 
 def num_shards(config: Config, inputs: Sequence[tuple[str, int]]) -> int:
@@ -88,7 +102,8 @@ def output_layout(config: Config, num_shards: int) -> OutputLayout:
         finals = tuple(FileSystems.join(root, f"part-{i:05d}-of-{num_shards:05d}{suffix}")
                        for i in range(num_shards))
         return OutputLayout(FileSystems.join(root, STAGING_NAME), finals,
-                            FileSystems.join(root, MANIFEST_NAME))
+                            FileSystems.join(root, MANIFEST_NAME),
+                            FileSystems.join(root, VOCAB_NAME))
     finals = tuple(comma_separated(config.output_file))
     first_dir, first_name = FileSystems.split(finals[0])
     return OutputLayout(FileSystems.join(first_dir, f"{STAGING_NAME}-{first_name}"),
@@ -146,6 +161,21 @@ def staged_paths(layout: OutputLayout) -> list[str]:
     return [FileSystems.join(layout.staging_dir, n) for n in layout.shard_names]
 
 
+def _copy_vocabulary(layout: OutputLayout, source: str, sha256: str) -> None:
+    """Copies the run's vocabulary (`--vocab_file`, or the d2l recipe's staged
+    one) beside the manifest, for `--output_dir` datasets; the bytes must be
+    the ones the run used (read as `load_vocabulary` reads them)."""
+    if not layout.vocab_path:
+        return
+    with FileSystems.open(source) as handle:
+        data = handle.read()
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise RuntimeError(f"{source}: the vocabulary changed during the run (its sha256 "
+                           f"is no longer {sha256[:12]}...); run again")
+    with FileSystems.create(layout.vocab_path) as handle:
+        handle.write(data)
+
+
 def _write_json(path: str, value: object) -> None:
     with FileSystems.create(path) as handle:
         handle.write((json.dumps(value, indent=2, sort_keys=True) + "\n").encode("utf-8"))
@@ -177,7 +207,8 @@ def publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
             inputs: Sequence[tuple[str, int]], shards: Sequence[dict],
             counters: dict[str, int], input_problems: Sequence[dict] = (),
             warnings: Sequence[str] = (), replaces: Sequence[str] = ()) -> dict:
-    """Moves staged shards to their final paths, then writes the manifest.
+    """Moves staged shards to their final paths, copies the vocabulary beside
+    them (`--output_dir`), then writes the manifest.
 
     What an earlier run left (`replaces`) is deleted only now, after this run
     succeeded, and its manifest first: a failed run leaves the old dataset
@@ -190,6 +221,8 @@ def publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
     if len(old) > len(old_manifests):
         FileSystems.delete([p for p in old if p not in old_manifests])
     FileSystems.rename(staged_paths(layout), list(layout.final_paths))
+    _copy_vocabulary(layout, layout.staged_vocab_path if config.recipe == "d2l"
+                     else config.vocab_file, vocab_sha256)
     manifest = {
         "format": "bert-pretraining-tfrecord/1",
         "flags": config.flags(),

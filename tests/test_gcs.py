@@ -56,7 +56,9 @@ def test_gs_output_is_byte_identical_to_local_output(gcs, tmp_path):  # noqa: F8
     manifest = _run(local_input, str(UNCASED_VOCAB), gcs.url("write-test"))
 
     assert gcs.names("write-test/") == sorted(
-        [f"write-test/{name}" for name in SHARDS] + ["write-test/manifest.json"])
+        [f"write-test/{name}" for name in SHARDS]
+        + ["write-test/manifest.json", "write-test/vocab.txt"])
+    assert gcs.read("write-test/vocab.txt") == UNCASED_VOCAB.read_bytes()
     ours = _gcs_shards(gcs, "write-test")
     assert ours == _local_shards(tmp_path / "local")
     stored = json.loads(gcs.read("write-test/manifest.json"))
@@ -114,7 +116,7 @@ def test_gs_output_is_replaced_only_with_overwrite(gcs, corpus):  # noqa: F811
                   f"--output_dir={gcs.url('again')}", "--overwrite", *FLAGS])
     assert [s["sha256"] for s in second["shards"]] == [s["sha256"] for s in first["shards"]]
     assert gcs.names("again/") == sorted(
-        [f"again/{name}" for name in SHARDS] + ["again/manifest.json"])
+        [f"again/{name}" for name in SHARDS] + ["again/manifest.json", "again/vocab.txt"])
 
 
 def _batches(dataset: str, **kwargs) -> list[dict[str, list]]:

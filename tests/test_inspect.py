@@ -76,6 +76,8 @@ def test_unmasked_data_and_missing_vocabulary(tmp_path):
     assert "masking none" in text and "none on disk" in text
     assert "predictions made at load time" in text
     vocab.unlink()
+    assert "[CLS]" in report(out, num_instances=1)  # the dataset's own copy
+    (pathlib.Path(out) / "vocab.txt").unlink()
     text = report(out, num_instances=1)
     assert "not found: showing ids" in text
     assert re.search(r"^tokens: 101 \d+", text, re.M)

@@ -254,9 +254,15 @@ def test_bad_datasets_fail_in_one_line(unmasked, tmp_path):
     manifest = json.loads((moved / "manifest.json").read_text())
     for shard in manifest["shards"]:  # as if the original location were gone
         shard["path"] = str(tmp_path / "gone" / pathlib.Path(shard["path"]).name)
+    manifest["flags"]["vocab_file"] = str(tmp_path / "gone" / "vocab.txt")
     (moved / "manifest.json").write_text(json.dumps(manifest))
     copy = PretrainingDataset(str(moved), shuffle=False)  # shards found beside it
     assert [i.index for i in copy] == list(range(len(PretrainingDataset(unmasked))))
+    masks = Collator.for_dataset(str(moved), seed=1)(list(copy)[:4])  # its vocabulary too
+    assert int((masks["labels"] != -100).sum()) > 0
+    (moved / "vocab.txt").unlink()
+    with pytest.raises(DatasetError, match="vocab.txt' not found; pass vocab_file="):
+        Collator.for_dataset(str(moved))
     (moved / "part-00001-of-00003.tfrecord").unlink()
     with pytest.raises(DatasetError, match="shard part-00001-of-00003.tfrecord is missing"):
         PretrainingDataset(str(moved))

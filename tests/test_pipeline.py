@@ -176,4 +176,5 @@ def test_existing_output_is_refused_and_kept_unless_overwrite(tmp_path):
     assert (out / "part-00000-of-00009.tfrecord").read_bytes() == b"old"
     run(flags + ["--overwrite"])
     assert sorted(p.name for p in out.iterdir()) == [
-        "manifest.json", "part-00000-of-00001.tfrecord"]
+        "manifest.json", "part-00000-of-00001.tfrecord", "vocab.txt"]
+    assert (out / "vocab.txt").read_bytes() == UNCASED_VOCAB.read_bytes()
