@@ -166,9 +166,9 @@ class Collator:
                     vocab_file: str | None = None, seed: int | None = None,
                     shape: tuple[int, int] | None = None) -> "Collator":
         """The collator a dataset needs: masking from its manifest when it was
-        written unmasked (the vocabulary is read from the recorded --vocab_file,
-        or `vocab_file`), seed defaulting to its --random_seed, and d2l's <pad>
-        for a d2l dataset."""
+        written unmasked (the vocabulary is the dataset's vocab.txt, else the
+        recorded --vocab_file, or `vocab_file`), seed defaulting to its
+        --random_seed, and d2l's <pad> for a d2l dataset."""
         manifest = (dataset.manifest if isinstance(dataset, PretrainingDataset)
                     else read_manifest(dataset))
         flags = manifest.flags

@@ -217,8 +217,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="instances to print (default 20, as the original's log)")
     parser.add_argument("--max_records", type=int, default=100_000,
                         help="instances read for the statistics (default 100,000)")
-    parser.add_argument("--vocab_file", help="the vocabulary, when the recorded path is "
-                        "not readable from here")
+    parser.add_argument("--vocab_file", help="the vocabulary, when neither the dataset's "
+                        "vocab.txt nor the recorded path is readable from here")
     parser.add_argument("--plot", help="also write the length histogram as a PNG here")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     try:
