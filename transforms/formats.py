@@ -34,14 +34,13 @@ INPUT_FORMATS = ("text", "jsonl", "parquet", "wikipedia")
 Document = tuple[str, list[str]]
 
 
-def text_key(text: str) -> str:
-    """A document's key from its text (128 bits of sha256)."""
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
-
-
-def paragraphs(text: str) -> list[str]:
-    """The non-blank lines of a document's text, stripped."""
-    return [line.strip() for line in text.splitlines() if line.strip()]
+def text_document(text: str) -> Document | None:
+    """A record's text as a document: its non-blank lines, stripped, keyed by
+    128 bits of the text's sha256; None when the text is blank."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return None
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32], lines
 
 
 class _Records(CountingDoFn):
@@ -76,11 +75,10 @@ class _Records(CountingDoFn):
         if not isinstance(text, str):
             count["records_without_text"] += 1
             return None
-        lines = paragraphs(text)
-        if not lines:
+        document = text_document(text)
+        if document is None:
             count["records_with_blank_text"] += 1
-            return None
-        return text_key(text), lines
+        return document
 
 
 def check_parquet_schema(paths: Sequence[str], text_field: str) -> None:

@@ -31,7 +31,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from bert_pretraining_data.transforms.counters import BundleCounters, CountingDoFn
 from bert_pretraining_data.transforms.documents import DOCUMENTS, PROBLEMS
-from bert_pretraining_data.transforms.formats import Document, paragraphs, text_key
+from bert_pretraining_data.transforms.formats import Document, text_document
 
 ARTICLE_NAMESPACE = "0"
 
@@ -296,11 +296,10 @@ class _ToDocument(CountingDoFn):
         except Exception:  # noqa: BLE001 - one article's markup must not stop a worker
             count["articles_failed"] += 1
             return None
-        lines = paragraphs(text)
-        if not lines:
+        document = text_document(text)
+        if document is None:
             count["articles_without_plain_text"] += 1
-            return None
-        return text_key(text), lines
+        return document
 
 
 def read_units(metadata) -> Iterator[tuple[str, int]]:
