@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Optional
 
+from stats_util import ratio
+
 
 def sequence_stats(
     records: Iterable[Mapping[str, Any]], max_seq_length: Optional[int] = None
@@ -58,9 +60,6 @@ def sequence_stats(
             single += 1
         if num_tokens:
             a_fraction_sum += (num_tokens - len_b) / num_tokens
-
-    def ratio(num: float, den: float) -> float:
-        return float(num) / den if den else 0.0
 
     return {
         "instances": n,

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
+from stats_util import ratio
+
 
 def _runs(positions: list[int]) -> list[int]:
     """Lengths of the maximal runs of consecutive integers in `positions`."""
@@ -53,9 +55,6 @@ def span_stats(records: Iterable[Mapping[str, Any]]) -> dict[str, float]:
             counts[min(length, 4) - 1] += 1
             total_spans += 1
             total_positions += length
-
-    def ratio(num: float, den: float) -> float:
-        return float(num) / den if den else 0.0
 
     return {
         "spans": total_spans,

@@ -10,6 +10,11 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 
+def ratio(num: float, den: float) -> float:
+    """num / den, 0.0 for an empty denominator (no records, no masks)."""
+    return float(num) / den if den else 0.0
+
+
 def instance_stats(
     records: Iterable[Mapping[str, Any]], max_seq_length: int, mask_id: int
 ) -> dict[str, float]:
@@ -63,9 +68,6 @@ def instance_stats(
                 n_random += 1
 
     n_masked = n_mask + n_kept + n_random
-
-    def ratio(num: float, den: float) -> float:
-        return float(num) / den if den else 0.0
 
     return {
         "instances": n,
