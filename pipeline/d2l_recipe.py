@@ -350,7 +350,7 @@ def build_d2l_pipeline(p: beam.Pipeline, *, config: Config, patterns: list[str],
 
 
 def _staged_vocabulary_sha256(layout: OutputLayout) -> str:
-    """The computed vocabulary's sha256; `publish` moves it beside the shards."""
+    """The computed vocabulary's sha256; `publish` copies it beside the shards."""
     with FileSystems.open(layout.staged_vocab_path,
                           compression_type=CompressionTypes.UNCOMPRESSED) as handle:
         return hashlib.sha256(handle.read()).hexdigest()
