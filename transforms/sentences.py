@@ -20,8 +20,8 @@ DEFAULT_SPLITTER = "blingfire"
 
 # After 。！？ (fullwidth ！？, halfwidth ｡) and any closing quotes or
 # brackets, a new sentence starts.
-_CJK_END = re.compile(r"([。！？｡！？][”’」』）》〉】\"')\]]*)")
 _CLOSING = "”’」』）》〉】\"')]"
+_CJK_END = re.compile(f"([。！？｡][{re.escape(_CLOSING)}]*)")
 
 
 def cjk_pieces(paragraph: str) -> list[str]:
