@@ -48,7 +48,7 @@ from bert_pretraining_data.transforms.sampling import (  # noqa: E402
 from bert_pretraining_data.transforms.sharding import (  # noqa: E402
     framed_chunks, sorted_records, split_by_shard)
 from bert_pretraining_data.transforms.stages import (  # noqa: E402
-    BatchDocuments, CreateRecords, TokenizeDocument, fan_out_packed)
+    BatchDocuments, CreateRecords, TokenizeDocument, fan_out_batch)
 from bert_pretraining_data.transforms.vocabulary import load_vocabulary  # noqa: E402
 
 VOCAB = ROOT / "tests" / "data" / "bert-base-uncased-vocab.txt"
@@ -229,7 +229,7 @@ def stage_breakdown(corpus: pathlib.Path, *, vocab_file: pathlib.Path = VOCAB) -
     document_batches = [batch for doc in tokenized for batch in batcher.process(doc)]
     document_batches += [last.value for last in batcher.finish_bundle()]
     batches = [batch for documents in document_batches
-               for unit in fan_out_packed(documents, config.dupe_factor)
+               for unit in fan_out_batch(documents, config.dupe_factor)
                for batch in records_fn.process(unit, sample)]
     seconds["records"] = clock() - start
 

@@ -28,7 +28,7 @@ from bert_pretraining_data.transforms.wikipedia import ReadDump
 from bert_pretraining_data.transforms.sampling import SampleDocuments
 from bert_pretraining_data.transforms.sharding import WriteShards
 from bert_pretraining_data.transforms.stages import (BatchDocuments, CreateRecords,
-                                                     TokenizeDocument, fan_out_packed)
+                                                     TokenizeDocument, fan_out_batch)
 
 # A sampled document keeps about this many tokens per max_seq_length.
 SAMPLE_DOCUMENT_SEQUENCES = 8
@@ -69,7 +69,7 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
               | "BatchDocuments" >> beam.ParDo(BatchDocuments())
               | "SpreadDocuments" >> beam.Reshuffle())
     records = (spread
-               | "FanOutDupes" >> beam.FlatMap(fan_out_packed, config.dupe_factor)
+               | "FanOutDupes" >> beam.FlatMap(fan_out_batch, config.dupe_factor)
                | "CreateRecords" >> beam.ParDo(
                    CreateRecords(
                        instances=stages.instances, seed=seed,

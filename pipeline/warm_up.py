@@ -14,7 +14,7 @@ from source when it starts and compiles on first use, once per worker process.
 
 from __future__ import annotations
 
-from bert_pretraining_data.transforms import jit_records, packing, sharding, tfrecord
+from bert_pretraining_data.transforms import compact_documents, jit_records, sharding, tfrecord
 from bert_pretraining_data.transforms.example_writer import RecordLayout
 from bert_pretraining_data.transforms.fast_records import Engine, warm_up as warm_up_records
 from bert_pretraining_data.transforms.instances import InstanceConfig
@@ -23,7 +23,7 @@ from bert_pretraining_data.transforms.sharding import (RecordBatch, framed_chunk
                                                        split_by_shard)
 
 # The kernels the pipeline calls from Python (each compiles what it calls).
-KERNELS = (jit_records.unit_entries, packing.read_packed, sharding._entries_of,
+KERNELS = (jit_records.unit_entries, compact_documents.read_compact, sharding._entries_of,
            sharding._gather, sharding._scan_entries, tfrecord.frame)
 
 # Kernel types do not depend on flag values: one small configuration compiles

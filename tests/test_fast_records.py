@@ -18,7 +18,7 @@ from bert_pretraining_data.transforms.fast_records import Engine, FlatSample, un
 from oracle_bert import create_instances, encode_instance, mask_tokens, random_document_from_sample
 from bert_pretraining_data.transforms.instances import InstanceConfig
 from bert_pretraining_data.transforms.masking import MaskingConfig
-from bert_pretraining_data.transforms.packing import pack_document, unpack_document
+from bert_pretraining_data.transforms.compact_documents import compact_document, expand_document
 from bert_pretraining_data.transforms.seeds import INSTANCES, derived_rng, document_seed
 from bert_pretraining_data.transforms.stages import encode
 from bert_pretraining_data.transforms.tokenization import FullTokenizer
@@ -43,7 +43,7 @@ def python_records(doc_key, dupes, packed, sample, instances, masking, *, seed,
     for dupe in range(*dupes):
         rng = derived_rng(document_seed(seed, doc_key), INSTANCES, dupe)
         created, _ = create_instances(
-            unpack_document(packed), config=instances,
+            expand_document(packed), config=instances,
             random_document=random_document_from_sample(sample, doc_key), rng=rng,
             # --masking=none: no predictions
             mask=None if masking is None else functools.partial(
@@ -87,12 +87,12 @@ def cases(draw):
                                cls_id=CLS, sep_id=SEP)
     document = draw(documents)
     others = draw(st.lists(documents, max_size=4))
-    sample = [(f"other:{i}", pack_document(d)) for i, d in enumerate(others)]
+    sample = [(f"other:{i}", compact_document(d)) for i, d in enumerate(others)]
     if draw(st.booleans()):  # the document itself is in the sample
-        sample.insert(draw(st.integers(0, len(sample))), ("doc:0", pack_document(document)))
+        sample.insert(draw(st.integers(0, len(sample))), ("doc:0", compact_document(document)))
     first = draw(st.integers(0, 9))
     return dict(doc_key="doc:0", dupes=(first, first + draw(st.integers(1, 3))),
-                packed=pack_document(document),
+                packed=compact_document(document),
                 sample=sample, instances=instances, masking=masking,
                 seed=draw(st.integers(0, 2**40)), max_predictions=max_predictions,
                 padded=draw(st.booleans()))
@@ -111,7 +111,7 @@ def wiki_documents(vocab, count: int) -> list[tuple[str, bytes]]:
     """The first `count` WikiText-2 articles, tokenized and packed."""
     tokenizer = FullTokenizer(vocab)
     text = (DATA / "wikitext2_valid.txt").read_text(encoding="utf-8").split("\n\n")[:count]
-    return [(f"wiki:{i}", pack_document([tokenizer.tokenize_to_ids(line)
+    return [(f"wiki:{i}", compact_document([tokenizer.tokenize_to_ids(line)
                                         for line in doc.splitlines() if line.strip()]))
             for i, doc in enumerate(text)]
 

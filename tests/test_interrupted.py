@@ -16,7 +16,7 @@ from conftest import DATA, UNCASED_VOCAB
 from bert_pretraining_data.transforms.example_writer import RecordLayout
 from bert_pretraining_data.transforms.instances import InstanceConfig
 from bert_pretraining_data.transforms.masking import MaskingConfig
-from bert_pretraining_data.transforms.packing import pack_document
+from bert_pretraining_data.transforms.compact_documents import compact_document
 from bert_pretraining_data.transforms.stages import (CreateRecords, Instance, MaskTokens,
                                                      TokenizeDocument)
 
@@ -74,7 +74,7 @@ def test_retried_dofns_emit_the_same_elements():
 
     instances = InstanceConfig(max_seq_length=32, short_seq_prob=0.3, cls_id=101, sep_id=102)
     masking = dataclasses.replace(MASKING, max_predictions_per_seq=5)
-    sample = [("other:1", pack_document([[2000, 2001, 2002]] * 4)), tokenized]
+    sample = [("other:1", compact_document([[2000, 2001, 2002]] * 4)), tokenized]
     records = CreateRecords(instances=instances, masking=masking, layout=RecordLayout(),
                             max_predictions_per_seq=5, seed=5)
     records.setup()

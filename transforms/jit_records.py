@@ -15,8 +15,8 @@ Data layout (numpy, flat):
 - a document or sample: int32 token ids, int64 sentence bounds (sentence s
   is tokens[bounds[s]:bounds[s + 1]]); a sample or corpus adds int64
   document bounds over its sentences;
-- a unit of work: the packed bytes of its documents (transforms.packing's
-  layout, read by its `read_packed`) with their bounds, 128-bit seeds
+- a unit of work: the compact bytes of its documents (transforms.compact_documents's
+  layout, read by its `read_compact`) with their bounds, 128-bit seeds
   (transforms.seeds) and dupe ranges;
 - output: shuffle entries (uint64 key, then the TFRecord-framed record)
   with their bounds and keys (transforms.sharding.RecordBatch).
@@ -39,7 +39,7 @@ from bert_pretraining_data.transforms.instances import (NEXT_SENTENCE_OBJECTIVES
 from bert_pretraining_data.transforms.jit_random import (N, SEED_WORDS, generator_state, new_state,
                                                          seed_genrand, seed_state, seed_states,
                                                          seed_words, shuffle)
-from bert_pretraining_data.transforms.packing import read_packed
+from bert_pretraining_data.transforms.compact_documents import read_compact
 from bert_pretraining_data.transforms.seeds import INSTANCES, seed_key
 
 # Generators seeded together (jit_random.seed_states); 256 states take 1.3 MB.
@@ -141,10 +141,10 @@ def _new_output(copies):
 
 
 @njit(cache=True)
-def unit_entries(packed, packed_bounds, seeds, dupe_starts, dupe_ends, owns, sample_tokens,
+def unit_entries(documents, document_bounds, seeds, dupe_starts, dupe_ends, owns, sample_tokens,
                  sample_bounds, sample_documents, s, w):
-    """A unit of work to shuffle entries: for each document u (packed bytes
-    packed[packed_bounds[u]:packed_bounds[u + 1]], 128-bit seed seeds[u],
+    """A unit of work to shuffle entries: for each document u (compact bytes
+    documents[document_bounds[u]:document_bounds[u + 1]], 128-bit seed seeds[u],
     position in the sample owns[u] or -1), copies dupe_starts[u] to
     dupe_ends[u] - 1, in that order.
 
@@ -161,7 +161,7 @@ def unit_entries(packed, packed_bounds, seeds, dupe_starts, dupe_ends, owns, sam
     count = 0
     mt = w.state
     for u in range(len(owns)):
-        tokens, bounds = read_packed(packed[packed_bounds[u]:packed_bounds[u + 1]])
+        tokens, bounds = read_compact(documents[document_bounds[u]:document_bounds[u + 1]])
         seed_lo, seed_hi = seeds[u, 0], seeds[u, 1]
         dupes = np.arange(dupe_starts[u], dupe_ends[u])
         for first in range(0, len(dupes), _SEED_BATCH):
