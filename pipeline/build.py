@@ -75,13 +75,11 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
                        instances=stages.instances, seed=seed,
                        # --masking=none: the loaders mask at load time, same function.
                        masking=stages.masking if config.masking == "static" else None,
-                       layout=stages.layout,
-                       max_predictions_per_seq=config.max_predictions_per_seq,
                        progress_dir=progress_dir),
                    nsp_sample=beam.pvalue.AsSingleton(nsp_sample)))
     shards = records | "WriteShards" >> WriteShards(
         staging_dir=layout.staging_dir, shard_names=layout.shard_names,
-        compression=config.compression, shuffle=config.shuffle)
+        compression=config.compression, shuffle=config.shuffle, rows=stages.rows)
     shard_list = (shards
                   | "CollectShards" >> beam.combiners.ToList()
                   | "ListShards" >> beam.Map(_record, layout, SHARD_LIST_NAME))

@@ -145,7 +145,7 @@ def check_dataflow_options(config: Config, beam_args: Sequence[str]) -> None:
 
 def publish_in_job(shard_count: int, problem_count: int, *, layout: OutputLayout,
                    config: Config, vocab_sha256: str, inputs: Sequence[tuple[str, int]],
-                   replaces: Sequence[str]) -> dict:
+                   replaces: Sequence[str], max_predictions_per_row: int) -> dict:
     """The driver's publish step, run by the job once both staging lists exist."""
     shards = read_staging_json(layout, SHARD_LIST_NAME)
     problems = read_staging_json(layout, PROBLEM_LIST_NAME)
@@ -154,7 +154,8 @@ def publish_in_job(shard_count: int, problem_count: int, *, layout: OutputLayout
                            "the job wrote; was the output location written by another run?")
     return publish(layout, config=config, vocab_sha256=vocab_sha256, inputs=inputs,
                    shards=shards, counters={}, input_problems=problems,
-                   warnings=dataset_warnings({}, problems), replaces=replaces)
+                   warnings=dataset_warnings({}, problems), replaces=replaces,
+                   max_predictions_per_row=max_predictions_per_row)
 
 
 AfterPublish = Callable[[beam.PCollection], object]
@@ -179,7 +180,7 @@ def launch(argv: Sequence[str], *, after_publish: AfterPublish | None = None
     manifest = outputs["shard_list"] | "Publish" >> beam.Map(
         publish_in_job, beam.pvalue.AsSingleton(outputs["problem_list"]), layout=run.layout,
         config=config, vocab_sha256=run.vocab.sha256, inputs=run.inputs,
-        replaces=run.replaces)
+        replaces=run.replaces, max_predictions_per_row=run.stages.rows.max_predictions)
     if after_publish is not None:
         after_publish(manifest)
     return pipeline.run()

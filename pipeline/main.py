@@ -65,7 +65,8 @@ def run(argv: Sequence[str]) -> dict:
         problems = read_staging_json(layout, PROBLEM_LIST_NAME)
     manifest = publish(layout, config=config, vocab_sha256=run.vocab.sha256, inputs=run.inputs,
                        shards=shards, counters=counters, input_problems=problems,
-                       warnings=dataset_warnings(counters, problems), replaces=run.replaces)
+                       warnings=dataset_warnings(counters, problems), replaces=run.replaces,
+                       max_predictions_per_row=run.stages.rows.max_predictions)
     return dict(manifest, manifest_path=layout.manifest_path)
 
 

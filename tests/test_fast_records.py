@@ -6,8 +6,10 @@ test_pipeline.py (compat mode runs the same kernels)."""
 from __future__ import annotations
 
 import functools
+import io
 import random
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -20,17 +22,31 @@ from bert_pretraining_data.transforms.instances import InstanceConfig
 from bert_pretraining_data.transforms.masking import MaskingConfig
 from bert_pretraining_data.transforms.compact_documents import compact_document, expand_document
 from bert_pretraining_data.transforms.seeds import INSTANCES, derived_rng, document_seed
+from bert_pretraining_data.transforms.rows import InstanceRows
+from bert_pretraining_data.transforms.sharding import ENTRY_HEADER
 from bert_pretraining_data.transforms.stages import encode
+from bert_pretraining_data.transforms.tfrecord import read_records
 from bert_pretraining_data.transforms.tokenization import FullTokenizer
 
 CLS, SEP, MASK, VOCAB = 2, 3, 4, 30522
 
 
 def entries(batch):
-    """(shuffle key, entry bytes) of every record of a RecordBatch."""
+    """(shuffle key, entry bytes) of every entry of a RecordBatch."""
     ends = batch.bounds.tolist()
     return list(zip(batch.keys.tolist(),
                     (batch.entries[a:b].tobytes() for a, b in zip(ends, ends[1:]))))
+
+
+def records(batch, rows):
+    """(shuffle key, record bytes) of every entry of a RecordBatch: the
+    Python paths' payloads are records, the kernels' instances (written as
+    records by the row writer `rows`)."""
+    if rows is None:
+        return [(key, entry[ENTRY_HEADER:]) for key, entry in entries(batch)]
+    framed = rows.write(batch.entries, batch.bounds, np.arange(len(batch)),
+                        np.arange(len(batch) + 1)).tobytes()
+    return list(zip(batch.keys.tolist(), read_records(io.BytesIO(framed))))
 
 
 def python_records(doc_key, dupes, packed, sample, instances, masking, *, seed,
@@ -49,19 +65,19 @@ def python_records(doc_key, dupes, packed, sample, instances, masking, *, seed,
             mask=None if masking is None else functools.partial(
                 mask_tokens, config=masking, rng=rng))
         batch = ((doc_key, dupe), created)
-        pairs += entries(encode(batch, seed=seed, to_record=functools.partial(
+        pairs += records(encode(batch, seed=seed, to_record=functools.partial(
             encode_instance, max_seq_length=instances.max_seq_length,
-            max_predictions_per_seq=max_predictions, padded=padded)))
+            max_predictions_per_seq=max_predictions, padded=padded)), None)
     return pairs
 
 
 def compiled_records(doc_key, dupes, packed, sample, instances, masking, *, seed,
                      max_predictions, padded):
-    engine = Engine.of(instances, masking, RecordLayout(padded=padded),
-                       max_predictions_per_seq=max_predictions)
+    engine = Engine.of(instances, masking)
     batch, stats = unit_records([(doc_key, packed, dupes)], sample=FlatSample.of(sample),
                                 engine=engine, seed=seed)
-    return entries(batch), stats
+    rows = InstanceRows(RecordLayout(padded=padded), instances.max_seq_length, max_predictions)
+    return records(batch, rows), stats
 
 
 sentences = st.lists(st.integers(5, VOCAB - 1), min_size=1, max_size=70)
@@ -145,7 +161,7 @@ def test_a_unit_of_many_documents_is_their_records_one_after_another(uncased_voc
     docs = wiki_documents(uncased_vocab, 6)
     instances = InstanceConfig(max_seq_length=64, short_seq_prob=0.1,
                                cls_id=uncased_vocab.cls_id, sep_id=uncased_vocab.sep_id)
-    engine = Engine.of(instances, None, RecordLayout(padded=False), max_predictions_per_seq=5)
+    engine = Engine.of(instances, None)
     sample = FlatSample.of(docs[1::2])
     unit = [(key, packed, (i % 3, 4)) for i, (key, packed) in enumerate(docs)]
 

@@ -13,7 +13,6 @@ from typing import Sequence
 
 import numpy as np
 
-from bert_pretraining_data.transforms.example_writer import RecordLayout
 from bert_pretraining_data.transforms.instances import InstanceConfig
 from bert_pretraining_data.transforms.jit_records import (Settings, Workspace, settings,
                                                           unit_entries, workspace)
@@ -37,13 +36,11 @@ class Engine:
     workspace: Workspace
 
     @classmethod
-    def of(cls, instances: InstanceConfig, masking: MaskingConfig | None,
-           layout: RecordLayout, *, max_predictions_per_seq: int,
+    def of(cls, instances: InstanceConfig, masking: MaskingConfig | None, *,
            reference: bool = False) -> "Engine":
         return cls(instances=instances, masking=masking,
-                   settings=settings(instances, masking, layout, reference=reference,
-                                     max_predictions_per_seq=max_predictions_per_seq),
-                   workspace=workspace(instances.max_seq_length, max_predictions_per_seq,
+                   settings=settings(instances, masking, reference=reference),
+                   workspace=workspace(instances.max_seq_length,
                                        masking.max_ngram_size if masking else 1))
 
 
@@ -72,12 +69,14 @@ class FlatSample:
                    index={key: i for i, (key, _) in enumerate(sample)})
 
 
-def warm_up(engine: Engine) -> None:
+def warm_up(engine: Engine) -> RecordBatch:
     """Loads the kernels now (compiling them once per machine, ~41 s, cached
-    beside the module), so that no element pays for it."""
+    beside the module), so that no element pays for it; returns the records
+    it made."""
     document = compact_document([[0, 0], [0]])
-    unit_records([("warm-up", document, (0, 1))],
-                 sample=FlatSample.of([("sampled", document)]), engine=engine, seed=0)
+    return unit_records([("warm-up", document, (0, 1))],
+                        sample=FlatSample.of([("sampled", document)]), engine=engine,
+                        seed=0)[0]
 
 
 @dataclasses.dataclass

@@ -1,6 +1,6 @@
-"""Units of work to framed, keyed records: the compiled driver of the
-instance (transforms.instances), masking (transforms.masking) and writer
-(transforms.example_writer) definitions.
+"""Units of work to keyed, masked instances: the compiled driver of the
+instance (transforms.instances, transforms.full_sequences) and masking
+(transforms.masking) definitions.
 
 Two drivers, one algorithm:
 - `unit_entries` (the pipeline): each copy of each document draws from a
@@ -18,8 +18,10 @@ Data layout (numpy, flat):
 - a unit of work: the compact bytes of its documents (transforms.compact_documents's
   layout, read by its `read_compact`) with their bounds, 128-bit seeds
   (transforms.seeds) and dupe ranges;
-- output: shuffle entries (uint64 key, then the TFRecord-framed record)
-  with their bounds and keys (transforms.sharding.RecordBatch).
+- output: shuffle entries (uint64 key, then the instance as
+  transforms.compact_instances writes it) with their bounds and keys
+  (transforms.sharding.RecordBatch); the shard writer makes the records
+  (transforms.rows).
 """
 
 from __future__ import annotations
@@ -30,9 +32,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from bert_pretraining_data.transforms import example_writer, masking
-from bert_pretraining_data.transforms.example_writer import (RecordLayout, layout_arrays,
-                                                             scratch_size)
+from bert_pretraining_data.transforms import masking
 from bert_pretraining_data.transforms.full_sequences import create_sequences, next_target
 from bert_pretraining_data.transforms.instances import (NEXT_SENTENCE_OBJECTIVES, NONE,
                                                         InstanceConfig, create_instances)
@@ -55,14 +55,9 @@ class Settings(NamedTuple):
     sep_id: int
     mask: bool  # false: --masking=none
     masking: masking.MaskingTables
-    names: np.ndarray  # the feature layout (example_writer.layout_arrays)
-    name_bounds: np.ndarray
-    fields: np.ndarray
-    padded: bool
-    max_predictions: int
     reference: bool  # the original's draws (--reference_compatible)
     next_sentence: int  # instances.NSP or SOP
-    token_boundary: bool  # write ALBERT's token_boundary feature
+    token_boundary: bool  # ALBERT's token_boundary goes with each instance
     continues: np.ndarray  # per id: a `##` piece (for token_boundary)
     segmented: bool  # ids may carry segmented words' marks (--whole_word_segmenter)
 
@@ -73,8 +68,6 @@ class Workspace(NamedTuple):
     instance: np.ndarray
     output: np.ndarray
     masking: masking.MaskingScratch
-    scratch: np.ndarray
-    starts: np.ndarray
     keys: np.ndarray
     key_lengths: np.ndarray
     state: np.ndarray
@@ -83,12 +76,12 @@ class Workspace(NamedTuple):
     marks: np.ndarray
 
 
-def settings(instances: InstanceConfig, masking_config: masking.MaskingConfig | None,
-             layout: RecordLayout, *, max_predictions_per_seq: int,
+def settings(instances: InstanceConfig, masking_config: masking.MaskingConfig | None, *,
              reference: bool = False) -> Settings:
     """The kernels' settings from the flags' configs; no masking config:
-    --masking=none (records without predictions)."""
-    continues = instances.continues if layout.token_boundary else None
+    --masking=none (instances without predictions). Instances carry ALBERT's
+    token_boundary when the config has its `continues` table."""
+    continues = instances.continues
     if masking_config is None:  # tables of a config that is never used
         masking_config = masking.MaskingConfig(
             masked_lm_prob=0.0, max_predictions_per_seq=0, vocab_size=0, mask_id=0,
@@ -96,28 +89,24 @@ def settings(instances: InstanceConfig, masking_config: masking.MaskingConfig | 
         mask = False
     else:
         mask = True
-    names, name_bounds, fields = layout_arrays(layout.features())
     return Settings(
         max_seq_length=int(instances.max_seq_length),
         short_seq_prob=float(instances.short_seq_prob),
         cls_id=int(instances.cls_id), sep_id=int(instances.sep_id), mask=mask,
         masking=masking.tables(masking_config, instances.max_seq_length, reference=reference),
-        names=names, name_bounds=name_bounds, fields=fields, padded=layout.padded,
-        max_predictions=int(max_predictions_per_seq), reference=bool(reference),
+        reference=bool(reference),
         next_sentence=NEXT_SENTENCE_OBJECTIVES[instances.next_sentence],
         token_boundary=continues is not None,
         continues=np.array(continues if continues is not None else [False], dtype=np.bool_),
         segmented=instances.segmented)
 
 
-def workspace(max_seq_length: int, max_predictions: int, max_ngram_size: int = 1) -> Workspace:
+def workspace(max_seq_length: int, max_ngram_size: int = 1) -> Workspace:
     """Scratch arrays of the kernels, allocated once per worker."""
     return Workspace(
         instance=np.empty(max_seq_length, dtype=np.int32),
         output=np.empty(max_seq_length, dtype=np.int32),
         masking=masking.scratch(max_seq_length, max_ngram_size),
-        scratch=np.empty(scratch_size(max_seq_length, max_predictions), dtype=np.uint8),
-        starts=np.empty(len(example_writer.Field) + 1, dtype=np.int64),
         keys=np.empty((_SEED_BATCH, SEED_WORDS), dtype=np.int64),
         key_lengths=np.empty(_SEED_BATCH, dtype=np.int64),
         state=new_state(), lengths=new_state(),

@@ -16,7 +16,6 @@ import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 
 from bert_pretraining_data.transforms.counters import BundleCounters, CountingDoFn, counter
-from bert_pretraining_data.transforms.example_writer import RecordLayout
 from bert_pretraining_data.transforms.fast_records import (Engine, FlatSample, RecordStats,
                                                            WorkUnit, unit_records, warm_up)
 from bert_pretraining_data.transforms.instances import InstanceConfig
@@ -166,16 +165,15 @@ def fan_out(element: tuple[str, CompactDocument],
 class CreateRecords(CountingDoFn):
     """[(doc_key, compact document, (first dupe, end dupe))] + sample -> RecordBatch.
 
-    Instance creation (transforms.instances), masking (transforms.masking;
-    none when `masking` is None: `--masking=none`) and writing
-    (transforms.example_writer) of every copy in one compiled step
-    (transforms.fast_records).
+    Instance creation (transforms.instances) and masking (transforms.masking;
+    none when `masking` is None: `--masking=none`) of every copy in one
+    compiled step (transforms.fast_records); the batch holds the instances,
+    whose records are written with their shard (transforms.rows).
     """
 
-    def __init__(self, *, instances: InstanceConfig, masking: MaskingConfig | None,
-                 layout: RecordLayout, max_predictions_per_seq: int, seed: int,
+    def __init__(self, *, instances: InstanceConfig, masking: MaskingConfig | None, seed: int,
                  progress_dir: str | None = None) -> None:
-        self._configs = (instances, masking, layout, max_predictions_per_seq)
+        self._configs = (instances, masking)
         self._progress_dir = progress_dir
         self._seed = seed
         names = [f.name for f in dataclasses.fields(RecordStats)]
@@ -184,9 +182,7 @@ class CreateRecords(CountingDoFn):
         self._count = BundleCounters(*names)
 
     def setup(self) -> None:
-        instances, masking, layout, max_predictions_per_seq = self._configs
-        self._engine = Engine.of(instances, masking, layout,
-                                 max_predictions_per_seq=max_predictions_per_seq)
+        self._engine = Engine.of(*self._configs)
         warm_up(self._engine)
         self._sample_source: object = None
         self._progress = ProgressSink(self._progress_dir)
