@@ -46,7 +46,7 @@ from bert_pretraining_data.pipeline.options import Stages, parse_args  # noqa: E
 from bert_pretraining_data.transforms.sampling import (  # noqa: E402
     bound_sample, cap_document, sample_rank)
 from bert_pretraining_data.transforms.sharding import (  # noqa: E402
-    framed_chunks, sorted_records, split_by_shard)
+    scan_entries, split_by_shard)
 from bert_pretraining_data.transforms.stages import (  # noqa: E402
     BatchDocuments, CreateRecords, TokenizeDocument, fan_out_batch)
 from bert_pretraining_data.transforms.vocabulary import load_vocabulary  # noqa: E402
@@ -56,8 +56,8 @@ VOCAB = ROOT / "tests" / "data" / "bert-base-uncased-vocab.txt"
 FLAGS = ["--do_lower_case=True", "--max_seq_length=128", "--max_predictions_per_seq=20",
          "--random_seed=12345", "--dupe_factor=10", "--masked_lm_prob=0.15",
          "--short_seq_prob=0.1"]
-# "records" is BatchDocuments, FanOutDupes and CreateRecords: instance creation, masking,
-# encoding and framing (compiled); "write" is WriteShards' sort and framed write.
+# "records" is BatchDocuments, FanOutDupes and CreateRecords: instance creation and
+# masking (compiled); "write" is WriteShards' sort, encoding, framing and write.
 STAGES = ("setup", "read", "tokenize", "sample", "records", "write")
 _ORIGINAL = ("import runpy, sys, tensorflow; sys.modules['tensorflow'] = tensorflow.compat.v1; "
              "sys.path.insert(0, sys.argv[1]); script = sys.argv[1] + '/create_pretraining_data.py'; "
@@ -202,8 +202,7 @@ def stage_breakdown(corpus: pathlib.Path, *, vocab_file: pathlib.Path = VOCAB) -
     tokenize = TokenizeDocument(vocab_file=str(vocab_file), do_lower_case=config.do_lower_case)
     tokenize.setup()
     records_fn = CreateRecords(
-        instances=stages.instances, masking=stages.masking, seed=config.random_seed,
-        layout=stages.layout, max_predictions_per_seq=config.max_predictions_per_seq)
+        instances=stages.instances, masking=stages.masking, seed=config.random_seed)
     records_fn.setup()
     seconds["setup"] = clock() - start
 
@@ -233,17 +232,17 @@ def stage_breakdown(corpus: pathlib.Path, *, vocab_file: pathlib.Path = VOCAB) -
                for batch in records_fn.process(unit, sample)]
     seconds["records"] = clock() - start
 
-    start = clock()  # WriteShards' work on one shard: collect, sort, frame, write
+    start = clock()  # WriteShards' work on one shard: collect, sort, encode, frame, write
     data = bytearray()
     for batch in batches:
         for _, blob in split_by_shard(batch, 1):
             data += memoryview(blob)
-    entries, bounds, order = sorted_records(data)
+    rows = stages.rows.rows(*scan_entries(data))
     with open(os.devnull, "wb") as sink:
-        for chunk in framed_chunks(entries, bounds, order):
+        for chunk in rows.chunks:
             sink.write(chunk)
     seconds["write"] = clock() - start
-    return Breakdown(seconds=seconds, documents=len(documents), instances=len(order))
+    return Breakdown(seconds=seconds, documents=len(documents), instances=rows.records)
 
 
 def print_stages(corpus: pathlib.Path) -> None:

@@ -479,10 +479,11 @@ def validate(config: Config) -> None:
              "shards; use --output_dir"),
             (not config.reference_compatible, "--reference_compatible reproduces the "
              "original BERT script; drop it with --recipe=d2l"),
-            ((config.masking, config.padding, config.pack_sequences)
-             == ("static", "fixed", False), "--recipe=d2l writes d2l's padded, statically "
-             "masked batches; --masking, --padding and --pack_sequences apply to "
-             "--recipe=bert"),
+            ((config.masking, config.padding) == ("static", "fixed"), "--recipe=d2l "
+             "writes d2l's padded, statically masked batches; --masking and "
+             "--padding apply to --recipe=bert"),
+            (not config.pack_sequences, "--recipe=d2l writes d2l's batches, an instance a "
+             "record; --pack_sequences applies to --recipe=bert"),
             (not config.do_whole_word_mask, "--do_whole_word_mask has no effect with "
              "--recipe=d2l, whose tokens are whole words; drop it"),
             ((config.input_format, config.sentence_splitter) == ("text", "none"),
