@@ -34,13 +34,21 @@ PIPELINE = ["apache-beam[gcp]>=2.60,<3"] + [  # as pipeline.options.requirement_
     if line.split("#")[0].strip()]
 PLOT = ["matplotlib>=3.8,<4"]
 
+
+def packages() -> list[str]:
+    """The three folders and their subpackages (transforms.packing, ...) as
+    modules of the namespace."""
+    root = pathlib.Path(__file__).parent
+    return [".".join((NAMESPACE, *init.parent.relative_to(root).parts))
+            for folder in FOLDERS for init in sorted((root / folder).rglob("__init__.py"))]
+
 setuptools.setup(
     name="bert-pretraining-data",
     version="0.1.0",
     description=("BERT pre-training data (masked LM + next sentence prediction) "
                  "on Apache Beam: a drop-in replacement for create_pretraining_data.py"),
     python_requires=">=3.11,<3.12",
-    packages=[f"{NAMESPACE}.{folder}" for folder in FOLDERS],
+    packages=packages(),
     package_dir={f"{NAMESPACE}.{folder}": folder for folder in FOLDERS},
     package_data={f"{NAMESPACE}.pipeline": [WORKER_REQUIREMENTS.name]},
     install_requires=BASE,

@@ -12,6 +12,7 @@ the summed RSS of the tree and of its largest process (psutil, every 50 ms).
     python bench/pipeline.py --shapes short --sizes 5,20 --reference path/to/bert
     python bench/pipeline.py --sizes 1,5 --reference path/to/bert     # + ratios
     python bench/pipeline.py --sizes 20 --memory-size 200            # several minutes
+    python bench/pipeline.py --sizes 20 --packed                      # + --pack_sequences
 
 `--reference DIR` runs the original create_pretraining_data.py from a local
 checkout of google-research/bert (under TF2 through tf.compat.v1) on the same
@@ -298,6 +299,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--jsonl", action="store_true",
                         help="also the same documents as JSONL, split into sentences "
                              "(--input_format=jsonl, the default splitter), 1 worker")
+    parser.add_argument("--packed", action="store_true",
+                        help="also the same corpus with --pack_sequences, 1 worker")
     parser.add_argument("--stages", action="store_true",
                         help="per-stage CPU time of the pipeline's work, no runner, on 1 MB")
     parser.add_argument("--seed", type=int, default=0, help="corpus shuffle seed")
@@ -316,6 +319,10 @@ def main(argv: list[str] | None = None) -> None:
                              flags=("--input_format=jsonl",))
             print(_row(jsonl), flush=True)
             print_ratios(jsonl, runs[0])
+        if args.packed:
+            packed = run_ours(corpus, 1, label="packed", flags=("--pack_sequences",))
+            print(_row(packed), flush=True)
+            print_ratios(packed, runs[0])
         if args.baseline:
             baseline = run_ours(corpus, 1, checkout=args.baseline.resolve(), label="baseline")
             print(_row(baseline), flush=True)

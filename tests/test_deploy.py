@@ -104,7 +104,8 @@ def _samples(name: str, action) -> tuple[list[str], list[str]]:
 
 # Flags whose values need another flag (the CLI refuses them alone).
 NEEDS = {"max_ngram_size": ["--do_whole_word_mask"],
-         "whole_word_segmenter": ["--do_whole_word_mask"]}
+         "whole_word_segmenter": ["--do_whole_word_mask"],
+         "max_sequences_per_pack": ["--pack_sequences"]}
 
 
 @pytest.mark.parametrize("name", sorted(PARAMS))

@@ -24,6 +24,7 @@ from bert_pretraining_data.pipeline.inspect_data import report
 from bert_pretraining_data.pipeline.main import run
 from bert_pretraining_data.pipeline.options import ConfigError, parse_args
 from bert_pretraining_data.transforms.compact_documents import compact_document
+from bert_pretraining_data.transforms.compact_instances import put_instance
 from bert_pretraining_data.transforms.example_writer import RecordLayout
 from bert_pretraining_data.transforms.fast_records import Engine, FlatSample, unit_records
 from bert_pretraining_data.transforms.instances import InstanceConfig
@@ -31,7 +32,7 @@ from bert_pretraining_data.transforms.masking import MaskingConfig, num_to_predi
 from bert_pretraining_data.transforms.packing.histogram import pack_histogram
 from bert_pretraining_data.transforms.packing.plan import plan_rows, prediction_budget
 from bert_pretraining_data.transforms.rows import InstanceRows, PackedRows
-from bert_pretraining_data.transforms.sharding import scan_entries
+from bert_pretraining_data.transforms.sharding import RecordBatch, scan_entries
 from bert_pretraining_data.transforms.tfrecord import read_records
 from bert_pretraining_data.transforms.tokenization import FullTokenizer
 
@@ -285,7 +286,7 @@ def test_inspect_shows_the_rows_by_depth_and_how_full_they_are(packed_run):
      "--reference_compatible writes the original's records, one instance each; drop "
      "--pack_sequences"),
     (["--pack_sequences", "--max_sequences_per_pack=1", "--output_dir=x"],
-     "--max_sequences_per_pack must be in [2, 64], got 1"),
+     "--max_sequences_per_pack must be at least 2, got 1"),
     (["--max_sequences_per_pack=4", "--output_dir=x"],
      "--max_sequences_per_pack sets the rows of --pack_sequences"),
     (["--pack_sequences", "--recipe=d2l", "--output_dir=x"],
@@ -295,3 +296,19 @@ def test_flags_that_cannot_pack_fail_in_one_line(flags, message):
     vocab = [] if "--recipe=d2l" in flags else [f"--vocab_file={UNCASED_VOCAB}"]
     with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
         parse_args([f"--input_file={DATA / 'sample_text.txt'}", *vocab, *flags])
+
+
+def test_a_row_of_more_than_127_sequences_numbers_them_all():
+    """input_mask's sequence index is a varint like every other value."""
+    entries = []
+    for i in range(150):  # [CLS] t [SEP], one prediction each
+        out = np.zeros(64, dtype=np.uint8)
+        end = put_instance(out, 0, np.array([101, 2000 + i, 102], dtype=np.int32), 3, i % 2,
+                           np.array([1]), np.array([7]), np.zeros(3, np.uint8), False)
+        entries.append((i, out[:end].tobytes()))
+    batch = RecordBatch.of(entries)
+    rows = PackedRows(RecordLayout(packed=True), 512, 150, 200)
+    [row], _ = _decoded(rows, RecordLayout(packed=True), batch, RecordLayout(packed=True).roles())
+    assert [s.input_ids.tolist() for s in row.sequences] == [[101, 2000 + i, 102]
+                                                             for i in range(150)]
+    assert [s.next_sentence_label for s in row.sequences] == [i % 2 for i in range(150)]

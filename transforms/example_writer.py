@@ -212,8 +212,12 @@ def _pack_field(scratch, field, tokens, boundary, starts, b_starts, labels, posi
     for s in range(m):
         end = starts[s + 1] if s + 1 < m else n
         if field == 1:  # INPUT_MASK: the sequence's 1-based index
-            scratch[pos:pos + end - starts[s]] = s + 1
-            pos += end - starts[s]
+            if s < 127:  # a one-byte varint
+                scratch[pos:pos + end - starts[s]] = s + 1
+                pos += end - starts[s]
+            else:
+                for _ in range(end - starts[s]):
+                    pos = _put_varint(scratch, pos, s + 1)
         elif field == 2:  # SEGMENT_IDS
             scratch[pos:pos + b_starts[s] - starts[s]] = 0
             scratch[pos + b_starts[s] - starts[s]:pos + end - starts[s]] = 1

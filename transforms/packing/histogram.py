@@ -16,9 +16,9 @@ slots together: with the pair of remaining lengths that fills the row best,
 and among equally good pairs the one with the shortest member, so the short
 sequences are spread one per row instead of ending up three to a row. Slots
 before the last two (depth 4 and up) take the shortest remaining length, or
-the longest that fits, whichever plan needs fewer rows. On the paper's own
-histogram this fills 99.5% at depth 3 (bench/packing.py); on this
-pipeline's shards, 98-99.9% (README, "Packed sequences").
+the longest that fits, or the rows stay shallower, whichever plan needs the
+fewest rows. On the paper's own histogram this fills 99.5% at depth 3 and 99.7%
+without a limit (bench/packing.py; README, "Packed sequences").
 
 Everything is a function of the histogram: the same counts give the same
 shapes on every worker.
@@ -29,6 +29,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 from numba.typed import List
+
+
+# Row limits a deeper limit also tries (each plan costs a few milliseconds).
+_SHALLOWER = (4, 6, 8, 12, 16, 24, 32, 48, 64)
 
 
 @njit(cache=True)
@@ -127,6 +131,46 @@ def _solve(histogram, max_length, depth, shortest_first):
     return shapes[:num_shapes], counts[:num_shapes]
 
 
+@njit(cache=True)
+def _merge(shapes, counts, max_length, depth):
+    """Rows that could share a row, merged: the longest row with room takes
+    the longest row that fits beside it (sum and depth), until none does.
+    The greedy leaves such rows where its lengths ran out of partners (the
+    last lengths, many of one length)."""
+    totals = shapes.sum(axis=1)
+    sizes = (shapes > 0).sum(axis=1)
+    merged = True
+    while merged:
+        merged = False
+        for i in np.argsort(-totals, kind="mergesort"):
+            if counts[i] == 0 or sizes[i] >= depth or totals[i] >= max_length:
+                continue
+            best = -1
+            for j in range(len(counts)):
+                enough = counts[j] >= (2 if j == i else 1)
+                if (enough and totals[i] + totals[j] <= max_length
+                        and sizes[i] + sizes[j] <= depth
+                        and (best < 0 or totals[j] > totals[best])):
+                    best = j
+            if best < 0:
+                continue
+            taken = counts[i] // 2 if best == i else min(counts[i], counts[best])
+            shape = np.zeros(depth, dtype=np.int64)
+            shape[:sizes[i]] = shapes[i, :sizes[i]]
+            shape[sizes[i]:sizes[i] + sizes[best]] = shapes[best, :sizes[best]]
+            counts[i] -= taken
+            counts[best] -= taken
+            shapes = _grow_rows(shapes, len(counts) + 1)[:len(counts) + 1]
+            shapes[len(counts)] = shape
+            counts = np.append(counts, taken)
+            totals = np.append(totals, shape.sum())
+            sizes = np.append(sizes, sizes[i] + sizes[best])
+            merged = True
+            break
+    keep = counts > 0
+    return shapes[keep], counts[keep]
+
+
 def pack_histogram(histogram: np.ndarray, max_length: int, depth: int
                    ) -> tuple[np.ndarray, np.ndarray]:
     """Rows for the lengths counted in `histogram` (histogram[l]: sequences
@@ -139,7 +183,12 @@ def pack_histogram(histogram: np.ndarray, max_length: int, depth: int
     histogram = np.asarray(histogram, dtype=np.int64)
     if len(histogram) != max_length + 1 or histogram[0]:
         raise ValueError("histogram must count lengths 1..max_length at indices 1..max_length")
-    plans = [_solve(histogram, max_length, depth, True)]
-    if depth >= 4:  # slots before the last two: the shortest length, or the longest that fits
-        plans.append(_solve(histogram, max_length, depth, False))
-    return min(plans, key=lambda plan: int(plan[1].sum()))
+    # Deeper rows: slots before the last two take the shortest length or the
+    # longest that fits; and a plan of fewer a row is a plan of more too.
+    limits = sorted({min(depth, 3), depth, *(d for d in _SHALLOWER if d < depth)})
+    plans = [_solve(histogram, max_length, limit, shortest_first)
+             for limit in limits for shortest_first in ((True, False) if limit > 3 else (True,))]
+    shapes, counts = min(plans, key=lambda plan: int(plan[1].sum()))
+    padded = np.zeros((len(shapes), depth), dtype=np.int64)
+    padded[:, :shapes.shape[1]] = shapes
+    return _merge(padded, counts.copy(), max_length, depth)
