@@ -24,8 +24,8 @@ from bert_pretraining_data.transforms.sharding import RawRecords, scan_entries, 
 
 # The kernels the pipeline calls from Python (each compiles what it calls).
 KERNELS = (jit_records.unit_entries, compact_documents.read_compact, sharding._entries_of,
-           sharding._gather, sharding._scan_entries, sharding._frame_payloads,
-           rows._lengths, rows._write_rows, histogram._solve, plan._fill_rows, plan._reorder)
+           sharding.gather, sharding._scan_entries, sharding._frame_payloads,
+           rows._lengths, rows._write_rows, histogram._solve, plan._fill_rows)
 
 # Kernel types do not depend on flag values: one small configuration compiles
 # every specialization the pipeline uses.

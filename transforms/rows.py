@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import NamedTuple
+from typing import Iterator, NamedTuple
 
 import numpy as np
 from numba import njit
@@ -134,7 +134,7 @@ class _Rows:
         return _write_rows(entries, bounds, members, member_bounds, *self._compiled)
 
     def chunks(self, entries: np.ndarray, bounds: np.ndarray, members: np.ndarray,
-               member_bounds: np.ndarray):
+               member_bounds: np.ndarray) -> Iterator[memoryview]:
         """The rows' records in chunks of about WRITE_CHUNK_BYTES."""
         rows = len(member_bounds) - 1
         per_row = 3 * int(bounds[-1]) // max(1, len(bounds) - 1) * len(members) // max(1, rows)

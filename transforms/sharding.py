@@ -145,12 +145,13 @@ def _entries_of(keys, records, record_bounds):
 
 
 @njit(cache=True)
-def _gather(entries, bounds, order):
-    """The entries in `order`."""
+def gather(entries, bounds, order):
+    """The segments entries[bounds[i]:bounds[i + 1]] for i in `order`, one
+    after another, with their new bounds."""
     size = 0
     for i in order:
         size += bounds[i + 1] - bounds[i]
-    out = np.empty(size, dtype=np.uint8)
+    out = np.empty(size, dtype=entries.dtype)
     out_bounds = np.zeros(len(order) + 1, dtype=np.int64)
     pos = 0
     for j in range(len(order)):
@@ -212,7 +213,7 @@ def split_by_shard(batch: RecordBatch, num_shards: int) -> list[tuple[int, np.nd
     if (shards == shards[0]).all():
         return [(int(shards[0]), batch.entries)]
     order = np.argsort(shards, kind="stable")
-    entries, bounds = _gather(batch.entries, batch.bounds, order)
+    entries, bounds = gather(batch.entries, batch.bounds, order)
     in_order = shards[order]
     cuts = [0, *(np.flatnonzero(in_order[1:] != in_order[:-1]) + 1).tolist(), len(order)]
     return [(int(in_order[a]), entries[bounds[a]:bounds[b]]) for a, b in zip(cuts, cuts[1:])]

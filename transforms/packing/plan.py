@@ -21,6 +21,7 @@ from numba import njit
 from bert_pretraining_data.transforms.masking import MaskingConfig, num_to_predict
 from bert_pretraining_data.transforms.packing.histogram import pack_histogram
 from bert_pretraining_data.transforms.seeds import mix64
+from bert_pretraining_data.transforms.sharding import gather
 
 
 @njit(cache=True)
@@ -61,21 +62,6 @@ def _fill_rows(lengths, keys, shapes, counts):
     return members, bounds, row_keys
 
 
-@njit(cache=True)
-def _reorder(members, bounds, order):
-    """The rows in `order`."""
-    out = np.empty_like(members)
-    out_bounds = np.zeros_like(bounds)
-    pos = 0
-    for j in range(len(order)):
-        r = order[j]
-        size = bounds[r + 1] - bounds[r]
-        out[pos:pos + size] = members[bounds[r]:bounds[r + 1]]
-        pos += size
-        out_bounds[j + 1] = pos
-    return out, out_bounds
-
-
 def plan_rows(lengths: np.ndarray, keys: np.ndarray, *, max_length: int, depth: int
               ) -> tuple[np.ndarray, np.ndarray]:
     """Rows of at most `depth` instances and `max_length` tokens.
@@ -94,7 +80,7 @@ def plan_rows(lengths: np.ndarray, keys: np.ndarray, *, max_length: int, depth: 
                                            shapes, counts)
     # By the hash of the row's keys; equal hashes (chance) by the first instance.
     order = np.lexsort((members[bounds[:-1]], row_keys))
-    return _reorder(members, bounds, order)
+    return gather(members, bounds, order)
 
 
 def prediction_budget(config: MaskingConfig, max_length: int, depth: int) -> int:
