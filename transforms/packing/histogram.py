@@ -186,9 +186,11 @@ def pack_histogram(histogram: np.ndarray, max_length: int, depth: int
     # Deeper rows: slots before the last two take the shortest length or the
     # longest that fits; and a plan of fewer a row is a plan of more too.
     limits = sorted({min(depth, 3), depth, *(d for d in _SHALLOWER if d < depth)})
-    plans = [_solve(histogram, max_length, limit, shortest_first)
-             for limit in limits for shortest_first in ((True, False) if limit > 3 else (True,))]
-    shapes, counts = min(plans, key=lambda plan: int(plan[1].sum()))
-    padded = np.zeros((len(shapes), depth), dtype=np.int64)
-    padded[:, :shapes.shape[1]] = shapes
-    return _merge(padded, counts.copy(), max_length, depth)
+    plans = []
+    for limit in limits:
+        for shortest_first in (True, False) if limit > 3 else (True,):
+            shapes, counts = _solve(histogram, max_length, limit, shortest_first)
+            padded = np.zeros((len(shapes), depth), dtype=np.int64)
+            padded[:, :limit] = shapes
+            plans.append(_merge(padded, counts, max_length, depth))
+    return min(plans, key=lambda plan: int(plan[1].sum()))
