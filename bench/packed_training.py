@@ -1,9 +1,10 @@
 """Training throughput on packed rows against padded records, side by side.
 
-A tiny BERT (HF transformers' BertForPreTraining, 2 layers, hidden 128, CPU)
-trains a fixed number of steps on each layout of the same data, at the same
-token slots per step (batch x max_seq_length), with the masked-LM and
-sentence-pair losses of each layout:
+A tiny BERT (HF transformers' BertForPreTraining, 2 layers, hidden 128, CPU,
+one thread) trains a fixed number of steps on each layout of the same data,
+in turns, at the same token slots per step (batch x max_seq_length), with
+the masked-LM and sentence-pair losses of each layout; a step's cost is its
+CPU time (forward, backward, optimizer; not the collation):
 
 - padded: the original's records, padded to max_seq_length, as
   run_pretraining.py feeds them (the loaders' "hf" batches at a fixed shape);
@@ -11,9 +12,9 @@ sentence-pair losses of each layout:
   block-diagonal mask, restarted positions, the pair loss over each
   sequence's [CLS]).
 
-It prints the instances (sequences) trained per second of each and their
-ratio, beside 1 / (1 - the padded data's padding share): what packing can
-give back at most.
+It prints the instances (sequences) trained per CPU-second of each and their
+ratio, beside what packing can give back: the instances a packed row holds
+on average, 1 / (1 - the padded data's padding share) at most.
 
     .venv/bin/python bench/packed_training.py --shapes wikitext,web --lengths 128,512
 """
@@ -69,26 +70,30 @@ def padded_loss(model: BertForPreTraining, batch: dict) -> torch.Tensor:
                  next_sentence_label=batch["next_sentence_label"]).loss
 
 
-def train(dataset: pathlib.Path, collate: Collator, loss_of, max_length: int,
-          steps: int) -> tuple[float, int]:
-    """(seconds, instances) of `steps` training steps after the warm-up."""
-    model = model_for(max_length)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    records = iter(PretrainingDataset(str(dataset), shuffle=False))
-    batch_size = TOKENS_PER_STEP // max_length
-    seconds, instances = 0.0, 0
-    for step in range(WARM_UP_STEPS + steps):
-        items = [next(records) for _ in range(batch_size)]
-        batch = collate(items)
-        start = time.perf_counter()
-        loss = loss_of(model, batch)
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        if step >= WARM_UP_STEPS:
-            seconds += time.perf_counter() - start
-            instances += sum(len(getattr(item, "sequences", [item])) for item in items)
-    return seconds, instances
+class Trainer:
+    """One model and optimizer, fed the records of one dataset in order."""
+
+    def __init__(self, dataset: pathlib.Path, collate: Collator, loss_of, max_length: int):
+        self.model = model_for(max_length)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=1e-4)
+        self.records = iter(PretrainingDataset(str(dataset), shuffle=False))
+        self.batch_size = TOKENS_PER_STEP // max_length
+        self.collate, self.loss_of = collate, loss_of
+        self.seconds, self.instances = 0.0, 0
+
+    def step(self, *, timed: bool) -> None:
+        """One training step; timed steps add their CPU seconds (this process,
+        one thread: what the step costs, whatever else the machine runs) and
+        instances."""
+        items = [next(self.records) for _ in range(self.batch_size)]
+        batch = self.collate(items)
+        start = time.process_time()
+        self.loss_of(self.model, batch).backward()
+        self.optimizer.step()
+        self.optimizer.zero_grad()
+        if timed:
+            self.seconds += time.process_time() - start
+            self.instances += sum(len(getattr(item, "sequences", [item])) for item in items)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -99,8 +104,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=20)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    print("| corpus | max_seq_length | padding share | padded instances/s | packed instances/s "
-          "| packed / padded | 1 / (1 - padding) |\n|---|---|---|---|---|---|---|", flush=True)
+    print("| corpus | max_seq_length | padding share | padded instances/CPU-s | packed "
+          "instances/CPU-s | packed / padded | instances a row | 1 / (1 - padding) |\n"
+          "|---|---|---|---|---|---|---|---|", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         for shape in args.shapes.split(","):
             corpus = corpus_path(args.size, shape=shape)
@@ -111,14 +117,19 @@ def main(argv: list[str] | None = None) -> None:
                                "--pack_sequences")["packing"]
                 predictions = round(max_length * 0.15)
                 padding = 1 - packing["tokens"] / (packing["instances"] * max_length)
-                padded = train(work / "padded",
-                               Collator(style="hf", shape=(max_length, predictions)),
-                               padded_loss, max_length, args.steps)
-                packed = train(work / "packed", Collator(style="blocks", shape=(max_length, 0)),
-                               packed_loss, max_length, args.steps)
-                padded_rate, packed_rate = (n / s for s, n in (padded, packed))
+                trainers = (Trainer(work / "padded",
+                                    Collator(style="hf", shape=(max_length, predictions)),
+                                    padded_loss, max_length),
+                            Trainer(work / "packed", Collator(style="blocks",
+                                                              shape=(max_length, 0)),
+                                    packed_loss, max_length))
+                for step in range(WARM_UP_STEPS + args.steps):  # in turns, side by side
+                    for trainer in trainers:
+                        trainer.step(timed=step >= WARM_UP_STEPS)
+                padded_rate, packed_rate = (t.instances / t.seconds for t in trainers)
                 print(f"| {shape} | {max_length} | {padding:.1%} | {padded_rate:,.1f} | "
                       f"{packed_rate:,.1f} | **{packed_rate / padded_rate:.2f}x** | "
+                      f"{packing['instances'] / packing['rows']:.2f} | "
                       f"{1 / (1 - padding):.2f}x |", flush=True)
 
 
