@@ -23,6 +23,7 @@ PyTorch is installed only for the suite's Python, whose CPU build CI has at hand
 from __future__ import annotations
 
 import ast
+import atexit
 import importlib.metadata
 import json
 import os
@@ -33,7 +34,6 @@ import subprocess
 import sys
 import time
 import zipfile
-from typing import Iterator
 
 import pytest
 from packaging.requirements import Requirement
@@ -204,14 +204,15 @@ def test_the_package_imports_itself_only_by_its_namespace():
 
 
 @pytest.fixture(scope="module")
-def venvs(tmp_path_factory) -> Iterator[pathlib.Path]:
+def venvs(tmp_path_factory) -> pathlib.Path:
     """Where this module's venvs go (~9 GB of small files in all), removed in
-    the background when it is done: deleting them takes minutes of disk time
-    here, which the rest of the suite need not wait for."""
+    the background once the test run is over: deleting them takes minutes of
+    disk time here, which no test should wait for or share its disk with (a
+    timed test, test_interrupted, failed beside it)."""
     root = tmp_path_factory.mktemp("venvs")
-    yield root
-    subprocess.Popen(["rm", "-rf", str(root)], start_new_session=True,
-                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    atexit.register(subprocess.Popen, ["rm", "-rf", str(root)], start_new_session=True,
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return root
 
 
 @pytest.mark.slow
