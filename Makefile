@@ -1,19 +1,40 @@
 # One-command setup: every target builds .venv/ from setup.py when it is missing
-# or older than setup.py, so a fresh clone needs nothing but python3.11.
-PYTHON ?= python3.11
+# or older than setup.py, so a fresh clone needs nothing but a Python the pipeline
+# runs on (3.10 to 3.13: pipeline/cli.py, PIPELINE_PYTHONS) and make.
+# .venv/ is made with PYTHON=... when given (a .venv/ of another Python version is
+# made anew), else it keeps the Python it has, else it takes the newest of
+# python3.13 ... python3.10 on PATH that runs.
+PYTHONS := 3.13 3.12 3.11 3.10
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+version_of = $(shell $(1) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+VENV_VERSION := $(call version_of,$(PY))
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(if $(VENV_VERSION),$(PY),$(shell for v in $(PYTHONS); do \
+	python$$v -c '' >/dev/null 2>&1 && { echo python$$v; break; }; done))
+endif
+PYTHON_VERSION := $(call version_of,$(PYTHON))
+ifeq ($(PYTHON),)
+PYTHON_PROBLEM := no python3.1x on PATH runs
+else ifeq ($(PYTHON_VERSION),)
+PYTHON_PROBLEM := $(PYTHON) does not run
+else ifeq ($(filter $(PYTHON_VERSION),$(PYTHONS)),)
+PYTHON_PROBLEM := $(PYTHON) is Python $(PYTHON_VERSION)
+endif
+PYTHON_ERROR = make: $(PYTHON_PROBLEM); the pipeline runs on Python $(lastword $(PYTHONS)) to \
+	$(firstword $(PYTHONS)): install one, or name it with PYTHON=/path/to/python3.1x
 OUT ?= out/sample
 
-.PHONY: install run test bench dist clean template dataflow schedule
+.PHONY: install run test bench dist clean template dataflow schedule FORCE
 
 install: $(STAMP)
 
 # numba's caches beside the modules are cleared with each install: a cache entry
 # of an unchanged file can refer to modules that have since moved or changed.
-$(STAMP): setup.py pipeline/worker_requirements.txt
-	$(PYTHON) -m venv $(VENV)
+$(STAMP): setup.py pipeline/worker_requirements.txt $(if $(filter $(VENV_VERSION),$(PYTHON_VERSION)),,FORCE)
+	@$(if $(PYTHON_PROBLEM),echo '$(PYTHON_ERROR)' >&2; exit 1)
+	$(if $(filter $(VENV_VERSION),$(PYTHON_VERSION)),,$(PYTHON) -m venv --clear $(VENV))
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
 	find pipeline transforms loaders -name '*.nb[ic]' -delete

@@ -13,9 +13,17 @@ corpus libraries); `[torch]` adds PyTorch for the PyTorch and d2l loaders.
 Dataflow workers that install this package through `--setup_file` get no
 extras; the job passes them `pipeline/worker_requirements.txt`, the one list of
 the pipeline's dependencies besides Beam (pipeline/options.py).
+
+The base install and the `[torch]`, `[tf]`, `[gcs]` extras run on every CPython
+their dependencies publish wheels for, 3.10 and up; the pipeline only where
+tfx-bsl does (pipeline/cli.py: PIPELINE_PYTHONS). Its requirements carry that
+range as an environment marker: on a newer Python `[pipeline]` installs nothing
+(rather than failing deep in pip's resolver) and the tools that build data say,
+in one line, which Pythons they need.
 """
 
 import pathlib
+import runpy
 
 import setuptools
 
@@ -29,9 +37,14 @@ BASE = [
     "google-crc32c>=1.5,<2",
 ]
 WORKER_REQUIREMENTS = pathlib.Path(__file__).parent / "pipeline" / "worker_requirements.txt"
-PIPELINE = ["apache-beam[gcp]>=2.60,<3"] + [  # as pipeline.options.requirement_lines
+WORKER = [  # as pipeline.options.requirement_lines
     line.split("#")[0].strip() for line in WORKER_REQUIREMENTS.read_text().splitlines()
     if line.split("#")[0].strip()]
+_, NEWEST_PIPELINE_PYTHON = runpy.run_path(
+    str(WORKER_REQUIREMENTS.with_name("cli.py")))["PIPELINE_PYTHONS"]
+PIPELINE_MARKER = 'python_version <= "{}.{}"'.format(*NEWEST_PIPELINE_PYTHON)
+PIPELINE = [f"{requirement}; {PIPELINE_MARKER}"
+            for requirement in ["apache-beam[gcp]>=2.60,<3", *WORKER]]
 PLOT = ["matplotlib>=3.8,<4"]
 
 
@@ -47,7 +60,7 @@ setuptools.setup(
     version="0.1.0",
     description=("BERT pre-training data (masked LM + next sentence prediction) "
                  "on Apache Beam: a drop-in replacement for create_pretraining_data.py"),
-    python_requires=">=3.11,<3.12",
+    python_requires=">=3.10",
     packages=packages(),
     package_dir={f"{NAMESPACE}.{folder}": folder for folder in FOLDERS},
     package_data={f"{NAMESPACE}.pipeline": [WORKER_REQUIREMENTS.name]},
@@ -57,7 +70,7 @@ setuptools.setup(
         # loaders.torch_data and loaders.d2l
         "torch": ["torch>=2.1,<3"],
         # loaders.tf_data
-        "tf": [r for r in PIPELINE if r.startswith("tensorflow>")],
+        "tf": [r for r in WORKER if r.startswith("tensorflow>")],
         # gs:// datasets in the loaders, through fsspec
         "gcs": ["gcsfs>=2024.2,<2028"],
         # inspect-pretraining-data --plot

@@ -6,9 +6,8 @@ epoch's record stream (shards in a per-epoch order), so each instance is read
 exactly once per epoch across DataLoader workers and distributed ranks, and
 the ranks' counts differ by at most one.
 
-Dynamic masking calls `transforms.masking.mask_tokens`, the function the
-pipeline's static masking uses (same budget, 80/10/10, whole-word option), with
-an RNG derived from (seed, epoch, example index): an epoch is reproducible
+Dynamic masking is `dynamic_masking.mask_for_epoch`, the pipeline's own masking
+with an RNG derived from (seed, epoch, example index): an epoch is reproducible
 whatever the number of workers or ranks, and each epoch masks differently.
 
     from bert_pretraining_data.loaders.torch_data import make_dataloader
@@ -27,13 +26,13 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
+from bert_pretraining_data.loaders.dynamic_masking import dynamic_masking, mask_for_epoch
 from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, read_manifest,
                                                     read_vocabulary_bytes)
 from bert_pretraining_data.loaders.records import (Instance, InstanceDecoder, Row, read_shard,
                                                    sequences_of)
-from bert_pretraining_data.transforms.masking import MaskingConfig, mask_tokens, masking_config
+from bert_pretraining_data.transforms.masking import MaskingConfig
 from bert_pretraining_data.transforms.randomness import derive_rng
-from bert_pretraining_data.transforms.vocabulary import parse_vocabulary
 
 IGNORE_INDEX = -100  # labels at unmasked positions, as HuggingFace losses expect
 STYLES = ("hf", "d2l", "blocks", "flat")
@@ -197,32 +196,18 @@ class Collator:
         if style == "blocks" and not manifest.packed:
             raise DatasetError(f"style='blocks' lays out packed rows; {manifest.path} holds "
                                "one instance a record: use style='hf' or 'flat'")
-        flags = manifest.flags
-        masking = None
         pad_id = 0  # the original pads with 0 whatever the vocabulary
         if manifest.recipe == "d2l":
             pad_id = read_vocabulary_bytes(manifest).decode("utf-8").split("\n").index("<pad>")
-        if manifest.masking == "none":
-            vocab = parse_vocabulary(read_vocabulary_bytes(manifest, vocab_file),
-                                     source=vocab_file or manifest.vocab_path)
-            masking = masking_config(
-                vocab, masked_lm_prob=flags["masked_lm_prob"],
-                max_predictions_per_seq=flags["max_predictions_per_seq"],
-                do_whole_word_mask=flags["do_whole_word_mask"], ngram=flags.get("ngram", 0),
-                favor_shorter_ngram=flags.get("favor_shorter_ngram", True),
-                max_ngram_size=flags.get("max_ngram_size", 0))
-        return cls(style=style, pad_id=pad_id, masking=masking, shape=shape,
-                   seed=flags["random_seed"] if seed is None else seed)
+        return cls(style=style, pad_id=pad_id, masking=dynamic_masking(manifest, vocab_file),
+                   shape=shape, seed=manifest.flags["random_seed"] if seed is None else seed)
 
     def _masked(self, instance: Instance) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(input ids, positions, labels), masked here when the data is unmasked:
         with the generator of (seed, epoch, record index[, place in its row])."""
         if self.masking is None:
             return instance.input_ids, instance.masked_lm_positions, instance.masked_lm_ids
-        key = (instance.index,) if instance.sequence is None else (instance.index,
-                                                                   instance.sequence)
-        masked = mask_tokens(instance.input_ids.tolist(), self.masking,
-                             derive_rng(self.seed, instance.epoch, *key))
+        masked = mask_for_epoch(instance, self.masking, self.seed)
         return (np.asarray(masked.tokens, np.int64), np.asarray(masked.positions, np.int64),
                 np.asarray(masked.labels, np.int64))
 

@@ -4,6 +4,10 @@ The base install is the loaders' (a training environment); the tools that build
 data need the `[pipeline]` extra. Run without it, each says so in one line
 instead of an ImportError traceback from deep inside its imports.
 `inspect-pretraining-data` needs only the base install and is not wrapped.
+
+The pipeline runs on fewer Pythons than the base install: on a newer one the
+`[pipeline]` extra installs nothing (setup.py's environment markers), and the
+tools say which Pythons they need rather than to install the extra again.
 """
 
 from __future__ import annotations
@@ -13,12 +17,28 @@ import importlib.util
 import sys
 
 PIPELINE_EXTRA = "pip install 'bert-pretraining-data[pipeline]'"
+# The oldest and newest CPython the pipeline runs on: tfx-bsl, tensorflow-transform's
+# compiled half, publishes wheels for these (setup.py marks the [pipeline] extra with
+# this range; the Makefile and the README list it too, tests/test_install.py checks).
+PIPELINE_PYTHONS = ((3, 10), (3, 13))
+
+
+def missing_pipeline(prog: str, python: tuple[int, int]) -> str:
+    """The one-line error of a tool that builds data, run where Apache Beam is not
+    installed, on Python `python` (major, minor)."""
+    if python > PIPELINE_PYTHONS[1]:
+        low, high = (".".join(map(str, version)) for version in PIPELINE_PYTHONS)
+        return (f"{prog}: error: building data needs Python {low} to {high}: tfx-bsl "
+                f"(tensorflow-transform's compiled half) has no wheels for Python "
+                f"{python[0]}.{python[1]}, so the [pipeline] extra installs nothing here; "
+                f"run it with Python {low} to {high}")
+    return (f"{prog}: error: Apache Beam is not installed here: building data needs the "
+            f"pipeline's dependencies; install them with {PIPELINE_EXTRA}")
 
 
 def _main(prog: str, module: str) -> None:
     if importlib.util.find_spec("apache_beam") is None:
-        print(f"{prog}: error: Apache Beam is not installed here: building data needs the "
-              f"pipeline's dependencies; install them with {PIPELINE_EXTRA}", file=sys.stderr)
+        print(missing_pipeline(prog, sys.version_info[:2]), file=sys.stderr)
         sys.exit(2)
     importlib.import_module(module).main()
 

@@ -1,0 +1,46 @@
+"""Dynamic masking: the instances of a dataset written with `--masking=none`
+are masked as they are loaded, differently each epoch.
+
+The masking is the pipeline's own (`transforms.masking.mask_tokens`: the same
+budget, 80/10/10, whole-word and n-gram options, from the flags the manifest
+records), drawn from an RNG derived from (seed, epoch, example index): an epoch
+is reproducible whatever the number of workers or ranks. It needs only the base
+install (numpy and numba compile it), so any training framework can call it;
+the PyTorch collator (`torch_data.Collator`) does.
+"""
+
+from __future__ import annotations
+
+from bert_pretraining_data.loaders.manifest import Manifest, read_vocabulary_bytes
+from bert_pretraining_data.loaders.records import Instance
+from bert_pretraining_data.transforms.masking import (Masked, MaskingConfig, mask_tokens,
+                                                      masking_config)
+from bert_pretraining_data.transforms.randomness import derive_rng
+from bert_pretraining_data.transforms.vocabulary import parse_vocabulary
+
+
+def dynamic_masking(manifest: Manifest, vocab_file: str | None = None) -> MaskingConfig | None:
+    """The masking a dataset's instances need at load time: None when its
+    records hold their masks, else the recorded flags' masking over its
+    vocabulary (the dataset's vocab.txt, else the recorded --vocab_file, or
+    `vocab_file`)."""
+    if manifest.masking != "none":
+        return None
+    flags = manifest.flags
+    vocab = parse_vocabulary(read_vocabulary_bytes(manifest, vocab_file),
+                             source=vocab_file or manifest.vocab_path)
+    return masking_config(
+        vocab, masked_lm_prob=flags["masked_lm_prob"],
+        max_predictions_per_seq=flags["max_predictions_per_seq"],
+        do_whole_word_mask=flags["do_whole_word_mask"], ngram=flags.get("ngram", 0),
+        favor_shorter_ngram=flags.get("favor_shorter_ngram", True),
+        max_ngram_size=flags.get("max_ngram_size", 0))
+
+
+def mask_for_epoch(instance: Instance, masking: MaskingConfig, seed: int) -> Masked:
+    """One instance masked for its epoch (`instance.epoch`), the same on every
+    worker and rank that reads it: with the generator of (seed, epoch, record
+    index[, its place in a packed row])."""
+    place = () if instance.sequence is None else (instance.sequence,)
+    return mask_tokens(instance.input_ids.tolist(), masking,
+                       derive_rng(seed, instance.epoch, instance.index, *place))
