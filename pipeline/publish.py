@@ -30,6 +30,7 @@ STAGING_NAME = ".staging"
 MANIFEST_NAME = "manifest.json"
 SHARD_LIST_NAME = "shards.json"
 PROBLEM_LIST_NAME = "input_problems.json"
+DEDUP_NAME = "dedup.json"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,6 +193,14 @@ def read_staging_json(layout: OutputLayout, name: str) -> list[dict]:
         return json.loads(handle.read())
 
 
+def read_dedup_summary(layout: OutputLayout, config: Config) -> dict:
+    """The dedup stage's figures for the manifest (its one staged summary)."""
+    if config.dedup == "none":
+        return {"mode": "none"}
+    (summary,) = read_staging_json(layout, DEDUP_NAME)
+    return summary
+
+
 def package_versions() -> dict[str, str]:
     names = ("bert-pretraining-data", "apache-beam", "tensorflow", "tensorflow-transform")
     versions = {}
@@ -206,7 +215,8 @@ def package_versions() -> dict[str, str]:
 def publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
             inputs: Sequence[tuple[str, int]], shards: Sequence[dict],
             counters: dict[str, int], input_problems: Sequence[dict] = (),
-            warnings: Sequence[str] = (), replaces: Sequence[str] = ()) -> dict:
+            warnings: Sequence[str] = (), replaces: Sequence[str] = (),
+            dedup: dict | None = None) -> dict:
     """Moves staged shards to their final paths, copies the vocabulary beside
     them (`--output_dir`), then writes the manifest.
 
@@ -234,6 +244,7 @@ def publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
                    for s in sorted(shards, key=lambda s: s["shard"])],
         "total_instances": sum(s["records"] for s in shards),
         "counters": dict(sorted(counters.items())),
+        "dedup": dedup or {"mode": "none"},
         "input_problems": list(input_problems),
         "warnings": list(warnings),
         "versions": package_versions(),

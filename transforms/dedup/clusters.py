@@ -1,0 +1,201 @@
+"""Which documents go: exact groups, candidate pairs, transitive clusters.
+
+Plain functions on plain data; transforms.dedup.stages runs them in Beam.
+
+- Exact: documents with the same digest (transforms.dedup.normalise) form a
+  group; the one with the smallest key is kept. For text input a key is
+  `file:offset`, so that is the first copy in file order; JSONL, Parquet and
+  Wikipedia documents are keyed by a hash of their text, so identical texts
+  share a key, and one of them is kept.
+- Near: texts (digests) that share an LSH band key are candidate pairs
+  (every pair of a band's texts when it holds at most ALL_PAIRS_LIMIT,
+  else each with the band's first, which keeps the pairs linear in the
+  band's size); a candidate pair is verified on the Jaccard similarity of
+  its shingle sets; verified pairs join their texts into clusters
+  transitively (union-find), and each cluster keeps the text whose kept
+  document has the smallest key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+from typing import Iterable, Sequence
+
+import numpy as np
+
+ALL_PAIRS_LIMIT = 8
+
+
+@dataclasses.dataclass(frozen=True)
+class ExactRows:
+    """Documents' digests ((n, 16) uint8) and keys, the input of exact_groups."""
+
+    digests: np.ndarray
+    keys: list[str]
+
+
+@dataclasses.dataclass(frozen=True)
+class BandRows:
+    """(band key, digest) of each band of each document: uint64 (m,), uint8 (m, 16)."""
+
+    keys: np.ndarray
+    digests: np.ndarray
+
+
+def digest_array(digests: Sequence[bytes]) -> np.ndarray:
+    """16-byte digests as an (n, 16) uint8 array."""
+    return np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(len(digests), 16)
+
+
+def partitions_of(values: np.ndarray, count: int) -> np.ndarray:
+    """The partition (0..count-1) of each band key (uint64) or digest ((n, 16) uint8)."""
+    if values.ndim == 2:
+        values = np.ascontiguousarray(values).view("<u8")[:, 0]
+    return (values % np.uint64(count)).astype(np.int64)
+
+
+@dataclasses.dataclass
+class ExactGroups:
+    """What the exact groups of some documents decide, and their sizes."""
+
+    drops: list[str] = dataclasses.field(default_factory=list)  # keys that are not kept
+    repeated: list[str] = dataclasses.field(default_factory=list)  # kept keys several copies share
+    groups: int = 0  # texts with more than one document
+    duplicates: int = 0  # documents beyond the first of their text
+    largest: int = 0  # documents of the largest group
+
+
+def exact_groups(rows: ExactRows) -> ExactGroups:
+    """Groups documents by digest; each group keeps its smallest key once."""
+    found = ExactGroups()
+    order = sorted(range(len(rows.keys)),
+                   key=lambda i: (rows.digests[i].tobytes(), rows.keys[i]))
+    for _, members in itertools.groupby(order, key=lambda i: rows.digests[i].tobytes()):
+        keys = [rows.keys[i] for i in members]
+        if len(keys) == 1:
+            continue
+        found.groups += 1
+        found.duplicates += len(keys) - 1
+        found.largest = max(found.largest, len(keys))
+        found.drops.extend(sorted(set(keys[1:]) - {keys[0]}))
+        if keys[1] == keys[0]:
+            found.repeated.append(keys[0])
+    return found
+
+
+# (digest, copies, digest, copies), the first digest the smaller.
+Pair = tuple[bytes, int, bytes, int]
+
+
+def candidate_pairs(rows: BandRows) -> set[Pair]:
+    """Pairs of distinct texts that share a band key, each with its number
+    of documents (every copy of a text has the same bands)."""
+    digests = np.ascontiguousarray(rows.digests).view("<u8")
+    order = np.lexsort((digests[:, 1], digests[:, 0], rows.keys))
+    keys, digests = rows.keys[order], digests[order]
+    same_band = keys[1:] == keys[:-1]
+    new_text = (digests[1:] != digests[:-1]).any(axis=1)
+    band_starts = np.flatnonzero(np.concatenate(([True], ~same_band)))
+    band_ends = np.append(band_starts[1:], len(keys))
+    # Bands holding two texts or more: those with a new text inside them.
+    shared = np.unique(np.searchsorted(band_starts, np.flatnonzero(same_band & new_text),
+                                       side="right") - 1)
+    pairs: set[Pair] = set()
+    for band in shared:
+        start, end = band_starts[band], band_ends[band]
+        texts = _texts_of(digests[start:end])
+        if len(texts) <= ALL_PAIRS_LIMIT:
+            combos = itertools.combinations(texts, 2)
+        else:
+            combos = ((texts[0], other) for other in texts[1:])
+        pairs.update(_pair(first, second) for first, second in combos)
+    return pairs
+
+
+def _texts_of(digests: np.ndarray) -> list[tuple[bytes, int]]:
+    """(digest, copies) of sorted (n, 2) uint64 digest rows."""
+    changes = np.flatnonzero(np.concatenate(([True], (digests[1:] != digests[:-1]).any(axis=1))))
+    counts = np.diff(np.append(changes, len(digests)))
+    return [(digests[start].tobytes(), int(count)) for start, count in zip(changes, counts)]
+
+
+def _pair(first: tuple[bytes, int], second: tuple[bytes, int]) -> Pair:
+    (a, copies_a), (b, copies_b) = sorted((first, second))
+    return a, copies_a, b, copies_b
+
+
+@dataclasses.dataclass(frozen=True)
+class Node:
+    """A text in a near cluster: its digest, the key of its kept document, its documents."""
+
+    digest: bytes
+    key: str
+    copies: int
+
+
+@dataclasses.dataclass
+class NearClusters:
+    """What the verified pairs decide, and the clusters' sizes."""
+
+    drops: list[str] = dataclasses.field(default_factory=list)  # kept keys of texts that go
+    clusters: int = 0
+    texts_with_copies: int = 0  # texts of the clusters that also have exact copies
+    largest: int = 0  # documents (copies included) of the largest cluster
+
+
+def near_clusters(edges: Iterable[tuple[Node, Node]]) -> NearClusters:
+    """Joins texts transitively (union-find over verified pairs); each
+    cluster keeps the text whose document has the smallest key."""
+    parent: dict[bytes, bytes] = {}
+    nodes: dict[bytes, Node] = {}
+
+    def root(digest: bytes) -> bytes:
+        while parent[digest] != digest:
+            parent[digest] = parent[parent[digest]]  # path halving
+            digest = parent[digest]
+        return digest
+
+    for first, second in edges:
+        for node in (first, second):
+            nodes.setdefault(node.digest, node)
+            parent.setdefault(node.digest, node.digest)
+        a, b = root(first.digest), root(second.digest)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+    members: dict[bytes, list[Node]] = {}
+    for digest, node in nodes.items():
+        members.setdefault(root(digest), []).append(node)
+    found = NearClusters(clusters=len(members))
+    for cluster in members.values():
+        cluster.sort(key=lambda node: node.key)
+        found.drops.extend(node.key for node in cluster[1:])
+        found.texts_with_copies += sum(node.copies > 1 for node in cluster)
+        found.largest = max(found.largest, sum(node.copies for node in cluster))
+    return found
+
+
+class KeySet:
+    """A set of document keys held as 16 bytes each (blake2b of the key),
+    sorted for lookup: the side input a worker holds is 16 bytes per key."""
+
+    def __init__(self, keys: Iterable[str]) -> None:
+        hashed = np.unique(np.array([key_hash(key) for key in keys], dtype="<u8").reshape(-1, 2),
+                           axis=0)
+        self._first, self._second = hashed[:, 0].copy(), hashed[:, 1].copy()
+
+    def __len__(self) -> int:
+        return len(self._first)
+
+    def __contains__(self, key: str) -> bool:
+        first, second = key_hash(key)
+        start = np.searchsorted(self._first, first, side="left")
+        end = np.searchsorted(self._first, first, side="right")
+        return bool((self._second[start:end] == second).any())
+
+
+def key_hash(key: str) -> tuple[int, int]:
+    """128 bits of blake2b over a document key, as two 64-bit words."""
+    digest = hashlib.blake2b(key.encode("utf-8"), digest_size=16).digest()
+    return int.from_bytes(digest[:8], "little"), int.from_bytes(digest[8:], "little")
