@@ -145,9 +145,9 @@ class NearClusters:
     largest: int = 0  # documents (copies included) of the largest cluster
 
 
-def near_clusters(edges: Iterable[tuple[Node, Node]]) -> NearClusters:
-    """Joins texts transitively (union-find over verified pairs); each
-    cluster keeps the text whose document has the smallest key."""
+def clusters_of(edges: Iterable[tuple[Node, Node]]) -> list[list[Node]]:
+    """The texts of verified pairs joined transitively (union-find), each
+    cluster sorted by key, the one it keeps first."""
     parent: dict[bytes, bytes] = {}
     nodes: dict[bytes, Node] = {}
 
@@ -167,9 +167,15 @@ def near_clusters(edges: Iterable[tuple[Node, Node]]) -> NearClusters:
     members: dict[bytes, list[Node]] = {}
     for digest, node in nodes.items():
         members.setdefault(root(digest), []).append(node)
-    found = NearClusters(clusters=len(members))
-    for cluster in members.values():
-        cluster.sort(key=lambda node: node.key)
+    return [sorted(cluster, key=lambda node: node.key) for cluster in members.values()]
+
+
+def near_clusters(edges: Iterable[tuple[Node, Node]]) -> NearClusters:
+    """What the clusters of verified pairs decide: each keeps the text whose
+    document has the smallest key."""
+    clusters = clusters_of(edges)
+    found = NearClusters(clusters=len(clusters))
+    for cluster in clusters:
         found.drops.extend(node.key for node in cluster[1:])
         found.texts_with_copies += sum(node.copies > 1 for node in cluster)
         found.largest = max(found.largest, sum(node.copies for node in cluster))

@@ -37,8 +37,10 @@ import numpy as np
 MINHASH_SEED = 1
 # A pair at the threshold becomes a candidate with at least this probability.
 CANDIDATE_RECALL = 0.99
-# The most permutations band_shape may use; each costs a multiply-add per shingle.
-MAX_PERMUTATIONS = 64
+# A pair half as similar as the threshold is a candidate at most this often.
+FAR_CANDIDATES = 0.2
+# The most permutations band_shape may use.
+MAX_PERMUTATIONS = 256
 # Rows of shingles x permutations computed at once (memory: rows * P * 4 bytes).
 _CHUNK_ROWS = 1 << 14
 _U32 = np.uint32(0xFFFFFFFF)
@@ -142,18 +144,23 @@ def signatures(shingles: np.ndarray, counts: np.ndarray, count: int) -> np.ndarr
 
 
 def band_shape(threshold: float) -> tuple[int, int]:
-    """(bands, rows) for a Jaccard threshold: the most rows per band (fewest
-    dissimilar candidates) with which enough bands to find a pair at the
-    threshold with CANDIDATE_RECALL fit in MAX_PERMUTATIONS."""
-    best = (1, 1)
+    """(bands, rows) for a Jaccard threshold: enough bands to find a pair at
+    the threshold with CANDIDATE_RECALL, and the fewest permutations (each
+    costs a multiply-add per shingle) with which a pair half as similar is a
+    candidate at most FAR_CANDIDATES of the time; when no shape within
+    MAX_PERMUTATIONS does (low thresholds), the one that comes closest."""
+    shapes = []
     for rows in range(1, MAX_PERMUTATIONS + 1):
         miss = 1.0 - threshold ** rows
         bands = 1 if miss <= 0 else math.ceil(
             math.log(1.0 - CANDIDATE_RECALL) / math.log(miss))
         if bands * rows > MAX_PERMUTATIONS:
-            break
-        best = (bands, rows)
-    return best
+            break  # more rows need more bands still
+        far = candidate_probability(threshold / 2, bands, rows)
+        shapes.append((far > FAR_CANDIDATES, bands * rows if far <= FAR_CANDIDATES else far,
+                       bands, rows))
+    _, _, bands, rows = min(shapes)
+    return bands, rows
 
 
 def candidate_probability(similarity: float, bands: int, rows: int) -> float:
