@@ -64,7 +64,8 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
     if config.dedup != "none":  # before anything else, so nothing sees a document twice
         deduped = docs_by_key | "Deduplicate" >> Deduplicate(fingerprints=Fingerprints(
             mode=config.dedup, ngram=config.dedup_ngram, threshold=config.dedup_threshold,
-            partitions=dedup_partitions(input_bytes)))
+            partitions=dedup_partitions(input_bytes),
+            unique_keys=config.input_format == "text"))
         docs_by_key = deduped[DOCUMENTS]
         outputs["dedup_list"] = deduped[SUMMARY] | "ListDedup" >> beam.Map(
             lambda summary: _record([summary], layout, DEDUP_NAME))

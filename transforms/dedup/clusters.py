@@ -95,30 +95,25 @@ def candidate_pairs(rows: BandRows) -> set[Pair]:
     digests = np.ascontiguousarray(rows.digests).view("<u8")
     order = np.lexsort((digests[:, 1], digests[:, 0], rows.keys))
     keys, digests = rows.keys[order], digests[order]
-    same_band = keys[1:] == keys[:-1]
-    new_text = (digests[1:] != digests[:-1]).any(axis=1)
-    band_starts = np.flatnonzero(np.concatenate(([True], ~same_band)))
-    band_ends = np.append(band_starts[1:], len(keys))
-    # Bands holding two texts or more: those with a new text inside them.
-    shared = np.unique(np.searchsorted(band_starts, np.flatnonzero(same_band & new_text),
-                                       side="right") - 1)
+    # Distinct (band, text) rows and the documents of each.
+    new_row = np.ones(len(keys), dtype=bool)
+    new_row[1:] = (keys[1:] != keys[:-1]) | (digests[1:] != digests[:-1]).any(axis=1)
+    starts = np.flatnonzero(new_row)
+    copies = np.diff(np.append(starts, len(keys)))
+    keys, digests = keys[starts], digests[starts]
+    new_band = np.ones(len(keys), dtype=bool)
+    new_band[1:] = keys[1:] != keys[:-1]
+    band_starts = np.flatnonzero(new_band)
+    band_sizes = np.diff(np.append(band_starts, len(keys)))
     pairs: set[Pair] = set()
-    for band in shared:
-        start, end = band_starts[band], band_ends[band]
-        texts = _texts_of(digests[start:end])
-        if len(texts) <= ALL_PAIRS_LIMIT:
+    for start, size in zip(band_starts[band_sizes > 1], band_sizes[band_sizes > 1]):
+        texts = [(digests[i].tobytes(), int(copies[i])) for i in range(start, start + size)]
+        if size <= ALL_PAIRS_LIMIT:
             combos = itertools.combinations(texts, 2)
         else:
             combos = ((texts[0], other) for other in texts[1:])
         pairs.update(_pair(first, second) for first, second in combos)
     return pairs
-
-
-def _texts_of(digests: np.ndarray) -> list[tuple[bytes, int]]:
-    """(digest, copies) of sorted (n, 2) uint64 digest rows."""
-    changes = np.flatnonzero(np.concatenate(([True], (digests[1:] != digests[:-1]).any(axis=1))))
-    counts = np.diff(np.append(changes, len(digests)))
-    return [(digests[start].tobytes(), int(count)) for start, count in zip(changes, counts)]
 
 
 def _pair(first: tuple[bytes, int], second: tuple[bytes, int]) -> Pair:
@@ -187,21 +182,32 @@ class KeySet:
     sorted for lookup: the side input a worker holds is 16 bytes per key."""
 
     def __init__(self, keys: Iterable[str]) -> None:
-        hashed = np.unique(np.array([key_hash(key) for key in keys], dtype="<u8").reshape(-1, 2),
-                           axis=0)
+        hashed = np.unique(key_hashes(list(keys)), axis=0)
         self._first, self._second = hashed[:, 0].copy(), hashed[:, 1].copy()
 
     def __len__(self) -> int:
         return len(self._first)
 
     def __contains__(self, key: str) -> bool:
-        first, second = key_hash(key)
-        start = np.searchsorted(self._first, first, side="left")
-        end = np.searchsorted(self._first, first, side="right")
-        return bool((self._second[start:end] == second).any())
+        return bool(self.holds([key])[0])
+
+    def holds(self, keys: Sequence[str]) -> np.ndarray:
+        """Which of `keys` the set holds (booleans), looked up at once."""
+        if not len(self) or not keys:
+            return np.zeros(len(keys), dtype=bool)
+        hashed = key_hashes(keys)
+        start = np.searchsorted(self._first, hashed[:, 0], side="left")
+        end = np.searchsorted(self._first, hashed[:, 0], side="right")
+        found = end > start
+        single = found & (end - start == 1)
+        found[single] = self._second[start[single]] == hashed[single, 1]
+        for index in np.flatnonzero(end - start > 1):  # 64-bit halves that collide: ~never
+            found[index] = (self._second[start[index]:end[index]] == hashed[index, 1]).any()
+        return found
 
 
-def key_hash(key: str) -> tuple[int, int]:
-    """128 bits of blake2b over a document key, as two 64-bit words."""
-    digest = hashlib.blake2b(key.encode("utf-8"), digest_size=16).digest()
-    return int.from_bytes(digest[:8], "little"), int.from_bytes(digest[8:], "little")
+def key_hashes(keys: Sequence[str]) -> np.ndarray:
+    """128 bits of blake2b over each document key, as (n, 2) uint64."""
+    digests = b"".join(hashlib.blake2b(key.encode("utf-8"), digest_size=16).digest()
+                       for key in keys)
+    return np.frombuffer(digests, dtype="<u8").reshape(len(keys), 2)

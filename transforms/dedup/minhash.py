@@ -100,9 +100,19 @@ def shingle_hashes(texts: Sequence[str], ngram: int) -> tuple[np.ndarray, np.nda
     return shingles, np.where(counts > 0, np.maximum(counts - ngram + 1, 1), 0)
 
 
+def shingle_sets(texts: Sequence[str], ngram: int) -> list[np.ndarray]:
+    """The sorted distinct shingle hashes of each normalised text."""
+    hashes, counts = shingle_hashes(texts, ngram)
+    # One sort for the batch: (text index, hash) as one 64-bit value.
+    tagged = np.unique(np.repeat(np.arange(len(texts), dtype=np.uint64), counts) << np.uint64(32)
+                       | hashes.astype(np.uint64))
+    bounds = np.searchsorted(tagged >> np.uint64(32), np.arange(1, len(texts), dtype=np.uint64))
+    return [part.astype(np.uint32) for part in np.split(tagged, bounds)]
+
+
 def shingle_set(text: str, ngram: int) -> np.ndarray:
     """The sorted distinct shingle hashes of one normalised text."""
-    return np.unique(shingle_hashes([text], ngram)[0])
+    return shingle_sets([text], ngram)[0]
 
 
 @functools.lru_cache(maxsize=None)
@@ -180,6 +190,10 @@ def band_keys(signatures_: np.ndarray, bands: int, rows: int) -> np.ndarray:
 
 def jaccard(first: np.ndarray, second: np.ndarray) -> float:
     """Jaccard similarity of two sorted sets of distinct shingle hashes."""
-    shared = np.intersect1d(first, second, assume_unique=True).size
+    if not first.size or not second.size:
+        return 1.0 if first.size == second.size else 0.0
+    found = np.searchsorted(second, first)
+    found[found == second.size] = 0
+    shared = int(np.count_nonzero(second[found] == first))
     union = first.size + second.size - shared
-    return shared / union if union else 1.0
+    return shared / union

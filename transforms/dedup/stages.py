@@ -40,7 +40,7 @@ from bert_pretraining_data.transforms.dedup.clusters import (BandRows, ExactGrou
                                                              exact_groups, near_clusters,
                                                              partitions_of)
 from bert_pretraining_data.transforms.dedup.minhash import (band_keys, band_shape,
-                                                            shingle_hashes, shingle_set,
+                                                            shingle_hashes, shingle_sets,
                                                             signatures, jaccard)
 from bert_pretraining_data.transforms.dedup.normalise import normalised_text, text_digest
 
@@ -70,6 +70,9 @@ class Fingerprints:
     ngram: int = 5
     threshold: float = 0.8
     partitions: int = 1
+    # Text documents are keyed file:offset, so no two share a key; JSONL,
+    # Parquet and Wikipedia documents are keyed by a hash of their text.
+    unique_keys: bool = False
 
     @property
     def bands(self) -> tuple[int, int]:
@@ -155,14 +158,21 @@ def _band_rows(parts: Iterable[BandRows]) -> BandRows:
                     np.concatenate([p.digests for p in parts]))
 
 
-def group_copies(element: tuple[int, Iterable[ExactRows]]) -> Iterator[object]:
-    """One partition's exact groups: the keys to drop (main output), the kept
-    keys that identical copies share (`repeated`), and the counts."""
-    found = exact_groups(_exact_rows(element[1]))
-    yield from found.drops
-    for key in found.repeated:
-        yield beam.pvalue.TaggedOutput(_REPEATED, key)
-    yield beam.pvalue.TaggedOutput(SUMMARY, dataclasses.replace(found, drops=[], repeated=[]))
+def group_copies(element: tuple[int, Iterable[ExactRows]]) -> ExactGroups:
+    """One partition's exact groups."""
+    return exact_groups(_exact_rows(element[1]))
+
+
+def merge_groups(parts: Iterable[ExactGroups]) -> ExactGroups:
+    """Every partition's exact groups as one."""
+    merged = ExactGroups()
+    for part in parts:
+        merged.drops.extend(part.drops)
+        merged.repeated.extend(part.repeated)
+        merged.groups += part.groups
+        merged.duplicates += part.duplicates
+        merged.largest = max(merged.largest, part.largest)
+    return merged
 
 
 def find_candidates(element: tuple[int, Iterable[BandRows]]) -> Iterator[Pair]:
@@ -193,15 +203,16 @@ class ShareShingles(beam.DoFn):
 
     def process(self, batch: list[BatchedDocument], candidates: CandidateIndex,
                 exact_drops: KeySet) -> Iterator[tuple[tuple[bytes, bytes], tuple[Node, np.ndarray]]]:
-        for key, lines, digest in batch:
-            found = candidates.partners.get(digest) if digest else None
-            if found is None or key in exact_drops:
-                continue
-            copies, partners = found
+        chosen = [(key, lines, digest, candidates.partners[digest])
+                  for key, lines, digest in batch if digest in candidates.partners]
+        kept = ~exact_drops.holds([key for key, _, _, _ in chosen])
+        chosen = [candidate for candidate, keep in zip(chosen, kept) if keep]
+        shingles = shingle_sets([normalised_text(lines) for _, lines, _, _ in chosen],
+                                self._ngram)
+        for (key, _, digest, (copies, partners)), text_shingles in zip(chosen, shingles):
             node = Node(digest, key, copies)
-            shingles = shingle_set(normalised_text(lines), self._ngram)
             for partner in partners:
-                yield (min(digest, partner), max(digest, partner)), (node, shingles)
+                yield (min(digest, partner), max(digest, partner)), (node, text_shingles)
 
 
 class VerifyPairs(beam.DoFn):
@@ -228,12 +239,13 @@ class DropCopies(beam.DoFn):
     """A batch -> its documents but those to drop; a kept key that identical
     copies share goes to `repeated`, where one of them is kept."""
 
-    def process(self, batch: list[BatchedDocument], drops: KeySet,
-                repeated: KeySet) -> Iterator[object]:
-        for key, lines, _ in batch:
-            if key in drops:
+    def process(self, batch: list[BatchedDocument], decisions: "Decisions") -> Iterator[object]:
+        keys = [key for key, _, _ in batch]
+        dropped, repeated = decisions.drops.holds(keys), decisions.repeated.holds(keys)
+        for (key, lines, _), drop, shared in zip(batch, dropped, repeated):
+            if drop:
                 continue
-            if key in repeated:
+            if shared:
                 yield beam.pvalue.TaggedOutput(_REPEATED, (key, lines))
             else:
                 yield key, lines
@@ -252,20 +264,32 @@ class DedupSummary:
     lsh_rows: int = 0
 
 
-def summarise(fingerprints: Fingerprints, exact: Iterable[ExactGroups],
-              near: NearClusters | None) -> DedupSummary:
-    """Exact groups that sit inside a near cluster count once, as the cluster."""
-    exact = list(exact)
+@dataclasses.dataclass(frozen=True)
+class Decisions:
+    """What the workers that drop documents hold (a side input): the keys to
+    drop, the kept keys that identical copies share, and the summary."""
+
+    drops: KeySet
+    repeated: KeySet
+    summary: DedupSummary
+
+
+def decide(exact: ExactGroups, fingerprints: Fingerprints,
+           near: NearClusters | None) -> Decisions:
+    """The exact and near decisions as one; exact groups that sit inside a
+    near cluster count once, as the cluster."""
     near = near or NearClusters()
+    if fingerprints.unique_keys and exact.repeated:
+        raise ValueError(f"document key {exact.repeated[0]!r} names several documents; "
+                         "keys of text input are file:offset and must be unique")
     bands, rows = fingerprints.bands if fingerprints.mode == "near" else (0, 0)
-    return DedupSummary(
-        mode=fingerprints.mode,
-        duplicate_documents=sum(group.duplicates for group in exact),
+    summary = DedupSummary(
+        mode=fingerprints.mode, duplicate_documents=exact.duplicates,
         near_duplicate_documents=len(near.drops),
-        duplicate_clusters=(sum(group.groups for group in exact) - near.texts_with_copies
-                            + near.clusters),
-        largest_duplicate_cluster=max([near.largest] + [group.largest for group in exact]),
+        duplicate_clusters=exact.groups - near.texts_with_copies + near.clusters,
+        largest_duplicate_cluster=max(near.largest, exact.largest),
         lsh_bands=bands, lsh_rows=rows)
+    return Decisions(KeySet(exact.drops + near.drops), KeySet(exact.repeated), summary)
 
 
 class _CountSummary(beam.DoFn):
@@ -277,10 +301,10 @@ class _CountSummary(beam.DoFn):
     def __init__(self) -> None:
         self._counters = {name: counter(name) for name in self.NAMES}
 
-    def process(self, summary: DedupSummary) -> Iterator[dict]:
+    def process(self, decisions: Decisions) -> Iterator[dict]:
         for name, counted in self._counters.items():
-            counted.inc(getattr(summary, name))
-        yield dataclasses.asdict(summary)
+            counted.inc(getattr(decisions.summary, name))
+        yield dataclasses.asdict(decisions.summary)
 
 
 class Deduplicate(beam.PTransform):
@@ -301,50 +325,38 @@ class Deduplicate(beam.PTransform):
         batches = fingerprinted[DOCUMENTS]
         exact = (fingerprinted[_EXACT]
                  | "GroupExactRows" >> beam.GroupByKey()
-                 | "GroupCopies" >> beam.FlatMap(group_copies).with_outputs(
-                     _REPEATED, SUMMARY, main="drops"))
-        exact_drops = exact["drops"]
-        near_clusters_ = None
-        drops = exact_drops
+                 | "GroupCopies" >> beam.Map(group_copies)
+                 | "CollectCopies" >> beam.combiners.ToList()
+                 | "MergeCopies" >> beam.Map(merge_groups))
+        near = None
         if fingerprints.mode == "near":
             candidates = (fingerprinted[_BANDS]
                           | "GroupBandRows" >> beam.GroupByKey()
                           | "FindCandidates" >> beam.FlatMap(find_candidates)
                           | "CollectCandidates" >> beam.combiners.ToList()
                           | "IndexCandidates" >> beam.Map(CandidateIndex.of))
-            near_clusters_ = (
+            exact_drops = exact | "ExactDrops" >> beam.Map(lambda groups: KeySet(groups.drops))
+            near = beam.pvalue.AsSingleton(
                 batches
                 | "ShareShingles" >> beam.ParDo(
                     ShareShingles(ngram=fingerprints.ngram),
                     candidates=beam.pvalue.AsSingleton(candidates),
-                    exact_drops=beam.pvalue.AsSingleton(_key_set(exact_drops, "Exact")))
+                    exact_drops=beam.pvalue.AsSingleton(exact_drops))
                 | "GroupPairs" >> beam.GroupByKey()
                 | "VerifyPairs" >> beam.ParDo(VerifyPairs(threshold=fingerprints.threshold))
                 | "GatherEdges" >> beam.GroupByKey()
-                | "ClusterNearCopies" >> beam.Map(lambda element: near_clusters(element[1])))
-            near_drops = near_clusters_ | "NearDrops" >> beam.FlatMap(lambda found: found.drops)
-            drops = (exact_drops, near_drops) | "AllDrops" >> beam.Flatten()
+                | "ClusterNearCopies" >> beam.Map(lambda element: near_clusters(element[1])),
+                default_value=None)
+        decisions = exact | "Decide" >> beam.Map(decide, fingerprints, near)
         kept = batches | "DropCopies" >> beam.ParDo(
-            DropCopies(), drops=beam.pvalue.AsSingleton(_key_set(drops, "Drop")),
-            repeated=beam.pvalue.AsSingleton(_key_set(exact[_REPEATED], "Repeated"))
-        ).with_outputs(_REPEATED, main=DOCUMENTS)
-        once = (kept[_REPEATED]
-                | "GroupRepeatedKeys" >> beam.GroupByKey()
-                | "KeepOneCopy" >> beam.Map(lambda element: (element[0], next(iter(element[1])))))
-        survivors = (kept[DOCUMENTS], once) | "KeptDocuments" >> beam.Flatten()
-        exact_counts = exact[SUMMARY] | "CollectExactCounts" >> beam.combiners.ToList()
-        near_side = (beam.pvalue.AsSingleton(near_clusters_, default_value=None)
-                     if near_clusters_ is not None else None)
-        summary = (documents.pipeline
-                   | "StartSummary" >> beam.Create([fingerprints])
-                   | "Summarise" >> beam.Map(summarise, beam.pvalue.AsSingleton(exact_counts),
-                                             near_side)
-                   | "CountDuplicates" >> beam.ParDo(_CountSummary()))
+            DropCopies(), decisions=beam.pvalue.AsSingleton(decisions)).with_outputs(
+                _REPEATED, main=DOCUMENTS)
+        survivors = kept[DOCUMENTS]
+        if not fingerprints.unique_keys:  # identical texts under one key: keep one
+            once = (kept[_REPEATED]
+                    | "GroupRepeatedKeys" >> beam.GroupByKey()
+                    | "KeepOneCopy" >> beam.Map(lambda element: (element[0],
+                                                                 next(iter(element[1])))))
+            survivors = (survivors, once) | "KeptDocuments" >> beam.Flatten()
+        summary = decisions | "CountDuplicates" >> beam.ParDo(_CountSummary())
         return {DOCUMENTS: survivors, SUMMARY: summary}
-
-
-def _key_set(keys: beam.PCollection, name: str) -> beam.PCollection:
-    """The keys of a PCollection as one KeySet (a side input)."""
-    return (keys
-            | f"Collect{name}Keys" >> beam.combiners.ToList()
-            | f"{name}KeySet" >> beam.Map(KeySet))
