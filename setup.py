@@ -34,13 +34,21 @@ PIPELINE = ["apache-beam[gcp]>=2.60,<3"] + [  # as pipeline.options.requirement_
     if line.split("#")[0].strip()]
 PLOT = ["matplotlib>=3.8,<4"]
 
+
+def packages() -> list[str]:
+    """The three folders and their subpackages (transforms.packing, ...) as
+    modules of the namespace."""
+    root = pathlib.Path(__file__).parent
+    return [".".join((NAMESPACE, *init.parent.relative_to(root).parts))
+            for folder in FOLDERS for init in sorted((root / folder).rglob("__init__.py"))]
+
 setuptools.setup(
     name="bert-pretraining-data",
     version="0.1.0",
     description=("BERT pre-training data (masked LM + next sentence prediction) "
                  "on Apache Beam: a drop-in replacement for create_pretraining_data.py"),
     python_requires=">=3.11,<3.12",
-    packages=[f"{NAMESPACE}.{folder}" for folder in FOLDERS],
+    packages=packages(),
     package_dir={f"{NAMESPACE}.{folder}": folder for folder in FOLDERS},
     package_data={f"{NAMESPACE}.pipeline": [WORKER_REQUIREMENTS.name]},
     install_requires=BASE,
@@ -59,11 +67,12 @@ setuptools.setup(
         # psutil: peak RSS of a run's whole process tree (bench/pipeline.py).
         # datasketch: the MinHash the dedup stage's signatures are checked against.
         # torch: the CPU build CI uses, pinned.
+        # transformers: a tiny HF BERT shows packed rows compute what unpacked ones do.
         "test": PIPELINE + PLOT + [
             "pytest>=8,<10", "hypothesis>=6.100,<7",
             "gcp-storage-emulator>=2026.7.19,<2027",
             "torch==2.13.0", "tokenizers>=0.20,<1", "psutil>=5.9,<8", "gcsfs>=2024.2,<2028",
-            "datasketch>=2,<3"],
+            "transformers>=5,<6", "datasketch>=2,<3"],
     },
     entry_points={
         "console_scripts": [

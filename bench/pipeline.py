@@ -13,6 +13,7 @@ the summed RSS of the tree and of its largest process (psutil, every 50 ms).
     python bench/pipeline.py --sizes 1,5 --reference path/to/bert     # + ratios
     python bench/pipeline.py --sizes 20 --memory-size 200            # several minutes
     python bench/pipeline.py --sizes 20 --dedup none,exact,near       # the dedup stage's cost
+    python bench/pipeline.py --sizes 20 --packed                      # + --pack_sequences
 
 `--reference DIR` runs the original create_pretraining_data.py from a local
 checkout of google-research/bert (under TF2 through tf.compat.v1) on the same
@@ -57,9 +58,9 @@ from bert_pretraining_data.pipeline.options import Stages, parse_args  # noqa: E
 from bert_pretraining_data.transforms.sampling import (  # noqa: E402
     bound_sample, cap_document, sample_rank)
 from bert_pretraining_data.transforms.sharding import (  # noqa: E402
-    framed_chunks, sorted_records, split_by_shard)
+    scan_entries, split_by_shard)
 from bert_pretraining_data.transforms.stages import (  # noqa: E402
-    BatchDocuments, CreateRecords, TokenizeDocument, fan_out_packed)
+    BatchDocuments, CreateRecords, TokenizeDocument, fan_out_batch)
 from bert_pretraining_data.transforms.vocabulary import load_vocabulary  # noqa: E402
 
 VOCAB = ROOT / "tests" / "data" / "bert-base-uncased-vocab.txt"
@@ -67,8 +68,8 @@ VOCAB = ROOT / "tests" / "data" / "bert-base-uncased-vocab.txt"
 FLAGS = ["--do_lower_case=True", "--max_seq_length=128", "--max_predictions_per_seq=20",
          "--random_seed=12345", "--dupe_factor=10", "--masked_lm_prob=0.15",
          "--short_seq_prob=0.1"]
-# "records" is BatchDocuments, FanOutDupes and CreateRecords: instance creation, masking,
-# encoding and framing (compiled); "write" is WriteShards' sort and framed write.
+# "records" is BatchDocuments, FanOutDupes and CreateRecords: instance creation and
+# masking (compiled); "write" is WriteShards' sort, encoding, framing and write.
 STAGES = ("setup", "read", "tokenize", "sample", "records", "write")
 _ORIGINAL = ("import runpy, sys, tensorflow; sys.modules['tensorflow'] = tensorflow.compat.v1; "
              "sys.path.insert(0, sys.argv[1]); script = sys.argv[1] + '/create_pretraining_data.py'; "
@@ -254,8 +255,7 @@ def stage_breakdown(corpus: pathlib.Path, *, vocab_file: pathlib.Path = VOCAB) -
     tokenize = TokenizeDocument(vocab_file=str(vocab_file), do_lower_case=config.do_lower_case)
     tokenize.setup()
     records_fn = CreateRecords(
-        instances=stages.instances, masking=stages.masking, seed=config.random_seed,
-        layout=stages.layout, max_predictions_per_seq=config.max_predictions_per_seq)
+        instances=stages.instances, masking=stages.masking, seed=config.random_seed)
     records_fn.setup()
     seconds["setup"] = clock() - start
 
@@ -281,21 +281,21 @@ def stage_breakdown(corpus: pathlib.Path, *, vocab_file: pathlib.Path = VOCAB) -
     document_batches = [batch for doc in tokenized for batch in batcher.process(doc)]
     document_batches += [last.value for last in batcher.finish_bundle()]
     batches = [batch for documents in document_batches
-               for unit in fan_out_packed(documents, config.dupe_factor)
+               for unit in fan_out_batch(documents, config.dupe_factor)
                for batch in records_fn.process(unit, sample)]
     seconds["records"] = clock() - start
 
-    start = clock()  # WriteShards' work on one shard: collect, sort, frame, write
+    start = clock()  # WriteShards' work on one shard: collect, sort, encode, frame, write
     data = bytearray()
     for batch in batches:
         for _, blob in split_by_shard(batch, 1):
             data += memoryview(blob)
-    entries, bounds, order = sorted_records(data)
+    rows = stages.rows.rows(*scan_entries(data))
     with open(os.devnull, "wb") as sink:
-        for chunk in framed_chunks(entries, bounds, order):
+        for chunk in rows.chunks:
             sink.write(chunk)
     seconds["write"] = clock() - start
-    return Breakdown(seconds=seconds, documents=len(documents), instances=len(order))
+    return Breakdown(seconds=seconds, documents=len(documents), instances=rows.records)
 
 
 def print_stages(corpus: pathlib.Path) -> None:
@@ -351,6 +351,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--jsonl", action="store_true",
                         help="also the same documents as JSONL, split into sentences "
                              "(--input_format=jsonl, the default splitter), 1 worker")
+    parser.add_argument("--packed", action="store_true",
+                        help="also the same corpus with --pack_sequences, 1 worker")
     parser.add_argument("--stages", action="store_true",
                         help="per-stage CPU time of the pipeline's work, no runner, on 1 MB")
     parser.add_argument("--seed", type=int, default=0, help="corpus shuffle seed")
@@ -375,6 +377,10 @@ def main(argv: list[str] | None = None) -> None:
                              flags=("--input_format=jsonl",))
             print(_row(jsonl), flush=True)
             print_ratios(jsonl, runs[0])
+        if args.packed:
+            packed = run_ours(corpus, 1, label="packed", flags=("--pack_sequences",))
+            print(_row(packed), flush=True)
+            print_ratios(packed, runs[0])
         if args.baseline:
             baseline = run_ours(corpus, 1, checkout=args.baseline.resolve(), label="baseline")
             print(_row(baseline), flush=True)

@@ -21,11 +21,12 @@ MiB = 1 << 20
 # Measured here (bench/pipeline.py, 20 MB of each shape, dupe_factor 10,
 # max_seq_length 128, max_predictions_per_seq 20, 1 worker): mean document
 # bytes of the shape -> (instances per MB of text, CPU microseconds per
-# instance less the run's 3.4 CPU-s of start-up).
+# instance less the run's 3.4 CPU-s of start-up, shuffle bytes per instance:
+# the entry of a masked instance, transforms.compact_instances, on 1 MB).
 MEASURED = {
-    334: (48_368, 15.0),  # short: 1-5 sentences
-    3_145: (27_268, 15.2),  # web-like: median 2 KB
-    18_425: (23_895, 14.4),  # WikiText-2 articles
+    334: (48_368, 15.0, 240),  # short: 1-5 sentences
+    3_145: (27_268, 15.2, 320),  # web-like: median 2 KB
+    18_425: (23_895, 14.4, 335),  # WikiText-2 articles
 }
 # A padded record (max_seq_length 128, max_predictions_per_seq 20, BERT-Base
 # uncased ids), measured on `make run`'s output: 827 bytes framed.
@@ -80,6 +81,8 @@ def model(job: Job) -> dict[str, dict[str, float]]:
                  * length_factor)
     record_bytes = RECORD_BYTES_AT_128 * job.max_seq_length / 128 + 16  # padded, framed
     output = instances * record_bytes
+    # The shuffle carries instances, the shard writer makes the records.
+    entries = instances * _interpolate(job.mean_document_bytes, 2) * job.max_seq_length / 128
     shards = max(1, math.ceil(output / TARGET_SHARD_BYTES))
     cpu_seconds = instances * _interpolate(job.mean_document_bytes, 1) / 1e6
     processes = job.workers * vcpus
@@ -109,7 +112,7 @@ def model(job: Job) -> dict[str, dict[str, float]]:
         class_b = input_reads + shards * 4 + buckets * 2  # reads, metadata
         # --dedup=exact (the default): the documents' text once, ~60 bytes of rows each.
         dedup = job.gigabytes * 1e9 + documents * 60
-        shuffle = packed_documents + dedup + (output * 1.02 if path == "runner" else buckets * 200)
+        shuffle = packed_documents + dedup + (entries * 1.02 if path == "runner" else buckets * 200)
         vcpu_hours = processes * path_wall / 3600
         cost = (vcpu_hours * PRICE_VCPU_HOUR
                 + job.workers * memory_gb * path_wall / 3600 * PRICE_GB_HOUR

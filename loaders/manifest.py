@@ -77,8 +77,34 @@ class Manifest:
         return RecordLayout(padded=self.padding == "fixed").roles()
 
     @property
-    def total_instances(self) -> int:
+    def total_records(self) -> int:
+        """Records in the shards: instances, or packed rows."""
         return sum(s.records for s in self.shards)
+
+    @property
+    def total_instances(self) -> int:
+        return self.data.get("total_instances", self.total_records)
+
+    @property
+    def packing(self) -> dict[str, Any] | None:
+        """The packed rows' summary (--pack_sequences), else None."""
+        return self.data.get("packing")
+
+    @property
+    def packed(self) -> bool:
+        return self.packing is not None
+
+    @property
+    def max_predictions_per_record(self) -> int:
+        """Predictions a padded record has room for: max_predictions_per_seq,
+        or a packed row's budget."""
+        if self.packing:
+            return self.packing["max_predictions_per_row"]
+        return self.max_predictions_per_seq
+
+    @property
+    def max_sequences_per_record(self) -> int:
+        return self.packing["max_sequences_per_pack"] if self.packing else 1
 
     @property
     def vocab_path(self) -> str | None:

@@ -5,12 +5,14 @@ A PyTorch job reads the shards here: TFRecord framing comes from
 hand, with numpy doing the packed varints. Every layout the pipeline writes
 (padded or not, bert or d2l) becomes the same `Instance`: the real tokens and
 predictions only, which is what dynamic padding and dynamic masking start
-from.
+from. A packed record (`--pack_sequences`) becomes a `Row` of the Instances
+it holds, each exactly as the unpacked run writes it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Callable, Iterator
 
 import numpy as np
@@ -133,6 +135,17 @@ class Instance:
     next_sentence_label: int | None
     epoch: int = 0
     token_boundary: np.ndarray | None = None
+    sequence: int | None = None  # its place in a packed row (None: not packed)
+
+
+@dataclasses.dataclass
+class Row:
+    """A packed record: the instances side by side in it (each unpadded, its
+    positions its own), `index` the record's global index."""
+
+    index: int
+    sequences: list[Instance]
+    epoch: int = 0
 
 
 _NO_VALUES = np.zeros(0, np.int64)
@@ -155,6 +168,28 @@ def _bert(f: Features, index: int) -> Instance:
                     token_boundary=None if boundary is None else boundary[:length])
 
 
+def _packed(f: Features, index: int) -> Row:
+    """A packed row taken apart: a sequence is a run of one input_mask index
+    (1, 2, ...; 0 is padding); its predictions are those at its positions."""
+    sequence_of = f["input_mask"][:np.count_nonzero(f["input_mask"])]
+    starts = np.flatnonzero(np.diff(sequence_of, prepend=0))
+    ends = np.append(starts[1:], len(sequence_of))
+    positions = f.get("masked_lm_positions", _NO_VALUES)
+    predictions = (int(np.count_nonzero(f["masked_lm_weights"])) if "masked_lm_weights" in f
+                   else len(positions))
+    positions, ids = positions[:predictions], f.get("masked_lm_ids", _NO_VALUES)[:predictions]
+    labels = f.get("next_sentence_labels")
+    boundary = f.get("token_boundary")
+    sequences = []
+    for s, (start, end) in enumerate(zip(starts.tolist(), ends.tolist())):
+        own = (positions >= start) & (positions < end)
+        sequences.append(Instance(
+            index, f["input_ids"][start:end], f["segment_ids"][start:end],
+            positions[own] - start, ids[own], None if labels is None else int(labels[s]),
+            token_boundary=None if boundary is None else boundary[start:end], sequence=s))
+    return Row(index, sequences)
+
+
 def _d2l(f: Features, index: int) -> Instance:
     length = int(f["valid_lens"][0])
     predictions = int(np.count_nonzero(f["mlm_weights"]))
@@ -163,7 +198,8 @@ def _d2l(f: Features, index: int) -> Instance:
                     1 - int(f["nsp_labels"][0]))  # d2l stores 1 for "is next"
 
 
-_RECIPES: dict[str, Callable[[Features, int], Instance]] = {"bert": _bert, "d2l": _d2l}
+_RECIPES: dict[str, Callable[[Features, int], "Instance | Row"]] = {
+    "bert": _bert, "d2l": _d2l, "packed": _packed}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,9 +214,12 @@ class InstanceDecoder:
         if manifest.recipe not in _RECIPES:
             raise DatasetError(f"{manifest.path}: unknown recipe={manifest.recipe}; "
                                "upgrade the loaders")
-        return cls(manifest.recipe, manifest.features if manifest.recipe == "bert" else {})
+        if manifest.recipe == "d2l":
+            return cls("d2l", {})
+        return cls("packed" if manifest.packed else "bert", manifest.features)
 
-    def __call__(self, record: bytes, index: int, epoch: int = 0) -> Instance:
+    def __call__(self, record: bytes, index: int, epoch: int = 0) -> "Instance | Row":
+        """The record's Instance, or its Row for a packed dataset."""
         features = decode_example(record)
         if self.roles:
             missing = sorted(set(self.roles) - set(features))
@@ -195,6 +234,8 @@ class InstanceDecoder:
             raise DatasetError(f"record {index} has no feature {err}: not a "
                                f"{self.recipe} dataset") from None
         instance.epoch = epoch
+        for sequence in sequences_of(instance):
+            sequence.epoch = epoch
         return instance
 
 
@@ -210,13 +251,28 @@ def read_shard(shard: Shard, start: int = 0,
                 yield shard.first_index + position, record
 
 
-def read_instances(manifest: Manifest, limit: int | None = None) -> Iterator[Instance]:
-    """Instances in manifest order (shard by shard), at most `limit` of them."""
+def decoded_records(manifest: Manifest, limit: int | None = None
+                    ) -> Iterator["Instance | Row"]:
+    """Records in manifest order (shard by shard), at most `limit` of them,
+    decoded: Instances, or Rows for a packed dataset."""
     decode = InstanceDecoder.of(manifest)
-    remaining = manifest.total_instances if limit is None else limit
+    remaining = manifest.total_records if limit is None else limit
     for shard in manifest.shards:
         if remaining <= 0:
             return
         for index, record in read_shard(shard, 0, min(shard.records, remaining)):
             yield decode(record, index)
         remaining -= shard.records
+
+
+def sequences_of(item: "Instance | Row") -> list[Instance]:
+    """The instances a decoded record holds."""
+    return item.sequences if isinstance(item, Row) else [item]
+
+
+def read_instances(manifest: Manifest, limit: int | None = None) -> Iterator[Instance]:
+    """Instances in manifest order (shard by shard; a packed row's in the row's
+    order), at most `limit` of them."""
+    instances = (instance for item in decoded_records(manifest)
+                 for instance in sequences_of(item))
+    return itertools.islice(instances, limit)

@@ -14,7 +14,10 @@ interleaved from several files at once, a small record shuffle, whole batches
 only, int64 cast to int32. `--padding=none` data is padded back to the
 original's fixed shapes (with input_mask and masked_lm_weights rebuilt), so a
 model written for run_pretraining.py sees the same tensors. A `--recipe=d2l`
-dataset yields its own features (tokens, segments, valid_lens, ...).
+dataset yields its own features (tokens, segments, valid_lens, ...). Packed
+rows (`--pack_sequences`) yield MLPerf's packed features: positions, and
+next_sentence_positions/_labels/_weights with a column per sequence, the
+masked-LM features as long as a row's budget (the manifest's).
 """
 
 from __future__ import annotations
@@ -27,21 +30,25 @@ from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, find
                                                     read_manifest)
 
 
-# What each feature holds -> its per-record shape: tokens, predictions or one label.
-_TOKEN_ROLES = ("input_ids", "input_mask", "segment_ids", "token_boundary")
+# What each feature holds -> its per-record shape: tokens, predictions or one
+# value per sequence (one sequence a record unless packed).
+_TOKEN_ROLES = ("input_ids", "input_mask", "segment_ids", "token_boundary", "positions")
 _PREDICTION_ROLES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
+_FLOAT_ROLES = ("masked_lm_weights", "next_sentence_weights")
 
 
-def _bert_spec(roles: dict[str, str], seq_len: int, predictions: int) -> dict:
+def _width(role: str, seq_len: int, predictions: int, sequences: int) -> int:
+    return (seq_len if role in _TOKEN_ROLES else predictions if role in _PREDICTION_ROLES
+            else sequences)
+
+
+def _bert_spec(roles: dict[str, str], seq_len: int, predictions: int, sequences: int) -> dict:
     """run_pretraining.py's name_to_features, for the features the records have
-    (under their names on disk: v2 names, token_boundary, ELECTRA's three)."""
-    spec = {}
-    for name, role in roles.items():
-        shape = ([seq_len] if role in _TOKEN_ROLES
-                 else [predictions] if role in _PREDICTION_ROLES else [1])
-        spec[name] = tf.io.FixedLenFeature(
-            shape, tf.float32 if role == "masked_lm_weights" else tf.int64)
-    return spec
+    (under their names on disk: v2 names, token_boundary, ELECTRA's three,
+    packed rows')."""
+    return {name: tf.io.FixedLenFeature([_width(role, seq_len, predictions, sequences)],
+                                        tf.float32 if role in _FLOAT_ROLES else tf.int64)
+            for name, role in roles.items()}
 
 
 def _d2l_spec(seq_len: int, predictions: int) -> dict:
@@ -57,21 +64,24 @@ def _d2l_spec(seq_len: int, predictions: int) -> dict:
 
 
 def _parse_unpadded(serialized: tf.Tensor, roles: dict[str, str], seq_len: int,
-                    predictions: int) -> dict:
+                    predictions: int, sequences: int) -> dict:
     """A batch of --padding=none records, padded to the original's shapes
-    (input_mask and masked_lm_weights rebuilt)."""
+    (input_mask, unless a packed row has it, and the weights rebuilt)."""
     name_of = {role: name for name, role in roles.items()}
     parsed = tf.io.parse_example(serialized, {
-        name: tf.io.FixedLenFeature([1], tf.int64) if role == "next_sentence_labels"
-        else tf.io.RaggedFeature(tf.int64) for name, role in roles.items()})
-    features = {name: value if roles[name] == "next_sentence_labels" else value.to_tensor(
-                    shape=[None, seq_len if roles[name] in _TOKEN_ROLES else predictions])
+        name: tf.io.RaggedFeature(tf.int64) for name in roles})
+    features = {name: value.to_tensor(shape=[None, _width(roles[name], seq_len, predictions,
+                                                          sequences)])
                 for name, value in parsed.items()}
-    features[name_of.get("input_mask", "input_mask")] = tf.sequence_mask(
-        parsed[name_of["input_ids"]].row_lengths(), seq_len, tf.int64)
-    if "masked_lm_positions" in name_of:
-        features[name_of.get("masked_lm_weights", "masked_lm_weights")] = tf.sequence_mask(
-            parsed[name_of["masked_lm_positions"]].row_lengths(), predictions, tf.float32)
+    if "input_mask" not in name_of:
+        features["input_mask"] = tf.sequence_mask(
+            parsed[name_of["input_ids"]].row_lengths(), seq_len, tf.int64)
+    for weights, values, width in (("masked_lm_weights", "masked_lm_positions", predictions),
+                                   ("next_sentence_weights", "next_sentence_positions",
+                                    sequences)):
+        if values in name_of:
+            features[weights] = tf.sequence_mask(parsed[name_of[values]].row_lengths(), width,
+                                                 tf.float32)
     return features
 
 
@@ -85,16 +95,18 @@ def _parser(manifest: Manifest | None, seq_len: int, predictions: int):
     recipe = manifest.recipe if manifest else "bert"
     padding = manifest.padding if manifest else "fixed"
     roles = manifest.features if manifest else RecordLayout().roles()  # the original's
+    sequences = manifest.max_sequences_per_record if manifest else 1
     if (manifest and manifest.masking == "none"
-            and "masked_lm_positions" in roles.values()):
+            and manifest.flags.get("next_sentence", "nsp") != "none"):
         raise DatasetError(f"{manifest.path}: written with --masking=none; dynamic "
                            "masking happens in the PyTorch collator (loaders.torch_data); "
                            "for tf.data write the data with --masking=static")
     if recipe == "d2l":
         return lambda batch: tf.io.parse_example(batch, _d2l_spec(seq_len, predictions))
     if padding == "none":
-        return lambda batch: _to_int32(_parse_unpadded(batch, roles, seq_len, predictions))
-    spec = _bert_spec(roles, seq_len, predictions)
+        return lambda batch: _to_int32(_parse_unpadded(batch, roles, seq_len, predictions,
+                                                       sequences))
+    spec = _bert_spec(roles, seq_len, predictions, sequences)
     return lambda batch: _to_int32(tf.io.parse_example(batch, spec))
 
 
@@ -108,7 +120,7 @@ def _files(pattern: str) -> list[str]:
 
 def _lengths(manifest: Manifest | None, max_seq_length: int | None,
              max_predictions_per_seq: int | None) -> tuple[int, int]:
-    recorded = ((manifest.max_seq_length, manifest.max_predictions_per_seq)
+    recorded = ((manifest.max_seq_length, manifest.max_predictions_per_record)
                 if manifest else (None, None))
     given = (max_seq_length, max_predictions_per_seq)
     names = ("max_seq_length", "max_predictions_per_seq")

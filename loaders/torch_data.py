@@ -29,13 +29,14 @@ from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, read_manifest,
                                                     read_vocabulary_bytes)
-from bert_pretraining_data.loaders.records import Instance, InstanceDecoder, read_shard
+from bert_pretraining_data.loaders.records import (Instance, InstanceDecoder, Row, read_shard,
+                                                   sequences_of)
 from bert_pretraining_data.transforms.masking import MaskingConfig, mask_tokens, masking_config
 from bert_pretraining_data.transforms.randomness import derive_rng
 from bert_pretraining_data.transforms.vocabulary import parse_vocabulary
 
 IGNORE_INDEX = -100  # labels at unmasked positions, as HuggingFace losses expect
-STYLES = ("hf", "d2l")
+STYLES = ("hf", "d2l", "blocks", "flat")
 
 
 def slice_bounds(total: int, reader: int, readers: int) -> tuple[int, int]:
@@ -79,7 +80,8 @@ def _distributed() -> tuple[int, int]:
 
 
 class PretrainingDataset(IterableDataset):
-    """Instances of a dataset (directory or manifest path, local or gs://).
+    """Instances of a dataset (directory or manifest path, local or gs://), or
+    its rows (`records.Row`) when it is packed (`--pack_sequences`).
 
     Call `set_epoch(e)` before each epoch (as with DistributedSampler), or use
     `make_dataloader`, whose loader does it on every pass. The seed defaults to
@@ -109,8 +111,9 @@ class PretrainingDataset(IterableDataset):
         self.epoch = epoch
 
     def __len__(self) -> int:
-        """Instances this rank yields per epoch (over all its workers)."""
-        start, stop = slice_bounds(self.manifest.total_instances, self.rank, self.world_size)
+        """Records (instances, or packed rows) this rank yields per epoch (over
+        all its workers)."""
+        start, stop = slice_bounds(self.manifest.total_records, self.rank, self.world_size)
         return stop - start
 
     def _shard_order(self) -> list[int]:
@@ -119,11 +122,11 @@ class PretrainingDataset(IterableDataset):
             derive_rng(self.seed, self.epoch, "shard-order").shuffle(order)
         return order
 
-    def __iter__(self) -> Iterator[Instance]:
+    def __iter__(self) -> Iterator[Instance | Row]:
         worker = get_worker_info()
         worker_id, workers = (0, 1) if worker is None else (worker.id, worker.num_workers)
         reader = self.rank * workers + worker_id
-        start, stop = slice_bounds(self.manifest.total_instances, reader,
+        start, stop = slice_bounds(self.manifest.total_records, reader,
                                    self.world_size * workers)
         shards = self.manifest.shards
         plan = plan_reads([s.records for s in shards], self._shard_order(), start, stop)
@@ -137,7 +140,7 @@ class PretrainingDataset(IterableDataset):
 
 
 class Collator:
-    """A list of Instances -> one batch, padded to the batch's longest sequence.
+    """Records -> one batch, padded to the batch's longest sequence (or row).
 
     style "hf": a dict of input_ids, attention_mask, token_type_ids, labels
     (the original id at masked positions, -100 elsewhere) and
@@ -147,7 +150,22 @@ class Collator:
     style "d2l": d2l's tuple (tokens_X, segments_X, valid_lens_x,
     pred_positions_X, mlm_weights_X, mlm_Y, nsp_y); nsp_y is 1 for "is next",
     as in d2l. `shape=(seq_len, predictions)` pads to fixed sizes instead.
-    With `masking`, each instance is masked here (dynamic masking).
+    style "blocks" (packed rows, `--pack_sequences`): the rows as they are,
+    with a block-diagonal attention mask [batch, 1, seq_len, seq_len] (bool,
+    True where a token may attend: within its own sequence; a padding token
+    attends to itself only, so no softmax row is empty) and position_ids
+    restarting at 0 for each sequence, which any attention implementation
+    takes (`additive_mask` for eager ones); sequence_ids (the row's
+    input_mask: 1-based sequence index, 0 padding), labels over the row,
+    next_sentence_positions (each sequence's [CLS]) and next_sentence_label
+    (-100 where a row has fewer sequences), [batch, sequences].
+    style "flat": every sequence of the batch (packed or not) side by side in
+    one row without padding, as HF's DataCollatorWithFlattening lays them out
+    for flash-attention's varlen kernels: input_ids, token_type_ids,
+    position_ids and labels [1, total], cu_seq_lens_q/k (int32 sequence
+    bounds) and max_length_q/k, next_sentence_positions and
+    next_sentence_label [sequences].
+    With `masking`, each sequence is masked here (dynamic masking).
     """
 
     def __init__(self, *, style: str = "hf", pad_id: int = 0,
@@ -162,15 +180,23 @@ class Collator:
         self.shape = shape
 
     @classmethod
-    def for_dataset(cls, dataset: "str | PretrainingDataset", *, style: str = "hf",
+    def for_dataset(cls, dataset: "str | PretrainingDataset", *, style: str | None = None,
                     vocab_file: str | None = None, seed: int | None = None,
                     shape: tuple[int, int] | None = None) -> "Collator":
         """The collator a dataset needs: masking from its manifest when it was
         written unmasked (the vocabulary is the dataset's vocab.txt, else the
         recorded --vocab_file, or `vocab_file`), seed defaulting to its
-        --random_seed, and d2l's <pad> for a d2l dataset."""
+        --random_seed, d2l's <pad> for a d2l dataset, and style "blocks" by
+        default for packed rows ("hf" otherwise)."""
         manifest = (dataset.manifest if isinstance(dataset, PretrainingDataset)
                     else read_manifest(dataset))
+        style = style or ("blocks" if manifest.packed else "hf")
+        if manifest.packed and style in ("hf", "d2l"):
+            raise DatasetError(f"{manifest.path} holds packed rows (--pack_sequences): use "
+                               "style='blocks' (block-diagonal attention) or 'flat'")
+        if style == "blocks" and not manifest.packed:
+            raise DatasetError(f"style='blocks' lays out packed rows; {manifest.path} holds "
+                               "one instance a record: use style='hf' or 'flat'")
         flags = manifest.flags
         masking = None
         pad_id = 0  # the original pads with 0 whatever the vocabulary
@@ -189,15 +215,28 @@ class Collator:
                    seed=flags["random_seed"] if seed is None else seed)
 
     def _masked(self, instance: Instance) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(input ids, positions, labels), masked here when the data is unmasked."""
+        """(input ids, positions, labels), masked here when the data is unmasked:
+        with the generator of (seed, epoch, record index[, place in its row])."""
         if self.masking is None:
             return instance.input_ids, instance.masked_lm_positions, instance.masked_lm_ids
+        key = (instance.index,) if instance.sequence is None else (instance.index,
+                                                                   instance.sequence)
         masked = mask_tokens(instance.input_ids.tolist(), self.masking,
-                             derive_rng(self.seed, instance.epoch, instance.index))
+                             derive_rng(self.seed, instance.epoch, *key))
         return (np.asarray(masked.tokens, np.int64), np.asarray(masked.positions, np.int64),
                 np.asarray(masked.labels, np.int64))
 
-    def __call__(self, instances: Sequence[Instance]):
+    def __call__(self, items: Sequence[Instance | Row]):
+        if self.style == "flat":
+            return self._flat([i for item in items for i in sequences_of(item)])
+        if self.style == "blocks":
+            return self._blocks(items)
+        if isinstance(items[0], Row):
+            raise DatasetError("these records are packed rows (--pack_sequences): use "
+                               "style='blocks' or 'flat'")
+        return self._padded(items)
+
+    def _padded(self, instances: Sequence[Instance]):
         rows = [self._masked(instance) for instance in instances]
         lengths = [len(ids) for ids, _, _ in rows]
         counts = [len(positions) for _, positions, _ in rows]
@@ -248,6 +287,77 @@ class Collator:
                 torch.tensor(lengths, dtype=torch.float32), torch.from_numpy(positions),
                 torch.from_numpy(weights), torch.from_numpy(label_ids), 1 - random_next)
 
+    def _lay_out(self, rows: Sequence[Sequence[Instance]], seq_len: int) -> dict[str, np.ndarray]:
+        """Rows of sequences side by side, [len(rows), seq_len] each: ids,
+        segments, positions, sequence ids (1-based, 0 padding), labels,
+        token_boundary (None without it), and per sequence its [CLS] position
+        and label (-100 padding), [len(rows), most sequences]."""
+        depth = max(len(row) for row in rows)
+        out = {name: np.full((len(rows), seq_len), fill, np.int64) for name, fill in (
+            ("input_ids", self.pad_id), ("token_type_ids", 0), ("position_ids", 0),
+            ("sequence_ids", 0), ("labels", IGNORE_INDEX), ("token_boundary", 0))}
+        out["next_sentence_positions"] = np.zeros((len(rows), depth), np.int64)
+        out["next_sentence_label"] = np.full((len(rows), depth), IGNORE_INDEX, np.int64)
+        for r, row in enumerate(rows):
+            start = 0
+            for s, instance in enumerate(row):
+                tokens, positions, label_ids = self._masked(instance)
+                end = start + len(tokens)
+                if end > seq_len:
+                    raise DatasetError(f"a row holds {end} tokens, more than {seq_len}")
+                out["input_ids"][r, start:end] = tokens
+                out["token_type_ids"][r, start:end] = instance.segment_ids
+                out["position_ids"][r, start:end] = np.arange(len(tokens))
+                out["sequence_ids"][r, start:end] = s + 1
+                out["labels"][r, start + positions] = label_ids
+                if instance.token_boundary is not None:
+                    out["token_boundary"][r, start:end] = instance.token_boundary
+                out["next_sentence_positions"][r, s] = start
+                if instance.next_sentence_label is not None:
+                    out["next_sentence_label"][r, s] = instance.next_sentence_label
+                start = end
+        if rows[0][0].token_boundary is None:
+            del out["token_boundary"]
+        if rows[0][0].next_sentence_label is None:
+            del out["next_sentence_label"]
+        return out
+
+    def _blocks(self, rows: Sequence[Row]):
+        if not all(isinstance(row, Row) for row in rows):
+            raise DatasetError("style='blocks' lays out packed rows; these records hold one "
+                               "instance each: use style='hf' or 'flat'")
+        lengths = [sum(len(i.input_ids) for i in row.sequences) for row in rows]
+        out = self._lay_out([row.sequences for row in rows],
+                            self.shape[0] if self.shape else max(lengths))
+        ids = out["sequence_ids"]
+        same = (ids[:, :, None] == ids[:, None, :]) & (ids[:, :, None] > 0)
+        same |= np.eye(ids.shape[1], dtype=bool)  # padding attends to itself
+        features = {name: torch.from_numpy(value) for name, value in out.items()}
+        features["attention_mask"] = torch.from_numpy(same[:, None])
+        return features
+
+    def _flat(self, instances: Sequence[Instance]):
+        lengths = np.array([len(i.input_ids) for i in instances], dtype=np.int64)
+        out = self._lay_out([list(instances)], int(lengths.sum()))
+        bounds = torch.from_numpy(np.concatenate(([0], np.cumsum(lengths))).astype(np.int32))
+        features = {name: torch.from_numpy(value) for name, value in out.items()
+                    if name not in ("sequence_ids", "next_sentence_positions",
+                                    "next_sentence_label")}
+        features.update({"cu_seq_lens_q": bounds, "cu_seq_lens_k": bounds,
+                         "max_length_q": int(lengths.max()), "max_length_k": int(lengths.max()),
+                         "next_sentence_positions": bounds[:-1].long()})
+        if "next_sentence_label" in out:
+            features["next_sentence_label"] = torch.from_numpy(out["next_sentence_label"][0])
+        return features
+
+
+def additive_mask(attention_mask: torch.Tensor, dtype: torch.dtype = torch.float32
+                  ) -> torch.Tensor:
+    """A boolean attention mask (True: may attend) as the additive float mask
+    eager attention implementations take (0 or the dtype's lowest value)."""
+    return torch.zeros(attention_mask.shape, dtype=dtype).masked_fill(
+        ~attention_mask, torch.finfo(dtype).min)
+
 
 class EpochDataLoader(DataLoader):
     """A DataLoader whose every pass is the next epoch of its PretrainingDataset
@@ -264,11 +374,14 @@ class EpochDataLoader(DataLoader):
         return super().__iter__()
 
 
-def make_dataloader(dataset: str, batch_size: int, *, style: str = "hf",
+def make_dataloader(dataset: str, batch_size: int, *, style: str | None = None,
                     shuffle: bool = True, seed: int | None = None, num_workers: int = 0,
                     vocab_file: str | None = None, shape: tuple[int, int] | None = None,
                     drop_last: bool = False) -> EpochDataLoader:
-    """A DataLoader of padded (and, for unmasked data, dynamically masked) batches."""
+    """A DataLoader of padded (and, for unmasked data, dynamically masked)
+    batches; `style` (see Collator) defaults to "blocks" for packed rows,
+    "hf" otherwise. `batch_size` counts records: a packed row holds several
+    instances."""
     data = PretrainingDataset(dataset, shuffle=shuffle, seed=seed)
     collate = Collator.for_dataset(data, style=style, vocab_file=vocab_file, seed=seed,
                                    shape=shape)

@@ -32,7 +32,7 @@ from bert_pretraining_data.transforms.wikipedia import ReadDump
 from bert_pretraining_data.transforms.sampling import SampleDocuments
 from bert_pretraining_data.transforms.sharding import WriteShards
 from bert_pretraining_data.transforms.stages import (BatchDocuments, CreateRecords,
-                                                     TokenizeDocument, fan_out_packed)
+                                                     TokenizeDocument, fan_out_batch)
 
 # A sampled document keeps about this many tokens per max_seq_length.
 SAMPLE_DOCUMENT_SEQUENCES = 8
@@ -84,19 +84,17 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
               | "BatchDocuments" >> beam.ParDo(BatchDocuments())
               | "SpreadDocuments" >> beam.Reshuffle())
     records = (spread
-               | "FanOutDupes" >> beam.FlatMap(fan_out_packed, config.dupe_factor)
+               | "FanOutDupes" >> beam.FlatMap(fan_out_batch, config.dupe_factor)
                | "CreateRecords" >> beam.ParDo(
                    CreateRecords(
                        instances=stages.instances, seed=seed,
                        # --masking=none: the loaders mask at load time, same function.
                        masking=stages.masking if config.masking == "static" else None,
-                       layout=stages.layout,
-                       max_predictions_per_seq=config.max_predictions_per_seq,
                        progress_dir=progress_dir),
                    nsp_sample=beam.pvalue.AsSingleton(nsp_sample)))
     shards = records | "WriteShards" >> WriteShards(
         staging_dir=layout.staging_dir, shard_names=layout.shard_names,
-        compression=config.compression, shuffle=config.shuffle)
+        compression=config.compression, shuffle=config.shuffle, rows=stages.rows)
     shard_list = (shards
                   | "CollectShards" >> beam.combiners.ToList()
                   | "ListShards" >> beam.Map(_record, layout, SHARD_LIST_NAME))

@@ -23,7 +23,6 @@ from bert_pretraining_data.pipeline.publish import OutputLayout, staged_paths
 from bert_pretraining_data.transforms.fast_records import Engine
 from bert_pretraining_data.transforms.jit_records import reference_entries
 from bert_pretraining_data.transforms.segmentation import line_ids
-from bert_pretraining_data.transforms.sharding import ENTRY_KEY_SIZE
 from bert_pretraining_data.transforms.tokenization import FullTokenizer
 
 
@@ -83,20 +82,17 @@ def run_compat(config: Config, *, stages, tokenizer: FullTokenizer,
     documents = read_documents(paths, line_ids(tokenizer, config.whole_word_segmenter),
                                end_at_file_end=electra)
     engine = Engine.of(stages.instances, stages.masking if config.masking == "static" else None,
-                       stages.layout, max_predictions_per_seq=config.max_predictions_per_seq,
                        reference=True)
     entries, bounds, order, _ = reference_entries(
         *flatten(documents), config.dupe_factor, rng, config.random_seed, engine.settings,
         engine.workspace)
-    handles = [FileSystems.create(p, compression_type=CompressionTypes.GZIP if config.compression
-                                  else CompressionTypes.UNCOMPRESSED)
-               for p in staged_paths(layout)]
-    counts = [0] * len(handles)
-    for index, entry in enumerate(order.tolist()):
-        shard = index % len(handles)
-        handles[shard].write(entries[bounds[entry] + ENTRY_KEY_SIZE:bounds[entry + 1]].tobytes())
-        counts[shard] += 1
-    for handle in handles:
-        handle.close()
-    return [{"shard": i, "name": name, "records": n}
-            for i, (name, n) in enumerate(zip(layout.shard_names, counts))]
+    shards = []
+    for shard, (path, name) in enumerate(zip(staged_paths(layout), layout.shard_names)):
+        ours = order[shard::len(layout.shard_names)]  # round-robin, as the original
+        with FileSystems.create(path, compression_type=CompressionTypes.GZIP
+                                if config.compression else CompressionTypes.UNCOMPRESSED) as f:
+            for chunk in stages.rows.chunks(entries, bounds, ours,
+                                            np.arange(len(ours) + 1, dtype=np.int64)):
+                f.write(chunk)
+        shards.append({"shard": shard, "name": name, "records": len(ours)})
+    return shards

@@ -72,7 +72,7 @@ from bert_pretraining_data.transforms.counters import counter
 from bert_pretraining_data.transforms.documents import document_key, key_root
 from bert_pretraining_data.transforms.encoding import encode_features
 from bert_pretraining_data.transforms.masking import MaskingConfig
-from bert_pretraining_data.transforms.packing import pack_document
+from bert_pretraining_data.transforms.compact_documents import compact_document
 from bert_pretraining_data.transforms.randomness import derive_rng
 from bert_pretraining_data.transforms.sampling import (SampleDocuments, random_document_from_sample,
                                                        sample_positions)
@@ -262,7 +262,7 @@ class EncodeParagraphs(beam.DoFn):
         encoded = encode_paragraph(paragraph, self._ids)
         self._tokens.inc(sum(map(len, encoded)))
         self._unk.inc(sum(sentence.count(UNK_ID) for sentence in encoded))
-        yield key, pack_document(encoded)
+        yield key, compact_document(encoded)
 
 
 class CreatePairs(beam.DoFn):

@@ -145,7 +145,8 @@ def check_dataflow_options(config: Config, beam_args: Sequence[str]) -> None:
 
 def publish_in_job(shard_count: int, problem_count: int, dedup_count: int = 0, *,
                    layout: OutputLayout, config: Config, vocab_sha256: str,
-                   inputs: Sequence[tuple[str, int]], replaces: Sequence[str]) -> dict:
+                   inputs: Sequence[tuple[str, int]], replaces: Sequence[str],
+                   max_predictions_per_row: int) -> dict:
     """The driver's publish step, run by the job once the staging lists (and
     the dedup summary, with --dedup) exist."""
     shards = read_staging_json(layout, SHARD_LIST_NAME)
@@ -156,6 +157,7 @@ def publish_in_job(shard_count: int, problem_count: int, dedup_count: int = 0, *
     return publish(layout, config=config, vocab_sha256=vocab_sha256, inputs=inputs,
                    shards=shards, counters={}, input_problems=problems,
                    warnings=dataset_warnings({}, problems), replaces=replaces,
+                   max_predictions_per_row=max_predictions_per_row,
                    dedup=read_dedup_summary(layout, config))
 
 
@@ -184,7 +186,7 @@ def launch(argv: Sequence[str], *, after_publish: AfterPublish | None = None
     manifest = outputs["shard_list"] | "Publish" >> beam.Map(
         publish_in_job, *written, layout=run.layout,
         config=config, vocab_sha256=run.vocab.sha256, inputs=run.inputs,
-        replaces=run.replaces)
+        replaces=run.replaces, max_predictions_per_row=run.stages.rows.max_predictions)
     if after_publish is not None:
         after_publish(manifest)
     return pipeline.run()

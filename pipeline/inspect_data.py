@@ -9,7 +9,9 @@ instances decoded to tokens like the original script's "*** Example ***" log
 next-sentence label), and statistics over up to --max_records instances: mean
 tokens and predictions, the random-next share, how much of a padded batch is
 padding, and a histogram of sequence lengths (as text, and as a PNG with
---plot, which needs matplotlib). It reads through `loaders`, without Beam.
+--plot, which needs matplotlib). For packed rows (--pack_sequences), also the
+rows by how many instances they hold and the share of token slots filled.
+It reads through `loaders`, without Beam.
 """
 
 from __future__ import annotations
@@ -78,7 +80,9 @@ def objective(manifest: Manifest) -> str:
 
 def describe(instance: Instance, tokens: list[str] | None, manifest: Manifest) -> str:
     """One instance as the original's first-20 log shows it."""
-    lines = [f"*** Example {instance.index} ***",
+    name = (f"Example {instance.index}" if instance.sequence is None
+            else f"Row {instance.index}, sequence {instance.sequence + 1}")
+    lines = [f"*** {name} ***",
              f"tokens: {_text(instance.input_ids, tokens)}",
              "segment_ids: " + " ".join(map(str, instance.segment_ids.tolist()))]
     if instance.token_boundary is not None:
@@ -111,6 +115,23 @@ def summary(manifest: Manifest) -> str:
     counters = manifest.data.get("counters") or {}
     if counters:
         lines.append("counters: " + ", ".join(f"{k}={v:,}" for k, v in counters.items()))
+    if manifest.packing:
+        lines.append(packing_text(manifest.packing))
+    return "\n".join(lines)
+
+
+def packing_text(packing: dict) -> str:
+    """The packed rows (--pack_sequences): how full, and how many instances each holds."""
+    by_depth = {int(depth): rows for depth, rows in packing["rows_by_depth"].items()}
+    peak = max(by_depth.values()) or 1
+    lines = [f"packed: {packing['instances']:,} instances in {packing['rows']:,} rows of up "
+             f"to {packing['max_sequences_per_pack']}; {packing['filled']:.2%} of the token "
+             f"slots filled ({packing['tokens']:,} of {packing['token_slots']:,}), up to "
+             f"{packing['max_predictions_per_row']} predictions a row",
+             "rows by instances held:"]
+    for depth, rows in sorted(by_depth.items()):
+        bar = "#" * math.ceil(BAR_WIDTH * rows / peak) if rows else ""
+        lines.append(f"  {depth:3d} | {bar:<{BAR_WIDTH}} {rows:,}")
     return "\n".join(lines)
 
 
@@ -190,8 +211,9 @@ def report(dataset: str, *, num_instances: int = 20, max_records: int = 100_000,
     lengths: list[int] = []
     predictions: list[int] = []
     labels: int | None = None
-    for instance in read_instances(manifest, limit=max(num_instances, max_records)):
-        if instance.index < num_instances:
+    for read, instance in enumerate(read_instances(manifest,
+                                                   limit=max(num_instances, max_records))):
+        if read < num_instances:
             parts.append(describe(instance, tokens, manifest))
         if len(lengths) < max_records:
             lengths.append(len(instance.input_ids))

@@ -70,7 +70,7 @@ def run(argv: Sequence[str]) -> dict:
     manifest = publish(layout, config=config, vocab_sha256=run.vocab.sha256, inputs=run.inputs,
                        shards=shards, counters=counters, input_problems=problems,
                        warnings=dataset_warnings(counters, problems), replaces=run.replaces,
-                       dedup=dedup)
+                       max_predictions_per_row=run.stages.rows.max_predictions, dedup=dedup)
     return dict(manifest, manifest_path=layout.manifest_path)
 
 

@@ -19,6 +19,8 @@ from typing import Sequence
 from bert_pretraining_data.transforms.example_writer import RecordLayout
 from bert_pretraining_data.transforms.instances import NEXT_SENTENCE_OBJECTIVES, InstanceConfig
 from bert_pretraining_data.transforms.masking import MaskingConfig, masking_config
+from bert_pretraining_data.transforms.packing.plan import prediction_budget
+from bert_pretraining_data.transforms.rows import InstanceRows, PackedRows
 from bert_pretraining_data.transforms.seeds import MAX_DUPE_FACTOR
 from bert_pretraining_data.transforms.dedup.stages import DEDUP_MODES
 from bert_pretraining_data.transforms.formats import INPUT_FORMATS
@@ -28,6 +30,9 @@ from bert_pretraining_data.transforms.sharding import SHUFFLES
 from bert_pretraining_data.transforms.vocabulary import Vocabulary
 
 DEFAULT_NSP_SAMPLE_SIZE = 10_000
+# Sequences a packed row holds at most (--max_sequences_per_pack): Krell et
+# al.'s depth 3, and MLPerf's.
+DEFAULT_SEQUENCES_PER_PACK = 3
 DEFAULT_NSP_SAMPLE_MAX_BYTES = 256 << 20
 TARGET_SHARD_BYTES = 256 << 20
 # Output bytes per input byte per dupe: ~2 (padded int64 features at the
@@ -79,6 +84,8 @@ class Config:
     dedup: str = "exact"
     dedup_threshold: float = 0.8
     dedup_ngram: int = 5
+    pack_sequences: bool = False
+    max_sequences_per_pack: int = DEFAULT_SEQUENCES_PER_PACK
 
     @property
     def token_boundary(self) -> bool:
@@ -97,22 +104,38 @@ class Stages:
     instances: InstanceConfig
     masking: MaskingConfig
     layout: RecordLayout
+    rows: InstanceRows | PackedRows  # how the shard writer makes records of instances
 
     @classmethod
     def of(cls, config: Config, vocab: Vocabulary) -> "Stages":
+        masking = masking_config(
+            vocab, masked_lm_prob=config.masked_lm_prob,
+            max_predictions_per_seq=config.max_predictions_per_seq,
+            do_whole_word_mask=config.do_whole_word_mask, ngram=config.ngram,
+            favor_shorter_ngram=config.favor_shorter_ngram,
+            max_ngram_size=config.max_ngram_size)
+        layout = record_layout(config)
+        if config.pack_sequences:
+            rows = PackedRows(layout, config.max_seq_length,
+                              row_prediction_budget(config, masking),
+                              config.max_sequences_per_pack)
+        else:
+            rows = InstanceRows(layout, config.max_seq_length, config.max_predictions_per_seq)
         return cls(
             instances=InstanceConfig(
                 max_seq_length=config.max_seq_length, short_seq_prob=config.short_seq_prob,
                 cls_id=vocab.cls_id, sep_id=vocab.sep_id, next_sentence=config.next_sentence,
                 continues=tuple(vocab.continuation_flags()) if config.token_boundary else None,
                 segmented=config.whole_word_segmenter != "none"),
-            masking=masking_config(
-                vocab, masked_lm_prob=config.masked_lm_prob,
-                max_predictions_per_seq=config.max_predictions_per_seq,
-                do_whole_word_mask=config.do_whole_word_mask, ngram=config.ngram,
-                favor_shorter_ngram=config.favor_shorter_ngram,
-                max_ngram_size=config.max_ngram_size),
-            layout=record_layout(config))
+            masking=masking, layout=layout, rows=rows)
+
+
+def row_prediction_budget(config: Config, masking: MaskingConfig) -> int:
+    """Masked-LM predictions a record has room for: max_predictions_per_seq,
+    or with --pack_sequences the most a packed row can need."""
+    if not config.pack_sequences:
+        return config.max_predictions_per_seq
+    return prediction_budget(masking, config.max_seq_length, config.max_sequences_per_pack)
 
 
 def record_layout(config: Config) -> RecordLayout:
@@ -122,8 +145,11 @@ def record_layout(config: Config) -> RecordLayout:
         token_boundary=config.token_boundary,
         next_sentence_labels=config.next_sentence != "none",
         # --masking=none keeps empty masked_lm features for the loaders,
-        # unless there is no pair task either (ELECTRA's records).
-        masked_lm=config.masking == "static" or config.next_sentence != "none")
+        # unless there is no pair task either (ELECTRA's records) or the
+        # rows are packed (a new layout, which never had them).
+        masked_lm=config.masking == "static" or (
+            config.next_sentence != "none" and not config.pack_sequences),
+        packed=config.pack_sequences)
 
 
 def parse_bool(text: str) -> bool:
@@ -249,6 +275,16 @@ def _parser() -> argparse.ArgumentParser:
              "from which they are near copies (default 0.8)")
     add("--dedup_ngram", type=int,
         help="with --dedup=near: words per shingle (default 5)")
+    add("--pack_sequences", type=parse_bool, nargs="?", const=True, default=False,
+        help="pack up to --max_sequences_per_pack whole instances into each row of "
+             "max_seq_length tokens, with MLPerf's packed features (input_mask holds "
+             "each token's sequence index, positions restart per sequence, "
+             "next_sentence_positions/_labels/_weights per sequence): no padding to "
+             "train on (README 'Packed sequences'). Default false: one instance a "
+             "record, as the original")
+    add("--max_sequences_per_pack", type=int,
+        help=f"with --pack_sequences: instances a row holds at most (default "
+             f"{DEFAULT_SEQUENCES_PER_PACK})")
     add("--input_split_bytes", type=int, help=argparse.SUPPRESS)  # tests: many splits
     return parser
 
@@ -320,6 +356,9 @@ def unknown_flags(beam_args: Sequence[str]) -> list[str]:
 def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
     """Parses and validates; returns the config and the flags left for Beam."""
     args, beam_args = split_known_args(_parser(), argv)
+    if args.max_sequences_per_pack is not None and not args.pack_sequences:
+        raise ConfigError("--max_sequences_per_pack sets the rows of --pack_sequences; add "
+                          "--pack_sequences or drop it")
     config = Config(
         input_file=args.input_file, output_file=args.output_file,
         output_dir=args.output_dir, vocab_file=args.vocab_file,
@@ -341,6 +380,9 @@ def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
         use_v2_feature_names=args.use_v2_feature_names,
         whole_word_segmenter=args.whole_word_segmenter, input_format=args.input_format,
         text_field=args.text_field, progress=args.progress,
+        pack_sequences=args.pack_sequences,
+        max_sequences_per_pack=(DEFAULT_SEQUENCES_PER_PACK if args.max_sequences_per_pack is None
+                                else args.max_sequences_per_pack),
         sentence_splitter=args.sentence_splitter or (
             "none" if args.input_format == "text" else DEFAULT_SPLITTER),
         **_dedup_flags(args))
@@ -454,6 +496,11 @@ def validate(config: Config) -> None:
          or (config.masking, config.padding) == ("none", "fixed"),
          "--reference_compatible with --next_sentence=none writes ELECTRA's padded, "
          "unmasked records; add --masking=none and drop --padding"),
+        (not (config.pack_sequences and config.reference_compatible),
+         "--reference_compatible writes the original's records, one instance each; "
+         "drop --pack_sequences (or --reference_compatible)"),
+        (config.max_sequences_per_pack >= 2, "--max_sequences_per_pack must be at least 2, "
+         f"got {config.max_sequences_per_pack} (one instance a row: drop --pack_sequences)"),
     ]
     if config.recipe == "d2l":
         checks += [
@@ -468,6 +515,8 @@ def validate(config: Config) -> None:
             ((config.masking, config.padding) == ("static", "fixed"), "--recipe=d2l "
              "writes d2l's padded, statically masked batches; --masking and "
              "--padding apply to --recipe=bert"),
+            (not config.pack_sequences, "--recipe=d2l writes d2l's batches, an instance a "
+             "record; --pack_sequences applies to --recipe=bert"),
             (not config.do_whole_word_mask, "--do_whole_word_mask has no effect with "
              "--recipe=d2l, whose tokens are whole words; drop it"),
             ((config.input_format, config.sentence_splitter) == ("text", "none"),

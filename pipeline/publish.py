@@ -17,7 +17,7 @@ import dataclasses
 import hashlib
 import json
 from importlib import metadata
-from typing import Sequence
+from typing import Any, Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -212,11 +212,25 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
+def packing_summary(config: Config, shards: Sequence[dict], max_predictions_per_row: int
+                    ) -> dict[str, Any]:
+    """The manifest's `packing` entry: the rows' depths and how full they are."""
+    rows = sum(s["records"] for s in shards)
+    tokens = sum(s["tokens"] for s in shards)
+    by_depth = [sum(column) for column in zip(*(s["rows_by_depth"] for s in shards))]
+    return {"max_sequences_per_pack": config.max_sequences_per_pack,
+            "max_predictions_per_row": max_predictions_per_row,
+            "rows": rows, "instances": sum(s["instances"] for s in shards), "tokens": tokens,
+            "token_slots": rows * config.max_seq_length,
+            "filled": round(tokens / max(1, rows * config.max_seq_length), 6),
+            "rows_by_depth": {str(depth): n for depth, n in enumerate(by_depth, 1)}}
+
+
 def publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
             inputs: Sequence[tuple[str, int]], shards: Sequence[dict],
             counters: dict[str, int], input_problems: Sequence[dict] = (),
             warnings: Sequence[str] = (), replaces: Sequence[str] = (),
-            dedup: dict | None = None) -> dict:
+            max_predictions_per_row: int | None = None, dedup: dict | None = None) -> dict:
     """Moves staged shards to their final paths, copies the vocabulary beside
     them (`--output_dir`), then writes the manifest.
 
@@ -242,13 +256,16 @@ def publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
         "inputs": [{"path": p, "bytes": size} for p, size in inputs],
         "shards": [dict(s, path=layout.final_paths[s["shard"]])
                    for s in sorted(shards, key=lambda s: s["shard"])],
-        "total_instances": sum(s["records"] for s in shards),
+        # a packed shard's records are rows of several instances
+        "total_instances": sum(s.get("instances", s["records"]) for s in shards),
         "counters": dict(sorted(counters.items())),
         "dedup": dedup or {"mode": "none"},
         "input_problems": list(input_problems),
         "warnings": list(warnings),
         "versions": package_versions(),
     }
+    if config.pack_sequences:
+        manifest["packing"] = packing_summary(config, shards, max_predictions_per_row)
     _write_json(layout.manifest_path, manifest)
     remove_tree(layout.staging_dir)
     return manifest

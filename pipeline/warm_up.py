@@ -14,36 +14,39 @@ from source when it starts and compiles on first use, once per worker process.
 
 from __future__ import annotations
 
-from bert_pretraining_data.transforms import jit_records, packing, sharding, tfrecord
+from bert_pretraining_data.transforms import compact_documents, jit_records, rows, sharding
 from bert_pretraining_data.transforms.example_writer import RecordLayout
 from bert_pretraining_data.transforms.fast_records import Engine, warm_up as warm_up_records
 from bert_pretraining_data.transforms.instances import InstanceConfig
 from bert_pretraining_data.transforms.masking import MaskingConfig
-from bert_pretraining_data.transforms.sharding import (RecordBatch, framed_chunks, sorted_records,
-                                                       split_by_shard)
+from bert_pretraining_data.transforms.packing import histogram, plan
+from bert_pretraining_data.transforms.sharding import RawRecords, scan_entries, split_by_shard
 
 # The kernels the pipeline calls from Python (each compiles what it calls).
-KERNELS = (jit_records.unit_entries, packing.read_packed, sharding._entries_of,
-           sharding._gather, sharding._scan_entries, tfrecord.frame)
+KERNELS = (jit_records.unit_entries, compact_documents.read_compact, sharding._entries_of,
+           sharding._gather, sharding._scan_entries, sharding._frame_payloads,
+           rows._lengths, rows._write_rows, histogram._solve, plan._fill_rows, plan._reorder)
 
 # Kernel types do not depend on flag values: one small configuration compiles
 # every specialization the pipeline uses.
 _INSTANCES = InstanceConfig(max_seq_length=16, short_seq_prob=0.1, cls_id=2, sep_id=3)
 _MASKING = MaskingConfig(masked_lm_prob=0.15, max_predictions_per_seq=2, vocab_size=8,
                          mask_id=4, cls_id=2, sep_id=3, continuation=None)
+# The row writers of one instance a record and of packed rows.
+_ROWS = (rows.InstanceRows(RecordLayout(), 16, 2),
+         rows.PackedRows(RecordLayout(packed=True), 16, 4, 3))
 
 
 def warm_up() -> dict[str, tuple[int, int]]:
     """Runs every compiled kernel once (compiling it into the cache if needed);
     returns, per kernel, (signatures compiled, signatures loaded from the cache)."""
     for masking in (_MASKING, None):
-        warm_up_records(Engine.of(_INSTANCES, masking, RecordLayout(),
-                                  max_predictions_per_seq=2))
-    batch = RecordBatch.of([(3, b"b"), (2, b"a")])
-    split_by_shard(batch, 2)
-    entries, bounds, order = sorted_records(batch.entries.tobytes())
-    list(framed_chunks(entries, bounds, order))
-    tfrecord.frame(entries.copy(), 0, 0)
+        batch = warm_up_records(Engine.of(_INSTANCES, masking))
+    for writer in _ROWS:
+        list(writer.rows(*scan_entries(batch.entries)).chunks)
+    records = sharding.RecordBatch.of([(3, b"b"), (2, b"a")])
+    split_by_shard(records, 2)
+    list(RawRecords().rows(*scan_entries(records.entries)).chunks)
     return {kernel.__name__: (sum(kernel.stats.cache_misses.values()),
                               sum(kernel.stats.cache_hits.values())) for kernel in KERNELS}
 

@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 from bert_pretraining_data.transforms.encoding import encode_features
 from bert_pretraining_data.transforms.instances import InstanceConfig
 from bert_pretraining_data.transforms.masking import Masked, MaskingConfig, num_to_predict
-from bert_pretraining_data.transforms.packing import PackedView
+from bert_pretraining_data.transforms.compact_documents import CompactView
 from bert_pretraining_data.transforms.stages import Instance
 
 Document = Sequence[Sequence[int]]
@@ -213,9 +213,9 @@ def random_document_from_sample(sample, own_key: str) -> RandomDocumentFn:
         for _ in range(10):
             key, document = sample[rng.randint(0, len(sample) - 1)]
             if key != own_key:
-                return PackedView(document)
+                return CompactView(document)
         others = [document for key, document in sample if key != own_key]
-        return PackedView(others[rng.randint(0, len(others) - 1)]) if others else None
+        return CompactView(others[rng.randint(0, len(others) - 1)]) if others else None
 
     return choose
 

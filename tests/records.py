@@ -49,11 +49,13 @@ def encode_example(*, input_ids, segment_ids, masked_lm_positions, masked_lm_ids
     segment_b_start = segment_ids.count(0)
     assert segment_ids == [0] * segment_b_start + [1] * (len(segment_ids) - segment_b_start)
     out = np.empty(scratch_size(max_seq_length, max_predictions_per_seq) + 64, dtype=np.uint8)
+    one = np.zeros(1, dtype=np.int64)  # a record is the row of one sequence
     end = encode(out, 0, names, name_bounds, fields, padded,
-                 np.asarray(input_ids, dtype=np.int64), segment_b_start, next_sentence_label,
+                 np.asarray(input_ids, dtype=np.int64), np.zeros(0, np.uint8), one,
+                 one + segment_b_start, one + next_sentence_label,
                  np.asarray(masked_lm_positions, dtype=np.int64),
-                 np.asarray(masked_lm_ids, dtype=np.int64), np.zeros(0, np.uint8), max_seq_length,
-                 max_predictions_per_seq,
+                 np.asarray(masked_lm_ids, dtype=np.int64), max_seq_length,
+                 max_predictions_per_seq, 1,
                  np.empty(scratch_size(max_seq_length, max_predictions_per_seq), np.uint8),
                  np.empty(len(fields) + 1, dtype=np.int64))
     return out[:end].tobytes()

@@ -6,8 +6,10 @@ test_pipeline.py (compat mode runs the same kernels)."""
 from __future__ import annotations
 
 import functools
+import io
 import random
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -18,19 +20,33 @@ from bert_pretraining_data.transforms.fast_records import Engine, FlatSample, un
 from oracle_bert import create_instances, encode_instance, mask_tokens, random_document_from_sample
 from bert_pretraining_data.transforms.instances import InstanceConfig
 from bert_pretraining_data.transforms.masking import MaskingConfig
-from bert_pretraining_data.transforms.packing import pack_document, unpack_document
+from bert_pretraining_data.transforms.compact_documents import compact_document, expand_document
 from bert_pretraining_data.transforms.seeds import INSTANCES, derived_rng, document_seed
+from bert_pretraining_data.transforms.rows import InstanceRows
+from bert_pretraining_data.transforms.sharding import ENTRY_HEADER
 from bert_pretraining_data.transforms.stages import encode
+from bert_pretraining_data.transforms.tfrecord import read_records
 from bert_pretraining_data.transforms.tokenization import FullTokenizer
 
 CLS, SEP, MASK, VOCAB = 2, 3, 4, 30522
 
 
 def entries(batch):
-    """(shuffle key, entry bytes) of every record of a RecordBatch."""
+    """(shuffle key, entry bytes) of every entry of a RecordBatch."""
     ends = batch.bounds.tolist()
     return list(zip(batch.keys.tolist(),
                     (batch.entries[a:b].tobytes() for a, b in zip(ends, ends[1:]))))
+
+
+def records(batch, rows):
+    """(shuffle key, record bytes) of every entry of a RecordBatch: the
+    Python paths' payloads are records, the kernels' instances (written as
+    records by the row writer `rows`)."""
+    if rows is None:
+        return [(key, entry[ENTRY_HEADER:]) for key, entry in entries(batch)]
+    framed = rows.write(batch.entries, batch.bounds, np.arange(len(batch)),
+                        np.arange(len(batch) + 1)).tobytes()
+    return list(zip(batch.keys.tolist(), read_records(io.BytesIO(framed))))
 
 
 def python_records(doc_key, dupes, packed, sample, instances, masking, *, seed,
@@ -43,25 +59,25 @@ def python_records(doc_key, dupes, packed, sample, instances, masking, *, seed,
     for dupe in range(*dupes):
         rng = derived_rng(document_seed(seed, doc_key), INSTANCES, dupe)
         created, _ = create_instances(
-            unpack_document(packed), config=instances,
+            expand_document(packed), config=instances,
             random_document=random_document_from_sample(sample, doc_key), rng=rng,
             # --masking=none: no predictions
             mask=None if masking is None else functools.partial(
                 mask_tokens, config=masking, rng=rng))
         batch = ((doc_key, dupe), created)
-        pairs += entries(encode(batch, seed=seed, to_record=functools.partial(
+        pairs += records(encode(batch, seed=seed, to_record=functools.partial(
             encode_instance, max_seq_length=instances.max_seq_length,
-            max_predictions_per_seq=max_predictions, padded=padded)))
+            max_predictions_per_seq=max_predictions, padded=padded)), None)
     return pairs
 
 
 def compiled_records(doc_key, dupes, packed, sample, instances, masking, *, seed,
                      max_predictions, padded):
-    engine = Engine.of(instances, masking, RecordLayout(padded=padded),
-                       max_predictions_per_seq=max_predictions)
+    engine = Engine.of(instances, masking)
     batch, stats = unit_records([(doc_key, packed, dupes)], sample=FlatSample.of(sample),
                                 engine=engine, seed=seed)
-    return entries(batch), stats
+    rows = InstanceRows(RecordLayout(padded=padded), instances.max_seq_length, max_predictions)
+    return records(batch, rows), stats
 
 
 sentences = st.lists(st.integers(5, VOCAB - 1), min_size=1, max_size=70)
@@ -87,12 +103,12 @@ def cases(draw):
                                cls_id=CLS, sep_id=SEP)
     document = draw(documents)
     others = draw(st.lists(documents, max_size=4))
-    sample = [(f"other:{i}", pack_document(d)) for i, d in enumerate(others)]
+    sample = [(f"other:{i}", compact_document(d)) for i, d in enumerate(others)]
     if draw(st.booleans()):  # the document itself is in the sample
-        sample.insert(draw(st.integers(0, len(sample))), ("doc:0", pack_document(document)))
+        sample.insert(draw(st.integers(0, len(sample))), ("doc:0", compact_document(document)))
     first = draw(st.integers(0, 9))
     return dict(doc_key="doc:0", dupes=(first, first + draw(st.integers(1, 3))),
-                packed=pack_document(document),
+                packed=compact_document(document),
                 sample=sample, instances=instances, masking=masking,
                 seed=draw(st.integers(0, 2**40)), max_predictions=max_predictions,
                 padded=draw(st.booleans()))
@@ -111,7 +127,7 @@ def wiki_documents(vocab, count: int) -> list[tuple[str, bytes]]:
     """The first `count` WikiText-2 articles, tokenized and packed."""
     tokenizer = FullTokenizer(vocab)
     text = (DATA / "wikitext2_valid.txt").read_text(encoding="utf-8").split("\n\n")[:count]
-    return [(f"wiki:{i}", pack_document([tokenizer.tokenize_to_ids(line)
+    return [(f"wiki:{i}", compact_document([tokenizer.tokenize_to_ids(line)
                                         for line in doc.splitlines() if line.strip()]))
             for i, doc in enumerate(text)]
 
@@ -145,7 +161,7 @@ def test_a_unit_of_many_documents_is_their_records_one_after_another(uncased_voc
     docs = wiki_documents(uncased_vocab, 6)
     instances = InstanceConfig(max_seq_length=64, short_seq_prob=0.1,
                                cls_id=uncased_vocab.cls_id, sep_id=uncased_vocab.sep_id)
-    engine = Engine.of(instances, None, RecordLayout(padded=False), max_predictions_per_seq=5)
+    engine = Engine.of(instances, None)
     sample = FlatSample.of(docs[1::2])
     unit = [(key, packed, (i % 3, 4)) for i, (key, packed) in enumerate(docs)]
 

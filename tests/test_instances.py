@@ -13,8 +13,8 @@ from oracle_bert import (create_instances, mask_tokens, random_document_from_sam
 from bert_pretraining_data.transforms import sampling
 from bert_pretraining_data.transforms.instances import InstanceConfig
 from bert_pretraining_data.transforms.masking import MaskingConfig, num_to_predict
-from bert_pretraining_data.transforms.packing import (PackedView, pack_document, packed_arrays,
-                                                      packed_token_count, unpack_document)
+from bert_pretraining_data.transforms.compact_documents import (
+    CompactView, compact_arrays, compact_document, compact_token_count, expand_document)
 from bert_pretraining_data.transforms.sampling import bound_sample, cap_document
 
 CLS, SEP, MASK = 101, 102, 103
@@ -109,13 +109,13 @@ def test_no_other_document_never_pairs_a_document_with_itself():
 
 
 def test_chooser_from_sample_skips_the_own_document():
-    sample = [("own", pack_document([[1]])), ("other", pack_document([[2]]))]
+    sample = [("own", compact_document([[1]])), ("other", compact_document([[2]]))]
     def choose(sample, key, rng):
         own = sampling.sample_positions(sample).get(key, -1)
         return sampling.random_document_from_sample(sample, own, rng)
 
     assert all(list(choose(sample, "own", random.Random(s))[0:]) == [[2]] for s in range(50))
-    alone = [("own", pack_document([[1]]))]
+    alone = [("own", compact_document([[1]]))]
     assert choose(alone, "own", random.Random(0)) is None
     assert choose([], "own", random.Random(0)) is None
 
@@ -125,7 +125,7 @@ def test_compiled_chooser_draws_as_the_readable_one(own):
     """Same choice and same generator state after it, over many seeds, with
     samples where the 10 tries often fail (2 documents) or never do."""
     for size in (2, 5):
-        sample = [(f"d{i}", pack_document([[i + 1]])) for i in range(size)]
+        sample = [(f"d{i}", compact_document([[i + 1]])) for i in range(size)]
         for seed in range(200):
             ours, theirs = random.Random(seed), random.Random(seed)
             mine = sampling.random_document_from_sample(
@@ -137,28 +137,28 @@ def test_compiled_chooser_draws_as_the_readable_one(own):
 
 
 def test_sample_is_bounded_by_bytes_in_rank_order():
-    ranked = [(rank, key, pack_document([[1] * 10]))
+    ranked = [(rank, key, compact_document([[1] * 10]))
               for rank, key in ((3, "c"), (1, "a"), (2, "b"))]
     assert [k for k, _ in bound_sample(ranked, max_bytes=80)] == ["a", "b"]
     assert [k for k, _ in bound_sample(ranked, max_bytes=1)] == ["a"]
-    capped = cap_document(pack_document([[1] * 5, [2] * 5, [3] * 5]), 10)
-    assert unpack_document(capped) == [[1] * 5, [2] * 5]
-    assert unpack_document(cap_document(pack_document([[1] * 50]), 10)) == [[1] * 50]
+    capped = cap_document(compact_document([[1] * 5, [2] * 5, [3] * 5]), 10)
+    assert expand_document(capped) == [[1] * 5, [2] * 5]
+    assert expand_document(cap_document(compact_document([[1] * 50]), 10)) == [[1] * 50]
 
 
 @pytest.mark.parametrize("document, bytes_per_token", [
     ([], 2), ([[]], 2), ([[1, 2, 3], [30521], [], [7] * 5], 2), ([[0, 65535]], 2),
     ([[1, 2], [65536, 3]], 4), ([[119546, 0]] * 3, 4), ([[5]] * 70_000, 2),
 ])
-def test_packed_documents_round_trip(document, bytes_per_token):
-    packed = pack_document(document)
+def test_compact_documents_round_trip(document, bytes_per_token):
+    compact = compact_document(document)
     tokens = sum(map(len, document))
-    assert unpack_document(packed) == document
-    assert packed_token_count(packed) == tokens
-    assert len(packed) == 1 + 4 * (1 + len(document)) + bytes_per_token * tokens
-    ids, bounds = packed_arrays(packed)
+    assert expand_document(compact) == document
+    assert compact_token_count(compact) == tokens
+    assert len(compact) == 1 + 4 * (1 + len(document)) + bytes_per_token * tokens
+    ids, bounds = compact_arrays(compact)
     assert [ids[bounds[s]:bounds[s + 1]].tolist() for s in range(len(document))] == document
-    view = PackedView(packed)
+    view = CompactView(compact)
     assert len(view) == len(document)
     assert [view[i] for i in range(len(view))] == document
     assert list(view[len(document) // 2:]) == document[len(document) // 2:]

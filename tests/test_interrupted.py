@@ -13,10 +13,10 @@ import time
 import pytest
 
 from conftest import DATA, UNCASED_VOCAB
-from bert_pretraining_data.transforms.example_writer import RecordLayout
+from bert_pretraining_data.pipeline.warm_up import warm_up
 from bert_pretraining_data.transforms.instances import InstanceConfig
 from bert_pretraining_data.transforms.masking import MaskingConfig
-from bert_pretraining_data.transforms.packing import pack_document
+from bert_pretraining_data.transforms.compact_documents import compact_document
 from bert_pretraining_data.transforms.stages import (CreateRecords, Instance, MaskTokens,
                                                      TokenizeDocument)
 
@@ -38,20 +38,23 @@ def _digests(out) -> dict[str, str]:
 @pytest.mark.slow
 def test_a_killed_run_publishes_nothing_and_the_rerun_is_byte_identical(tmp_path):
     # Compile the kernels first (once per checkout): a clean run that compiled them
-    # would take ~12 s longer than the run killed at a fraction of its time.
-    CreateRecords(instances=InstanceConfig(128, 0.1, 101, 102), masking=MASKING,
-                  layout=RecordLayout(), max_predictions_per_seq=20, seed=0).setup()
+    # would take longer than the run killed at a fraction of its time.
+    warm_up()
     clean = tmp_path / "clean"
     started = time.monotonic()
     subprocess.run(_command(clean), check=True, capture_output=True, timeout=600)
     took = time.monotonic() - started
 
-    # Kill the same run half-way through, timed by the clean run: after its
-    # start-up, while it reads, builds instances or writes shards.
+    # Kill the same run half-way through, timed by the clean run: once it has
+    # prepared its output (a busy machine can slow its start-up), while it
+    # reads, builds instances or writes shards.
     out = tmp_path / "out"
     proc = subprocess.Popen(_command(out), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
-    time.sleep(took * 0.6)
+    started = time.monotonic()
+    while not (out / ".staging").exists() and time.monotonic() - started < 600:
+        time.sleep(0.05)
+    time.sleep(took * 0.3)
     assert proc.poll() is None, "the run ended before it could be killed mid-way"
     os.killpg(proc.pid, signal.SIGKILL)  # the runner and any worker processes
     proc.wait(timeout=60)
@@ -74,9 +77,8 @@ def test_retried_dofns_emit_the_same_elements():
 
     instances = InstanceConfig(max_seq_length=32, short_seq_prob=0.3, cls_id=101, sep_id=102)
     masking = dataclasses.replace(MASKING, max_predictions_per_seq=5)
-    sample = [("other:1", pack_document([[2000, 2001, 2002]] * 4)), tokenized]
-    records = CreateRecords(instances=instances, masking=masking, layout=RecordLayout(),
-                            max_predictions_per_seq=5, seed=5)
+    sample = [("other:1", compact_document([[2000, 2001, 2002]] * 4)), tokenized]
+    records = CreateRecords(instances=instances, masking=masking, seed=5)
     records.setup()
     unit = [("doc:0", tokenized[1], (2, 5)), ("other:1", sample[0][1], (0, 3))]
     [batch] = list(records.process(unit, sample))

@@ -20,10 +20,11 @@ from apache_beam.testing import test_pipeline
 from apache_beam.testing.util import BeamAssertException, assert_that, equal_to
 
 from records import encode_example
-from bert_pretraining_data.transforms.sharding import (RecordBatch, WriteShards, _DeleteBucketsFn,
-                                                       _WriteShardFn, bucket_dir, bucket_path,
-                                                       file_digest, framed_chunks, shard_of,
-                                                       shard_path, sorted_records, split_by_shard,
+from bert_pretraining_data.transforms import sharding
+from bert_pretraining_data.transforms.sharding import (RawRecords, RecordBatch, WriteShards,
+                                                       _DeleteBucketsFn, _WriteShardFn, bucket_dir,
+                                                       bucket_path, file_digest, scan_entries,
+                                                       shard_of, shard_path, split_by_shard,
                                                        write_shard_file)
 from bert_pretraining_data.transforms.randomness import stable_hash as shuffle_key
 from bert_pretraining_data.transforms.tfrecord import (frame_record, read_records,
@@ -73,9 +74,8 @@ def test_shard_file_framed_in_many_chunks_equals_tfs_own_writer(tmp_path, compre
     records = [rng.randbytes(rng.randint(0, 3000)) for _ in range(2000)] + RECORDS  # ~3 MB
     ours = str(tmp_path / ("ours.tfrecord" + (".gz" if compression else "")))
     # Framed by the compiled writer, in key order: the records' order.
-    sorted_entries, bounds, order = sorted_records(entries(list(enumerate(records))))
-    stats = write_shard_file(ours, framed_chunks(sorted_entries, bounds, order),
-                             records=len(records), compression=compression)
+    rows = RawRecords().rows(*scan_entries(entries(list(enumerate(records)))))
+    stats = write_shard_file(ours, rows.chunks, records=rows.records, compression=compression)
     theirs = str(tmp_path / "tf.tfrecord")
     with tf.io.TFRecordWriter(theirs) as writer:
         for record in records:
@@ -171,14 +171,16 @@ def entries(pairs) -> bytes:
     return RecordBatch.of(pairs).entries.tobytes()
 
 
-def test_entries_sort_by_key_then_record_and_truncation_is_detected():
+def test_entries_sort_by_key_then_record_and_truncation_is_detected(monkeypatch):
+    monkeypatch.setattr(sharding, "WRITE_CHUNK_BYTES", 7)  # a record a chunk
     pairs = [(5, b"b"), (2**63 - 1, b""), (5, b"a"), (0, bytes(range(256)) * 300), (5, b"a")]
     data = entries(pairs)
-    sorted_entries, bounds, order = sorted_records(data)
-    framed = b"".join(framed_chunks(sorted_entries, bounds, order, size=7))
-    assert framed == b"".join(frame_record(r) for _, r in sorted(pairs))
+    rows = RawRecords().rows(*scan_entries(data))
+    chunks = [bytes(chunk) for chunk in rows.chunks]
+    assert rows.records == len(chunks) == len(pairs)
+    assert b"".join(chunks) == b"".join(frame_record(r) for _, r in sorted(pairs))
     with pytest.raises(ValueError, match="b.bucket: truncated shuffle entry"):
-        sorted_records(data[:-1], source="b.bucket")
+        scan_entries(data[:-1], source="b.bucket")
 
 
 def test_a_batch_splits_into_its_shards_in_order():
@@ -381,7 +383,8 @@ def test_a_retried_shard_write_and_cleanup_give_the_same_result(tmp_path):
         paths.append(bucket_path(staging_dir, 0, token))
         with FileSystems.create(paths[-1]) as handle:
             handle.write(entries(pairs))
-    write = _WriteShardFn(staging_dir=staging_dir, shard_names=["s0", "s1"], compression=None)
+    write = _WriteShardFn(staging_dir=staging_dir, shard_names=["s0", "s1"], compression=None,
+                          rows=RawRecords())
     first = list(write.process((0, [paths[0], None, paths[1]])))
     second = list(write.process((0, [None, paths[1], paths[0]])))
     assert first == second

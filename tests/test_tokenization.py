@@ -76,7 +76,7 @@ def test_results_do_not_depend_on_the_cache(uncased_vocab, monkeypatch):
 
 
 def test_tokenize_stage_drops_lines_without_tokens(uncased_tokenizer):
-    from bert_pretraining_data.transforms.packing import unpack_document
+    from bert_pretraining_data.transforms.compact_documents import expand_document
     from bert_pretraining_data.transforms.stages import TokenizeDocument
 
     stage = TokenizeDocument(vocab_file=str(DATA / "bert-base-uncased-vocab.txt"),
@@ -85,7 +85,7 @@ def test_tokenize_stage_drops_lines_without_tokens(uncased_tokenizer):
     stage.start_bundle()
     lines = ["Hello world.", "", "\u200b\x00", "  ", "again"]
     [(_, packed)] = stage.process(("doc", lines))
-    assert unpack_document(packed) == [
+    assert expand_document(packed) == [
         uncased_tokenizer.tokenize_to_ids("Hello world."),
         uncased_tokenizer.tokenize_to_ids("again")]
     assert stage._count.counts["lines_without_tokens"] == 3

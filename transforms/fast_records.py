@@ -13,12 +13,12 @@ from typing import Sequence
 
 import numpy as np
 
-from bert_pretraining_data.transforms.example_writer import RecordLayout
 from bert_pretraining_data.transforms.instances import InstanceConfig
 from bert_pretraining_data.transforms.jit_records import (Settings, Workspace, settings,
                                                           unit_entries, workspace)
 from bert_pretraining_data.transforms.masking import MaskingConfig
-from bert_pretraining_data.transforms.packing import PackedDocument, pack_document, packed_arrays
+from bert_pretraining_data.transforms.compact_documents import (CompactDocument, compact_arrays,
+                                                                compact_document)
 from bert_pretraining_data.transforms.sampling import SampledDocument
 from bert_pretraining_data.transforms.seeds import document_seed
 from bert_pretraining_data.transforms.sharding import RecordBatch
@@ -36,13 +36,11 @@ class Engine:
     workspace: Workspace
 
     @classmethod
-    def of(cls, instances: InstanceConfig, masking: MaskingConfig | None,
-           layout: RecordLayout, *, max_predictions_per_seq: int,
+    def of(cls, instances: InstanceConfig, masking: MaskingConfig | None, *,
            reference: bool = False) -> "Engine":
         return cls(instances=instances, masking=masking,
-                   settings=settings(instances, masking, layout, reference=reference,
-                                     max_predictions_per_seq=max_predictions_per_seq),
-                   workspace=workspace(instances.max_seq_length, max_predictions_per_seq,
+                   settings=settings(instances, masking, reference=reference),
+                   workspace=workspace(instances.max_seq_length,
                                        masking.max_ngram_size if masking else 1))
 
 
@@ -59,8 +57,8 @@ class FlatSample:
     def of(cls, sample: Sequence[SampledDocument]) -> "FlatSample":
         tokens, bounds, documents = [], [np.zeros(1, dtype=np.int64)], [0]
         offset = 0
-        for _, packed in sample:
-            document_tokens, document_bounds = packed_arrays(packed)
+        for _, document in sample:
+            document_tokens, document_bounds = compact_arrays(document)
             tokens.append(document_tokens)
             bounds.append(document_bounds[1:] + offset)
             offset += len(document_tokens)
@@ -71,12 +69,14 @@ class FlatSample:
                    index={key: i for i, (key, _) in enumerate(sample)})
 
 
-def warm_up(engine: Engine) -> None:
+def warm_up(engine: Engine) -> RecordBatch:
     """Loads the kernels now (compiling them once per machine, ~41 s, cached
-    beside the module), so that no element pays for it."""
-    document = pack_document([[0, 0], [0]])
-    unit_records([("warm-up", document, (0, 1))],
-                 sample=FlatSample.of([("sampled", document)]), engine=engine, seed=0)
+    beside the module), so that no element pays for it; returns the records
+    it made."""
+    document = compact_document([[0, 0], [0]])
+    return unit_records([("warm-up", document, (0, 1))],
+                        sample=FlatSample.of([("sampled", document)]), engine=engine,
+                        seed=0)[0]
 
 
 @dataclasses.dataclass
@@ -93,19 +93,19 @@ class RecordStats:
 # A unit of work: documents with the dupe indices to make of each, as
 # (first, end): plain ints cross stages with Beam's fast coder (a `range`
 # would be pickled, once per document).
-WorkUnit = list[tuple[str, PackedDocument, tuple[int, int]]]
+WorkUnit = list[tuple[str, CompactDocument, tuple[int, int]]]
 
 
 def unit_records(unit: WorkUnit, *, sample: FlatSample, engine: Engine, seed: int
                  ) -> tuple[RecordBatch, RecordStats]:
     """The shuffle entries of every copy of every document of a unit, document
     by document, copy by copy, instance by instance: one kernel call."""
-    packed = b"".join(document for _, document, _ in unit)
-    packed_bounds = np.zeros(len(unit) + 1, dtype=np.int64)
-    np.cumsum([len(document) for _, document, _ in unit], out=packed_bounds[1:])
+    documents = b"".join(document for _, document, _ in unit)
+    document_bounds = np.zeros(len(unit) + 1, dtype=np.int64)
+    np.cumsum([len(document) for _, document, _ in unit], out=document_bounds[1:])
     seeds = np.array([document_seed(seed, key) for key, _, _ in unit], dtype=np.uint64)
     entries, bounds, keys, stats = unit_entries(
-        np.frombuffer(packed, dtype=np.uint8), packed_bounds, seeds.reshape(-1, 2),
+        np.frombuffer(documents, dtype=np.uint8), document_bounds, seeds.reshape(-1, 2),
         np.array([first for _, _, (first, _) in unit], dtype=np.int64),
         np.array([end for _, _, (_, end) in unit], dtype=np.int64),
         np.array([sample.index.get(key, -1) for key, _, _ in unit], dtype=np.int64),

@@ -10,8 +10,9 @@ segments put back); with SOP, B is the actual next segment and the two are
 swapped with p=0.5 (label 1 = swapped or random); `truncate_seq_pair`,
 `[CLS] A [SEP] B [SEP]`. Each
 instance is masked (transforms.masking) with the same generator as soon as
-it is built, where the original draws its masking randomness, then written
-(transforms.example_writer) as a shuffle entry (transforms.sharding).
+it is built, where the original draws its masking randomness, then appended
+as a shuffle entry (transforms.sharding) holding the instance
+(transforms.compact_instances); its record is written with its shard.
 
 What differs between the distributed pipeline and `--reference_compatible`
 is the generator passed in (one per document copy, or one for the whole
@@ -27,12 +28,12 @@ import dataclasses
 import numpy as np
 from numba import njit
 
-from bert_pretraining_data.transforms.example_writer import encode
+from bert_pretraining_data.transforms.compact_instances import max_instance_size, put_instance
 from bert_pretraining_data.transforms.jit_random import randint, random
 from bert_pretraining_data.transforms.masking import mask_instance
 from bert_pretraining_data.transforms.segmentation import ID_BITS, MARK
 from bert_pretraining_data.transforms.seeds import shuffle_key
-from bert_pretraining_data.transforms.sharding import ENTRY_HEADER, ENTRY_OVERHEAD, close_entry
+from bert_pretraining_data.transforms.sharding import ENTRY_HEADER, close_entry
 
 MARK_BIT = MARK.bit_length() - 1
 # Positions in the stats array the kernels fill.
@@ -91,10 +92,10 @@ def random_document(mt, num_documents: int, own: int, reference: bool) -> int:
 @njit(cache=True, inline="always")
 def emit(mt, instance, segment_b_start, random_next, key, s, w, out, pos, entry_bounds, keys,
          count, stats):
-    """Masks one instance with `mt` (not at all with --masking=none), encodes
-    it and appends its shuffle entry (key, then the framed record) at
-    out[pos:], its end to entry_bounds and its key to keys. Returns (out,
-    pos, entry_bounds, keys, count), the arrays grown as needed."""
+    """Masks one instance with `mt` (not at all with --masking=none) and
+    appends its shuffle entry (key, then the instance) at out[pos:], its end
+    to entry_bounds and its key to keys. Returns (out, pos, entry_bounds,
+    keys, count), the arrays grown as needed."""
     n = len(instance)
     marks = w.marks[:n]
     if s.segmented:  # segmented words' marks (transforms.segmentation) leave the ids
@@ -115,12 +116,10 @@ def emit(mt, instance, segment_b_start, random_next, key, s, w, out, pos, entry_
             w.boundary[t] = token == s.cls_id or token == s.sep_id or not (
                 s.continues[token] or marks[t])
     stats[MASKED] += k
-    out = grow(out, pos + len(w.scratch) + ENTRY_OVERHEAD)
+    out = grow(out, pos + ENTRY_HEADER + max_instance_size(n, k))
     data = pos + ENTRY_HEADER
-    end = encode(out, data, s.names, s.name_bounds, s.fields, s.padded, w.output[:n],
-                 segment_b_start, 1 if random_next else 0, w.masking.chosen[:k],
-                 w.masking.labels[:k], w.boundary, s.max_seq_length, s.max_predictions,
-                 w.scratch, w.starts)
+    end = put_instance(out, data, w.output[:n], segment_b_start, 1 if random_next else 0,
+                       w.masking.chosen[:k], w.masking.labels[:k], w.boundary, s.token_boundary)
     pos = close_entry(out, pos, key, end - data)
     entry_bounds = grow(entry_bounds, count + 2)
     keys = grow(keys, count + 1)

@@ -1,6 +1,6 @@
-"""Units of work to framed, keyed records: the compiled driver of the
-instance (transforms.instances), masking (transforms.masking) and writer
-(transforms.example_writer) definitions.
+"""Units of work to keyed, masked instances: the compiled driver of the
+instance (transforms.instances, transforms.full_sequences) and masking
+(transforms.masking) definitions.
 
 Two drivers, one algorithm:
 - `unit_entries` (the pipeline): each copy of each document draws from a
@@ -15,11 +15,13 @@ Data layout (numpy, flat):
 - a document or sample: int32 token ids, int64 sentence bounds (sentence s
   is tokens[bounds[s]:bounds[s + 1]]); a sample or corpus adds int64
   document bounds over its sentences;
-- a unit of work: the packed bytes of its documents (transforms.packing's
-  layout, read by its `read_packed`) with their bounds, 128-bit seeds
+- a unit of work: the compact bytes of its documents (transforms.compact_documents's
+  layout, read by its `read_compact`) with their bounds, 128-bit seeds
   (transforms.seeds) and dupe ranges;
-- output: shuffle entries (uint64 key, then the TFRecord-framed record)
-  with their bounds and keys (transforms.sharding.RecordBatch).
+- output: shuffle entries (uint64 key, then the instance as
+  transforms.compact_instances writes it) with their bounds and keys
+  (transforms.sharding.RecordBatch); the shard writer makes the records
+  (transforms.rows).
 """
 
 from __future__ import annotations
@@ -30,16 +32,14 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from bert_pretraining_data.transforms import example_writer, masking
-from bert_pretraining_data.transforms.example_writer import (RecordLayout, layout_arrays,
-                                                             scratch_size)
+from bert_pretraining_data.transforms import masking
 from bert_pretraining_data.transforms.full_sequences import create_sequences, next_target
 from bert_pretraining_data.transforms.instances import (NEXT_SENTENCE_OBJECTIVES, NONE,
                                                         InstanceConfig, create_instances)
 from bert_pretraining_data.transforms.jit_random import (N, SEED_WORDS, generator_state, new_state,
                                                          seed_genrand, seed_state, seed_states,
                                                          seed_words, shuffle)
-from bert_pretraining_data.transforms.packing import read_packed
+from bert_pretraining_data.transforms.compact_documents import read_compact
 from bert_pretraining_data.transforms.seeds import INSTANCES, seed_key
 
 # Generators seeded together (jit_random.seed_states); 256 states take 1.3 MB.
@@ -55,14 +55,9 @@ class Settings(NamedTuple):
     sep_id: int
     mask: bool  # false: --masking=none
     masking: masking.MaskingTables
-    names: np.ndarray  # the feature layout (example_writer.layout_arrays)
-    name_bounds: np.ndarray
-    fields: np.ndarray
-    padded: bool
-    max_predictions: int
     reference: bool  # the original's draws (--reference_compatible)
     next_sentence: int  # instances.NSP or SOP
-    token_boundary: bool  # write ALBERT's token_boundary feature
+    token_boundary: bool  # ALBERT's token_boundary goes with each instance
     continues: np.ndarray  # per id: a `##` piece (for token_boundary)
     segmented: bool  # ids may carry segmented words' marks (--whole_word_segmenter)
 
@@ -73,8 +68,6 @@ class Workspace(NamedTuple):
     instance: np.ndarray
     output: np.ndarray
     masking: masking.MaskingScratch
-    scratch: np.ndarray
-    starts: np.ndarray
     keys: np.ndarray
     key_lengths: np.ndarray
     state: np.ndarray
@@ -83,12 +76,12 @@ class Workspace(NamedTuple):
     marks: np.ndarray
 
 
-def settings(instances: InstanceConfig, masking_config: masking.MaskingConfig | None,
-             layout: RecordLayout, *, max_predictions_per_seq: int,
+def settings(instances: InstanceConfig, masking_config: masking.MaskingConfig | None, *,
              reference: bool = False) -> Settings:
     """The kernels' settings from the flags' configs; no masking config:
-    --masking=none (records without predictions)."""
-    continues = instances.continues if layout.token_boundary else None
+    --masking=none (instances without predictions). Instances carry ALBERT's
+    token_boundary when the config has its `continues` table."""
+    continues = instances.continues
     if masking_config is None:  # tables of a config that is never used
         masking_config = masking.MaskingConfig(
             masked_lm_prob=0.0, max_predictions_per_seq=0, vocab_size=0, mask_id=0,
@@ -96,28 +89,24 @@ def settings(instances: InstanceConfig, masking_config: masking.MaskingConfig | 
         mask = False
     else:
         mask = True
-    names, name_bounds, fields = layout_arrays(layout.features())
     return Settings(
         max_seq_length=int(instances.max_seq_length),
         short_seq_prob=float(instances.short_seq_prob),
         cls_id=int(instances.cls_id), sep_id=int(instances.sep_id), mask=mask,
         masking=masking.tables(masking_config, instances.max_seq_length, reference=reference),
-        names=names, name_bounds=name_bounds, fields=fields, padded=layout.padded,
-        max_predictions=int(max_predictions_per_seq), reference=bool(reference),
+        reference=bool(reference),
         next_sentence=NEXT_SENTENCE_OBJECTIVES[instances.next_sentence],
         token_boundary=continues is not None,
         continues=np.array(continues if continues is not None else [False], dtype=np.bool_),
         segmented=instances.segmented)
 
 
-def workspace(max_seq_length: int, max_predictions: int, max_ngram_size: int = 1) -> Workspace:
+def workspace(max_seq_length: int, max_ngram_size: int = 1) -> Workspace:
     """Scratch arrays of the kernels, allocated once per worker."""
     return Workspace(
         instance=np.empty(max_seq_length, dtype=np.int32),
         output=np.empty(max_seq_length, dtype=np.int32),
         masking=masking.scratch(max_seq_length, max_ngram_size),
-        scratch=np.empty(scratch_size(max_seq_length, max_predictions), dtype=np.uint8),
-        starts=np.empty(len(example_writer.Field) + 1, dtype=np.int64),
         keys=np.empty((_SEED_BATCH, SEED_WORDS), dtype=np.int64),
         key_lengths=np.empty(_SEED_BATCH, dtype=np.int64),
         state=new_state(), lengths=new_state(),
@@ -141,10 +130,10 @@ def _new_output(copies):
 
 
 @njit(cache=True)
-def unit_entries(packed, packed_bounds, seeds, dupe_starts, dupe_ends, owns, sample_tokens,
+def unit_entries(documents, document_bounds, seeds, dupe_starts, dupe_ends, owns, sample_tokens,
                  sample_bounds, sample_documents, s, w):
-    """A unit of work to shuffle entries: for each document u (packed bytes
-    packed[packed_bounds[u]:packed_bounds[u + 1]], 128-bit seed seeds[u],
+    """A unit of work to shuffle entries: for each document u (compact bytes
+    documents[document_bounds[u]:document_bounds[u + 1]], 128-bit seed seeds[u],
     position in the sample owns[u] or -1), copies dupe_starts[u] to
     dupe_ends[u] - 1, in that order.
 
@@ -161,7 +150,7 @@ def unit_entries(packed, packed_bounds, seeds, dupe_starts, dupe_ends, owns, sam
     count = 0
     mt = w.state
     for u in range(len(owns)):
-        tokens, bounds = read_packed(packed[packed_bounds[u]:packed_bounds[u + 1]])
+        tokens, bounds = read_compact(documents[document_bounds[u]:document_bounds[u + 1]])
         seed_lo, seed_hi = seeds[u, 0], seeds[u, 1]
         dupes = np.arange(dupe_starts[u], dupe_ends[u])
         for first in range(0, len(dupes), _SEED_BATCH):

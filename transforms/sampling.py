@@ -15,44 +15,44 @@ import apache_beam as beam
 
 from bert_pretraining_data.transforms.instances import random_document
 from bert_pretraining_data.transforms.jit_random import generator_state
-from bert_pretraining_data.transforms.packing import (PackedDocument, PackedView, pack_document,
-                                                      packed_token_count, unpack_document)
+from bert_pretraining_data.transforms.compact_documents import (
+    CompactDocument, CompactView, compact_document, compact_token_count, expand_document)
 from bert_pretraining_data.transforms.randomness import stable_hash
 
-SampledDocument = tuple[str, PackedDocument]
+SampledDocument = tuple[str, CompactDocument]
 
 
 def sample_rank(seed: int, doc_key: str) -> int:
     return stable_hash("nsp-sample", seed, doc_key)
 
 
-def cap_document(packed: PackedDocument, max_tokens: int) -> PackedDocument:
+def cap_document(document: CompactDocument, max_tokens: int) -> CompactDocument:
     """The leading whole sentences of a document, about `max_tokens` long.
 
     A random-next segment needs at most max_seq_length tokens from a random
     sentence on, so a long document contributes its first few thousand
     tokens; at least one sentence is always kept. A document within the cap
-    (most of them) is returned as it is, without unpacking it.
+    (most of them) is returned as it is, without expanding it.
     """
-    if packed_token_count(packed) <= max_tokens:
-        return packed
+    if compact_token_count(document) <= max_tokens:
+        return document
     kept: list[list[int]] = []
     total = 0
-    for sentence in unpack_document(packed):
+    for sentence in expand_document(document):
         if kept and total + len(sentence) > max_tokens:
             break
         kept.append(sentence)
         total += len(sentence)
-    return pack_document(kept)
+    return compact_document(kept)
 
 
-def bound_sample(ranked: list[tuple[int, str, PackedDocument]],
+def bound_sample(ranked: list[tuple[int, str, CompactDocument]],
                  max_bytes: int) -> list[SampledDocument]:
     """Orders by rank and keeps the prefix that fits `max_bytes` (4 bytes per id)."""
     sample: list[SampledDocument] = []
     used = 0
     for _, key, document in sorted(ranked):
-        size = 4 * packed_token_count(document)
+        size = 4 * compact_token_count(document)
         if sample and used + size > max_bytes:
             break
         sample.append((key, document))
@@ -67,19 +67,19 @@ def sample_positions(sample: Sequence[SampledDocument]) -> dict[str, int]:
 
 
 def random_document_from_sample(sample: Sequence[SampledDocument], own: int,
-                                rng: random.Random) -> PackedView | None:
+                                rng: random.Random) -> CompactView | None:
     """A document of the sample other than the one at position `own` (-1: the
     current document is not in it), drawn by the pipeline's chooser
     (transforms.instances.random_document) from `rng`; None when the sample
     has no other document."""
     with generator_state(rng) as mt:
         index = random_document(mt, len(sample), own, False)
-    return None if index < 0 else PackedView(sample[index][1])
+    return None if index < 0 else CompactView(sample[index][1])
 
 
 class SampleDocuments(beam.PTransform):
-    """(doc_key, packed document) -> a singleton list of up to K sampled
-    (doc_key, packed document), each cut to its leading sentences."""
+    """(doc_key, compact document) -> a singleton list of up to K sampled
+    (doc_key, compact document), each cut to its leading sentences."""
 
     def __init__(self, *, seed: int, size: int, max_bytes: int,
                  max_tokens_per_document: int) -> None:

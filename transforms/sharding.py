@@ -1,11 +1,14 @@
 """Deterministic global shuffle of records into N TFRecord shards.
 
 Records arrive as shuffle *entries* (`RecordBatch`): a 63-bit shuffle key
-then the record already framed as TFRecord bytes (transforms.tfrecord), one
-batch per unit of work. Record r goes to shard `key % N`; within a shard, records
-are sorted by (key, record). A shard's content and order therefore depend
-only on the set of (key, record) pairs: not on bundles, workers, element
-order or retries, nor on the path the entries took to their shard.
+then what the shard writer makes records of (a compact instance,
+transforms.compact_instances, or a serialized record), one batch per unit
+of work. Entry e goes to shard `key % N`; within a shard, a row writer
+(transforms.rows) sorts the entries by key (ties by the record each makes)
+and writes their records: one per entry, or rows packing several
+(`--pack_sequences`). A shard's content and order therefore depend only on
+the set of entries: not on bundles, workers, element order or retries, nor
+on the path the entries took to their shard.
 
 Each bundle collects its entries per shard (`_ShardBuffersFn`, flushed at a
 byte budget), and the collected blobs reach their shard one of two ways
@@ -22,10 +25,10 @@ byte budget), and the collected blobs reach their shard one of two ways
   bundle and shard: millions for a Wikipedia-size job.
 
 Either way one worker then writes each shard: it concatenates the shard's
-blobs, sorts the entries by key (ties by record bytes) and writes the framed
-records in that order. Memory: one bundle's buffer while collecting; about
-twice one shard while writing (its entries plus the 1 MB chunks written), so
-choose the number of shards so that a shard fits a worker twice.
+blobs and hands them to the row writer, which sorts them and writes framed
+records in ~1 MB chunks. Memory: one bundle's buffer while collecting; about
+the shard's entries plus a chunk while writing, so choose the number of
+shards so that a shard's entries fit a worker twice.
 
 Retries (`files`): a failed bundle's bucket files are never emitted, so they
 are only garbage; each shard's bucket directory is swept after the shard is
@@ -42,8 +45,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Protocol
 
 import apache_beam as beam
 from apache_beam.io.filesystem import BeamIOError, CompressionTypes
@@ -62,10 +65,9 @@ _BUCKET_SUFFIX = ".bucket"
 # memory and the number of values count).
 FILES_BUFFER_BYTES = 64 << 20
 RUNNER_BUFFER_BYTES = 16 << 20
-_WRITE_CHUNK_BYTES = 1 << 20
-ENTRY_KEY_SIZE = 8  # an entry: shuffle key (uint64, little-endian), then the framed record
-ENTRY_HEADER = ENTRY_KEY_SIZE + HEADER_SIZE  # an entry's bytes before its record's data
-ENTRY_OVERHEAD = ENTRY_HEADER + FOOTER_SIZE  # an entry's bytes besides its record's data
+# An entry: shuffle key (uint64), payload length (uint32), payload; little-endian.
+ENTRY_KEY_SIZE = 8
+ENTRY_HEADER = ENTRY_KEY_SIZE + 4
 _COMPRESSION = {None: CompressionTypes.UNCOMPRESSED, "gzip": CompressionTypes.GZIP}
 SHUFFLES = ("runner", "files")
 
@@ -76,7 +78,7 @@ SHUFFLES = ("runner", "files")
 @dataclasses.dataclass(frozen=True)
 class RecordBatch:
     """Shuffle entries: entry i is entries[bounds[i]:bounds[i + 1]], its
-    shuffle key (also keys[i]) followed by its framed TFRecord record."""
+    shuffle key (also keys[i]) and length followed by its payload."""
 
     keys: np.ndarray  # int64, below 2**63
     entries: np.ndarray  # uint8
@@ -84,7 +86,7 @@ class RecordBatch:
 
     @classmethod
     def of(cls, pairs: Sequence[tuple[int, bytes]]) -> "RecordBatch":
-        """Entries of (shuffle key, serialized record) pairs (the Python paths)."""
+        """Entries of (shuffle key, payload) pairs (the Python paths)."""
         keys = np.array([key for key, _ in pairs], dtype=np.int64)
         sizes = [len(record) for _, record in pairs]
         records = np.frombuffer(b"".join(record for _, record in pairs), dtype=np.uint8)
@@ -97,19 +99,40 @@ class RecordBatch:
         return len(self.keys)
 
 
+@dataclasses.dataclass
+class ShardRows:
+    """What a row writer makes of a shard: its record count, its framed
+    records in chunks (bytes-like, written and hashed without another copy),
+    and statistics for the shard's manifest entry."""
+
+    records: int
+    chunks: Iterator[memoryview]
+    stats: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+class RowWriter(Protocol):
+    """Turns a shard's entries, in any order, into its records in shard
+    order (transforms.rows: one record per entry, or packed rows)."""
+
+    def rows(self, entries: np.ndarray, keys: np.ndarray, bounds: np.ndarray) -> ShardRows:
+        ...
+
+
 @njit(cache=True)
 def close_entry(out, pos, key, length):
-    """Completes the entry at out[pos:] whose record (`length` bytes) is
-    already at out[pos + ENTRY_HEADER:]: writes the key before it and frames
-    it; returns the entry's end. The record kernels write entries this way."""
+    """Completes the entry at out[pos:] whose payload (`length` bytes) is
+    already at out[pos + ENTRY_HEADER:]: writes the key and length before it;
+    returns the entry's end. The record kernels write entries this way."""
     for b in range(ENTRY_KEY_SIZE):
         out[pos + b] = (key >> (8 * b)) & 0xFF
-    return frame(out, pos + ENTRY_KEY_SIZE, length)
+    for b in range(4):
+        out[pos + ENTRY_KEY_SIZE + b] = (length >> (8 * b)) & 0xFF
+    return pos + ENTRY_HEADER + length
 
 
 @njit(cache=True)
 def _entries_of(keys, records, record_bounds):
-    entries = np.empty(len(records) + ENTRY_OVERHEAD * len(keys), dtype=np.uint8)
+    entries = np.empty(len(records) + ENTRY_HEADER * len(keys), dtype=np.uint8)
     bounds = np.zeros(len(keys) + 1, dtype=np.int64)
     pos = 0
     for i in range(len(keys)):
@@ -122,18 +145,18 @@ def _entries_of(keys, records, record_bounds):
 
 
 @njit(cache=True)
-def _gather(entries, bounds, order, skip):
-    """The entries in `order`, each without its first `skip` bytes."""
+def _gather(entries, bounds, order):
+    """The entries in `order`."""
     size = 0
     for i in order:
-        size += bounds[i + 1] - bounds[i] - skip
+        size += bounds[i + 1] - bounds[i]
     out = np.empty(size, dtype=np.uint8)
     out_bounds = np.zeros(len(order) + 1, dtype=np.int64)
     pos = 0
     for j in range(len(order)):
         i = order[j]
-        length = bounds[i + 1] - bounds[i] - skip
-        out[pos:pos + length] = entries[bounds[i] + skip:bounds[i + 1]]
+        length = bounds[i + 1] - bounds[i]
+        out[pos:pos + length] = entries[bounds[i]:bounds[i + 1]]
         pos += length
         out_bounds[j + 1] = pos
     return out, out_bounds
@@ -158,10 +181,10 @@ def _scan_entries(data):
 
 @njit(cache=True)
 def _next_entry(data, pos):
-    """Where the entry at `pos` ends, from its record's TFRecord length field."""
-    if pos + ENTRY_KEY_SIZE + 8 > len(data):
-        return pos + ENTRY_OVERHEAD  # a truncated header: past the end
-    return pos + ENTRY_OVERHEAD + _uint64_at(data, pos + ENTRY_KEY_SIZE)
+    """Where the entry at `pos` ends, from its length field."""
+    if pos + ENTRY_HEADER > len(data):
+        return pos + ENTRY_HEADER  # a truncated header: past the end
+    return pos + ENTRY_HEADER + (_uint64_at(data, pos + ENTRY_KEY_SIZE) & 0xFFFFFFFF)
 
 
 @njit(cache=True)
@@ -189,18 +212,15 @@ def split_by_shard(batch: RecordBatch, num_shards: int) -> list[tuple[int, np.nd
     if (shards == shards[0]).all():
         return [(int(shards[0]), batch.entries)]
     order = np.argsort(shards, kind="stable")
-    entries, bounds = _gather(batch.entries, batch.bounds, order, 0)
+    entries, bounds = _gather(batch.entries, batch.bounds, order)
     in_order = shards[order]
     cuts = [0, *(np.flatnonzero(in_order[1:] != in_order[:-1]) + 1).tolist(), len(order)]
     return [(int(in_order[a]), entries[bounds[a]:bounds[b]]) for a, b in zip(cuts, cuts[1:])]
 
 
-def sorted_records(data: bytes | bytearray, *, source: str = "shard"
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A shard's entries (all its blobs, concatenated) in shard order.
-
-    Returns (entries, bounds, order): entry order[j] is the j-th record of the
-    shard. Sorted by key, and records of equal keys by their bytes.
+def scan_entries(data: bytes | bytearray | np.ndarray, *, source: str = "shard"
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(entries, keys, bounds) of a shard's concatenated entries (all its blobs).
 
     Raises:
       ValueError: the data ends inside an entry (a truncated bucket file).
@@ -209,37 +229,73 @@ def sorted_records(data: bytes | bytearray, *, source: str = "shard"
     keys, bounds = _scan_entries(entries)
     if bounds[-1] != len(entries):
         raise ValueError(f"{source}: truncated shuffle entry at byte {int(bounds[-2])}")
+    return entries, keys, bounds
+
+
+def payload(entries: np.ndarray, bounds: np.ndarray, i: int) -> bytes:
+    """Entry i's payload."""
+    return entries[bounds[i] + ENTRY_HEADER:bounds[i + 1]].tobytes()
+
+
+def key_order(keys: np.ndarray, tie_key: Callable[[int], bytes]) -> np.ndarray:
+    """Entries in shard order: by shuffle key, entries of equal keys (63-bit
+    keys collide only by chance) by `tie_key(i)`, the bytes of the record
+    entry i makes."""
     order = np.argsort(keys, kind="stable")
     in_order = keys[order]
     ties = np.flatnonzero(in_order[1:] == in_order[:-1])
     start = 0
-    for tie in ties.tolist():  # rare: 63-bit keys collide only by chance
+    for tie in ties.tolist():
         if tie < start:
             continue
         end = tie + 1
         while end < len(order) and in_order[end] == in_order[tie]:
             end += 1
-        order[tie:end] = sorted(order[tie:end].tolist(), key=lambda i: _record_bytes(
-            entries, bounds, i))
+        order[tie:end] = sorted(order[tie:end].tolist(), key=tie_key)
         start = end
-    return entries, bounds, order
+    return order
 
 
-def _record_bytes(entries: np.ndarray, bounds: np.ndarray, i: int) -> bytes:
-    return entries[bounds[i] + ENTRY_HEADER:bounds[i + 1] - FOOTER_SIZE].tobytes()
+# Bytes of framed records a row writer hands to the file at a time.
+WRITE_CHUNK_BYTES = 1 << 20
 
 
-def framed_chunks(entries: np.ndarray, bounds: np.ndarray, order: np.ndarray, *,
-                  size: int = _WRITE_CHUNK_BYTES) -> Iterator[memoryview]:
-    """The framed records of entries `order`, in chunks of about `size` bytes
-    (bytes-like views, written and hashed without another copy)."""
-    if not len(order):
-        return
-    per_record = max(1, int(bounds[-1]) // len(order))
-    step = max(1, size // per_record)
-    for start in range(0, len(order), step):
-        chunk, _ = _gather(entries, bounds, order[start:start + step], ENTRY_KEY_SIZE)
-        yield memoryview(chunk)
+@njit(cache=True)
+def _frame_payloads(entries, bounds, order):
+    """The payloads of entries `order`, each framed as a TFRecord record."""
+    size = 0
+    for i in order:
+        size += bounds[i + 1] - bounds[i] - ENTRY_HEADER + HEADER_SIZE + FOOTER_SIZE
+    out = np.empty(size, dtype=np.uint8)
+    pos = 0
+    for i in order:
+        length = bounds[i + 1] - bounds[i] - ENTRY_HEADER
+        out[pos + HEADER_SIZE:pos + HEADER_SIZE + length] = entries[
+            bounds[i] + ENTRY_HEADER:bounds[i + 1]]
+        pos = frame(out, pos, length)
+    return out
+
+
+def chunked(count: int, per_chunk: int, chunk: Callable[[int, int], np.ndarray]
+            ) -> Iterator[memoryview]:
+    """chunk(start, stop) for consecutive ranges of about `per_chunk` of `count` items."""
+    step = max(1, per_chunk)
+    for start in range(0, count, step):
+        yield memoryview(chunk(start, min(count, start + step)))
+
+
+@dataclasses.dataclass(frozen=True)
+class RawRecords:
+    """The row writer of entries whose payloads are serialized records (the
+    d2l recipe's, written in Python): each is framed as it is, in key order,
+    ties by the record."""
+
+    def rows(self, entries: np.ndarray, keys: np.ndarray, bounds: np.ndarray) -> ShardRows:
+        order = key_order(keys, lambda i: payload(entries, bounds, i))
+        per_record = int(bounds[-1]) // max(1, len(order)) + HEADER_SIZE + FOOTER_SIZE
+        return ShardRows(len(order), chunked(
+            len(order), WRITE_CHUNK_BYTES // per_record,
+            lambda start, stop: _frame_payloads(entries, bounds, order[start:stop])))
 
 
 def bucket_root(staging_dir: str) -> str:
@@ -383,10 +439,11 @@ class _WriteShardFn(beam.DoFn):
     file paths (`files`), and the None marker every shard gets."""
 
     def __init__(self, *, staging_dir: str, shard_names: Sequence[str],
-                 compression: str | None):
+                 compression: str | None, rows: RowWriter):
         self._staging_dir = staging_dir
         self._shard_names = tuple(shard_names)
         self._compression = compression
+        self._rows = rows
         self._records_written = counter("records_written")
 
     def process(self, element: tuple[int, Iterable[bytes | str | None]]
@@ -401,12 +458,12 @@ class _WriteShardFn(beam.DoFn):
             elif value is not None:
                 data += value
         name = self._shard_names[shard_index]
-        entries, bounds, order = sorted_records(data, source=f"shard {name}")
-        stats = write_shard_file(
-            shard_path(self._staging_dir, name), framed_chunks(entries, bounds, order),
-            records=len(order), compression=self._compression)
+        rows = self._rows.rows(*scan_entries(data, source=f"shard {name}"))
+        del data
+        stats = write_shard_file(shard_path(self._staging_dir, name), rows.chunks,
+                                 records=rows.records, compression=self._compression)
         self._records_written.inc(stats["records"])
-        yield {"shard": shard_index, "name": name, **stats}, sorted(bucket_paths)
+        yield {"shard": shard_index, "name": name, **stats, **rows.stats}, sorted(bucket_paths)
 
 
 class _DeleteBucketsFn(beam.DoFn):
@@ -427,16 +484,17 @@ class WriteShards(beam.PTransform):
     shuffle or through bucket files (`shuffle`, see the module docstring); both
     give the same bytes. How records are batched never changes the output.
 
-    Record r goes to shard `key % len(shard_names)`; within a shard, records are
-    sorted by (key, record). Every shard is written, an empty one as an empty
-    (or empty gzip) file. Outputs one dict per shard:
-    {"shard", "name", "records", "bytes", "sha256"} describing the file as
-    written under `staging_dir`.
+    Entry e goes to shard `key % len(shard_names)`; `rows` (default: the
+    payloads are serialized records, `RawRecords`) sorts a shard's entries and
+    makes its records. Every shard is written, an empty one as an empty (or
+    empty gzip) file. Outputs one dict per shard: {"shard", "name", "records",
+    "bytes", "sha256"} describing the file as written under `staging_dir`,
+    plus the row writer's statistics.
     """
 
     def __init__(self, *, staging_dir: str, shard_names: Sequence[str],
                  compression: str | None = None, shuffle: str = "files",
-                 max_buffer_bytes: int | None = None):
+                 max_buffer_bytes: int | None = None, rows: RowWriter | None = None):
         super().__init__()
         shard_names = tuple(shard_names)
         if not shard_names:
@@ -450,6 +508,7 @@ class WriteShards(beam.PTransform):
         self._shard_names = shard_names
         self._compression = compression
         self._shuffle = shuffle
+        self._rows = rows or RawRecords()
         self._max_buffer_bytes = max_buffer_bytes or (
             FILES_BUFFER_BYTES if shuffle == "files" else RUNNER_BUFFER_BYTES)
 
@@ -474,7 +533,7 @@ class WriteShards(beam.PTransform):
             | "GroupByShard" >> beam.GroupByKey()
             | "WriteShard" >> beam.ParDo(_WriteShardFn(
                 staging_dir=self._staging_dir, shard_names=self._shard_names,
-                compression=self._compression)))
+                compression=self._compression, rows=self._rows)))
         if self._shuffle == "runner":
             return written | "Results" >> beam.Map(lambda written_shard: written_shard[0])
         return (written

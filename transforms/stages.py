@@ -16,13 +16,12 @@ import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 
 from bert_pretraining_data.transforms.counters import BundleCounters, CountingDoFn, counter
-from bert_pretraining_data.transforms.example_writer import RecordLayout
 from bert_pretraining_data.transforms.fast_records import (Engine, FlatSample, RecordStats,
                                                            WorkUnit, unit_records, warm_up)
 from bert_pretraining_data.transforms.instances import InstanceConfig
 from bert_pretraining_data.transforms.masking import Masked, MaskingConfig, mask_tokens
-from bert_pretraining_data.transforms.packing import (PackedDocument, pack_document,
-                                                      packed_token_count, unpack_document)
+from bert_pretraining_data.transforms.compact_documents import (
+    CompactDocument, compact_document, compact_token_count, expand_document)
 from bert_pretraining_data.transforms.segmentation import line_ids
 from bert_pretraining_data.transforms.progress import ProgressSink
 from bert_pretraining_data.transforms.sentences import sentence_splitter
@@ -53,7 +52,7 @@ InstanceBatch = tuple[tuple[str, int], list[Instance]]
 
 
 class TokenizeDocument(CountingDoFn):
-    """(doc_key, [line]) -> (doc_key, packed [[token id]]): each line a sentence,
+    """(doc_key, [line]) -> (doc_key, compact [[token id]]): each line a sentence,
     or split into sentences (--sentence_splitter); sentences without tokens dropped."""
 
     def __init__(self, *, vocab_file: str, do_lower_case: bool,
@@ -82,7 +81,7 @@ class TokenizeDocument(CountingDoFn):
         super().finish_bundle()
         self._progress.write()
 
-    def process(self, element: tuple[str, list[str]]) -> Iterator[tuple[str, PackedDocument]]:
+    def process(self, element: tuple[str, list[str]]) -> Iterator[tuple[str, CompactDocument]]:
         doc_key, lines = element
         count = self._count.counts
         count["control_characters"] += sum(map(count_control_characters, lines))
@@ -99,7 +98,7 @@ class TokenizeDocument(CountingDoFn):
         count["sentences"] += len(sentences)
         count["tokens"] += sum(map(len, sentences))
         count["unk_tokens"] += sum(s.count(self._unk) for s in sentences)
-        yield doc_key, pack_document(sentences)
+        yield doc_key, compact_document(sentences)
 
 
 # A batch of documents, and a unit of work, hold about this many token ids:
@@ -111,18 +110,18 @@ WORK_UNIT_TOKENS = 1 << 18
 
 
 class BatchDocuments(beam.DoFn):
-    """(doc_key, packed document) -> lists of them of about WORK_UNIT_TOKENS
+    """(doc_key, compact document) -> lists of them of about WORK_UNIT_TOKENS
     token ids, within a bundle. Which documents share a batch never changes
     the output: every draw is seeded by its document's key."""
 
     def start_bundle(self) -> None:
-        self._batch: list[tuple[str, PackedDocument]] = []
+        self._batch: list[tuple[str, CompactDocument]] = []
         self._tokens = 0
 
-    def process(self, element: tuple[str, PackedDocument]
-                ) -> Iterator[list[tuple[str, PackedDocument]]]:
+    def process(self, element: tuple[str, CompactDocument]
+                ) -> Iterator[list[tuple[str, CompactDocument]]]:
         self._batch.append(element)
-        self._tokens += packed_token_count(element[1])
+        self._tokens += compact_token_count(element[1])
         if self._tokens >= WORK_UNIT_TOKENS:
             yield self._take()
 
@@ -130,52 +129,51 @@ class BatchDocuments(beam.DoFn):
         if self._batch:
             yield GlobalWindows.windowed_value(self._take())
 
-    def _take(self) -> list[tuple[str, PackedDocument]]:
+    def _take(self) -> list[tuple[str, CompactDocument]]:
         batch, self._batch, self._tokens = self._batch, [], 0
         return batch
 
 
-def fan_out_packed(batch: list[tuple[str, PackedDocument]], dupe_factor: int
-                   ) -> Iterator[WorkUnit]:
+def fan_out_batch(batch: list[tuple[str, CompactDocument]], dupe_factor: int
+                  ) -> Iterator[WorkUnit]:
     """A batch's `dupe_factor` copies of each document (each copy with its
     own seeds, hence its own instances) as units of work: the documents'
     copies together, except that a document whose copies hold over
     WORK_UNIT_TOKENS tokens is cut into units of fewer copies."""
     unit: WorkUnit = []
-    for doc_key, packed in batch:
-        per_unit = max(1, WORK_UNIT_TOKENS // max(1, packed_token_count(packed)))
+    for doc_key, document in batch:
+        per_unit = max(1, WORK_UNIT_TOKENS // max(1, compact_token_count(document)))
         if per_unit >= dupe_factor:
-            unit.append((doc_key, packed, (0, dupe_factor)))
+            unit.append((doc_key, document, (0, dupe_factor)))
             continue
         for start in range(0, dupe_factor, per_unit):
-            yield [(doc_key, packed, (start, min(dupe_factor, start + per_unit)))]
+            yield [(doc_key, document, (start, min(dupe_factor, start + per_unit)))]
     if unit:
         yield unit
 
 
-def fan_out(element: tuple[str, PackedDocument],
+def fan_out(element: tuple[str, CompactDocument],
             dupe_factor: int) -> Iterator[tuple[tuple[str, int], list[list[int]]]]:
     """One (doc_key, dupe_index) copy per dupe index, for steps that walk lists
-    (the d2l recipe's): the document is unpacked once and the copies share it
+    (the d2l recipe's): the document is expanded once and the copies share it
     (they only read it)."""
-    document = unpack_document(element[1])
+    document = expand_document(element[1])
     for dupe_index in range(dupe_factor):
         yield (element[0], dupe_index), document
 
 
 class CreateRecords(CountingDoFn):
-    """[(doc_key, packed document, (first dupe, end dupe))] + sample -> RecordBatch.
+    """[(doc_key, compact document, (first dupe, end dupe))] + sample -> RecordBatch.
 
-    Instance creation (transforms.instances), masking (transforms.masking;
-    none when `masking` is None: `--masking=none`) and writing
-    (transforms.example_writer) of every copy in one compiled step
-    (transforms.fast_records).
+    Instance creation (transforms.instances) and masking (transforms.masking;
+    none when `masking` is None: `--masking=none`) of every copy in one
+    compiled step (transforms.fast_records); the batch holds the instances,
+    whose records are written with their shard (transforms.rows).
     """
 
-    def __init__(self, *, instances: InstanceConfig, masking: MaskingConfig | None,
-                 layout: RecordLayout, max_predictions_per_seq: int, seed: int,
+    def __init__(self, *, instances: InstanceConfig, masking: MaskingConfig | None, seed: int,
                  progress_dir: str | None = None) -> None:
-        self._configs = (instances, masking, layout, max_predictions_per_seq)
+        self._configs = (instances, masking)
         self._progress_dir = progress_dir
         self._seed = seed
         names = [f.name for f in dataclasses.fields(RecordStats)]
@@ -184,9 +182,7 @@ class CreateRecords(CountingDoFn):
         self._count = BundleCounters(*names)
 
     def setup(self) -> None:
-        instances, masking, layout, max_predictions_per_seq = self._configs
-        self._engine = Engine.of(instances, masking, layout,
-                                 max_predictions_per_seq=max_predictions_per_seq)
+        self._engine = Engine.of(*self._configs)
         warm_up(self._engine)
         self._sample_source: object = None
         self._progress = ProgressSink(self._progress_dir)

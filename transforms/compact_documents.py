@@ -3,10 +3,10 @@
 A list of lists of Python ints costs ~36 bytes per token once decoded (a
 pointer plus an int object); runners that hold shuffled data or side inputs
 in memory (the DirectRunner) hold every document that way, and the
-DirectRunner holds it in several copies (shuffle buffer, data channel). Packed,
+DirectRunner holds it in several copies (shuffle buffer, data channel). Compacted,
 a token costs 2 bytes when every id of the document fits in 16 bits (any BERT
 vocabulary: 21k-120k entries mostly below 65,536) and 4 bytes otherwise.
-Documents are unpacked only where an algorithm walks them, one at a time.
+Documents are expanded only where an algorithm walks them, one at a time.
 
 Layout: one typecode byte ("H" or "i", the array module's), then int32
 sentence count and lengths (a document may hold more than 65,535 sentences),
@@ -22,7 +22,7 @@ from typing import Iterator, Sequence
 import numpy as np
 from numba import njit
 
-PackedDocument = bytes
+CompactDocument = bytes
 
 _NARROW, _WIDE = "H", "i"
 _HEADER = "i"
@@ -30,7 +30,7 @@ _HEADER_SIZE = array(_HEADER).itemsize
 _WIDE_CODE = ord(_WIDE)
 
 
-def pack_document(sentences: Sequence[Sequence[int]]) -> PackedDocument:
+def compact_document(sentences: Sequence[Sequence[int]]) -> CompactDocument:
     header = array(_HEADER, [len(sentences)])
     header.extend(len(s) for s in sentences)
     tokens = array(_NARROW)
@@ -44,31 +44,31 @@ def pack_document(sentences: Sequence[Sequence[int]]) -> PackedDocument:
     return tokens.typecode.encode() + header.tobytes() + tokens.tobytes()
 
 
-def _layout(packed: PackedDocument) -> tuple[int, int]:
+def _layout(compact: CompactDocument) -> tuple[int, int]:
     """(sentence count, offset of the first token id)."""
-    count = array(_HEADER, packed[1:1 + _HEADER_SIZE])[0]
+    count = array(_HEADER, compact[1:1 + _HEADER_SIZE])[0]
     return count, 1 + _HEADER_SIZE * (1 + count)
 
 
-def _unpacked(packed: PackedDocument) -> tuple[array, array]:
+def _expanded(compact: CompactDocument) -> tuple[array, array]:
     """(sentence lengths, token ids) as arrays."""
-    count, body = _layout(packed)
+    count, body = _layout(compact)
     lengths = array(_HEADER)
-    lengths.frombytes(packed[1 + _HEADER_SIZE:body])
-    tokens = array(packed[:1].decode())
-    tokens.frombytes(packed[body:])
+    lengths.frombytes(compact[1 + _HEADER_SIZE:body])
+    tokens = array(compact[:1].decode())
+    tokens.frombytes(compact[body:])
     return lengths, tokens
 
 
-def packed_arrays(packed: PackedDocument) -> tuple[np.ndarray, np.ndarray]:
+def compact_arrays(compact: CompactDocument) -> tuple[np.ndarray, np.ndarray]:
     """(int32 token ids, int64 sentence bounds) without Python lists:
     sentence s is tokens[bounds[s]:bounds[s + 1]]."""
-    return read_packed(np.frombuffer(packed, dtype=np.uint8))
+    return read_compact(np.frombuffer(compact, dtype=np.uint8))
 
 
 @njit(cache=True)
-def read_packed(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """packed_arrays of a packed document's bytes (uint8), compiled: what the
+def read_compact(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """compact_arrays of a compact document's bytes (uint8), compiled: what the
     record kernels call on every document."""
     wide = data[0] == _WIDE_CODE
     count = _int32_at(data, 1)
@@ -93,8 +93,8 @@ def _int32_at(data: np.ndarray, pos: int) -> int:
     return value - (1 << 32) if value >= (1 << 31) else value
 
 
-def unpack_document(packed: PackedDocument) -> list[list[int]]:
-    lengths, tokens = _unpacked(packed)
+def expand_document(compact: CompactDocument) -> list[list[int]]:
+    lengths, tokens = _expanded(compact)
     sentences = []
     start = 0
     for length in lengths:
@@ -103,20 +103,20 @@ def unpack_document(packed: PackedDocument) -> list[list[int]]:
     return sentences
 
 
-def packed_token_count(packed: PackedDocument) -> int:
-    """Tokens in a packed document, without unpacking it."""
-    _, body = _layout(packed)
-    return (len(packed) - body) // array(packed[:1].decode()).itemsize
+def compact_token_count(compact: CompactDocument) -> int:
+    """Tokens in a compact document, without expanding it."""
+    _, body = _layout(compact)
+    return (len(compact) - body) // array(compact[:1].decode()).itemsize
 
 
-class PackedView:
-    """Sentences of a packed document, unpacked only when read: a random-next
+class CompactView:
+    """Sentences of a compact document, expanded only when read: a random-next
     segment reads a few sentences of a sampled document, not all of them."""
 
     __slots__ = ("_tokens", "_starts")
 
-    def __init__(self, packed: PackedDocument) -> None:
-        lengths, self._tokens = _unpacked(packed)
+    def __init__(self, compact: CompactDocument) -> None:
+        lengths, self._tokens = _expanded(compact)
         self._starts = list(accumulate(lengths, initial=0))
 
     def __len__(self) -> int:
