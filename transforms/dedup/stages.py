@@ -3,11 +3,14 @@
     documents -> FingerprintDocuments -> batches of documents (with digests)
                                       -> exact rows (digest, key) per partition
                                       -> band rows (band key, digest) per partition (near)
-    exact rows -> GroupByKey -> GroupCopies -> keys to drop, counts
+    exact rows -> GroupByKey -> GroupCopies -> one ExactGroups (keys to drop, counts)
     band rows  -> GroupByKey -> FindCandidates -> candidate pairs (a side input)
     batches + candidates -> ShareShingles -> (pair, shingle set) -> GroupByKey
                -> VerifyPairs -> edges -> GroupByKey (one key) -> ClusterNearCopies
-    batches + keys to drop -> DropCopies -> documents, each text once
+    ExactGroups + near clusters -> Decide -> Decisions (a side input)
+    batches + Decisions -> DropCopies -> documents, each text once (identical
+               texts under one key, possible with hash-keyed formats, meet in a
+               GroupByKey and one is kept)
 
 What is shuffled: the exact rows (16 bytes and the key per document), the
 band rows (24 bytes per band per document, near only), both in per-bundle
