@@ -12,6 +12,7 @@ the summed RSS of the tree and of its largest process (psutil, every 50 ms).
     python bench/pipeline.py --shapes short --sizes 5,20 --reference path/to/bert
     python bench/pipeline.py --sizes 1,5 --reference path/to/bert     # + ratios
     python bench/pipeline.py --sizes 20 --memory-size 200            # several minutes
+    python bench/pipeline.py --sizes 20 --dedup none,exact,near       # the dedup stage's cost
     python bench/pipeline.py --sizes 20 --packed                      # + --pack_sequences
 
 `--reference DIR` runs the original create_pretraining_data.py from a local
@@ -20,6 +21,15 @@ corpus with the same flags; `--reference-sizes` limits it (it holds every
 instance in memory: 2.2 GB and 3 CPU-minutes at 20 MB). `--stages` times each
 stage of the functional core in this process, without Beam, on the 1 MB corpus
 of each shape, per document and per instance.
+
+Runs are `--dedup=none` (the original removes no duplicates, and the bench
+corpora repeat their sources) unless `--dedup` lists modes: then each mode
+runs on each corpus, and, since removing duplicates also removes their work,
+`none` runs again on the documents the mode keeps (written out in their
+order, chosen by the stage's own functions): the stage's cost is the mode's
+CPU time minus that run's, as a share of the `none` run on the whole corpus.
+The mode also runs on those kept documents, a corpus without duplicates,
+beside `none` on them: its cost where it finds nothing to remove.
 """
 
 from __future__ import annotations
@@ -42,6 +52,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]  # for bench.corpus
 
 from bench.corpus import MB, SHAPES, corpus_path, jsonl_path, read_documents  # noqa: E402
+from bench.dedup_eval import deduplicate  # noqa: E402
 from bert_pretraining_data.pipeline.build import SAMPLE_DOCUMENT_SEQUENCES  # noqa: E402
 from bert_pretraining_data.pipeline.options import Stages, parse_args  # noqa: E402
 from bert_pretraining_data.transforms.sampling import (  # noqa: E402
@@ -144,12 +155,53 @@ def run_ours(corpus: pathlib.Path, workers: int, *, checkout: pathlib.Path = ROO
         command = [*entry, f"--input_file={corpus}", f"--output_dir={out}",
                    f"--vocab_file={VOCAB}", *FLAGS, mode, f"--direct_num_workers={workers}",
                    *flags]
-        if checkout == ROOT:  # an older checkout (--baseline) has no --progress
+        if checkout == ROOT:  # an older checkout (--baseline) has neither flag
             command.append("--progress=none")
+            if not any(flag.startswith("--dedup=") for flag in flags):
+                command.append("--dedup=none")
         figures = measure(command, pathlib.Path(tmp) / "log", cwd=cwd)
         instances = json.loads((out / "manifest.json").read_text())["total_instances"]
     return Run(f"{label}, {workers} worker{'s' * (workers > 1)}", _shape(corpus),
                corpus.stat().st_size / MB, instances, *figures)
+
+
+def kept_corpus(corpus: pathlib.Path, mode: str) -> tuple[pathlib.Path, int, int]:
+    """(a corpus of the documents `--dedup=mode` keeps, in their order;
+    documents before; documents kept), cached beside the corpus."""
+    documents = read_documents(corpus)
+    kept = deduplicate(documents, mode=mode).kept
+    path = corpus.with_name(f"{corpus.stem}-kept-{mode}.txt")
+    if not path.exists():
+        text = "\n".join("\n".join(lines) + "\n" for key, lines in documents if key in kept)
+        partial = path.with_name(f".{path.name}.{os.getpid()}")
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
+    return path, len(documents), len(kept)
+
+
+def print_dedup_costs(corpus: pathlib.Path, modes: list[str]) -> None:
+    """Each mode beside --dedup=none on the same corpus, and its stage's cost."""
+    runs = {mode: run_ours(corpus, 1, label=f"--dedup={mode}", flags=(f"--dedup={mode}",))
+            for mode in ["none", *[m for m in modes if m != "none"]]}
+    for run in runs.values():
+        print(_row(run), flush=True)
+    none = runs["none"]
+    for mode, run in runs.items():
+        if mode == "none":
+            continue
+        kept_path, documents, kept = kept_corpus(corpus, mode)
+        rest = run_ours(kept_path, 1, label=f"none, {mode}-kept")
+        again = run_ours(kept_path, 1, label=f"{mode}, {mode}-kept", flags=(f"--dedup={mode}",))
+        print(_row(rest), flush=True)
+        print(_row(again), flush=True)
+        cost = (run.cpu - rest.cpu) / none.cpu
+        print(f"  {run.shape} {run.megabytes:.3g} MB --dedup={mode}: kept {kept:,} of "
+              f"{documents:,} documents ({1 - kept / documents:.1%} removed); CPU "
+              f"{run.cpu:.1f} s vs {none.cpu:.1f} s without dedup ({run.cpu / none.cpu:.2f}x); "
+              f"the stage's cost ({run.cpu:.1f} s - {rest.cpu:.1f} s for the kept documents "
+              f"alone): {cost:+.1%} of the run without dedup; on the kept documents, which "
+              f"hold no duplicates: {again.cpu:.1f} s vs {rest.cpu:.1f} s without dedup "
+              f"({again.cpu / rest.cpu - 1:+.1%})", flush=True)
 
 
 def run_original(corpus: pathlib.Path, reference: pathlib.Path) -> Run:
@@ -304,6 +356,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--stages", action="store_true",
                         help="per-stage CPU time of the pipeline's work, no runner, on 1 MB")
     parser.add_argument("--seed", type=int, default=0, help="corpus shuffle seed")
+    parser.add_argument("--dedup", type=lambda text: [m.strip() for m in text.split(",")],
+                        help="dedup modes to compare with none on each corpus, e.g. "
+                             "none,exact,near (1 worker)")
     args = parser.parse_args(argv)
 
     print(f"{os.cpu_count()} CPUs, {psutil.virtual_memory().total / 2**30:.0f} GiB; flags: "
@@ -311,6 +366,9 @@ def main(argv: list[str] | None = None) -> None:
     print(HEADER, flush=True)
     for shape, size in ((shape, size) for shape in args.shapes for size in args.sizes):
         corpus = corpus_path(size, shape=shape, seed=args.seed)
+        if args.dedup:
+            print_dedup_costs(corpus, args.dedup)
+            continue
         runs = [run_ours(corpus, workers) for workers in args.workers]
         for run in runs:
             print(_row(run), flush=True)

@@ -105,12 +105,14 @@ def model(job: Job) -> dict[str, dict[str, float]]:
     results = {}
     for path in ("runner", "files"):
         buckets = bucket_objects if path == "files" else 0
-        objects = 2 * shards + 4 + buckets
+        objects = 2 * shards + 5 + buckets  # + probe, 3 staging lists, vocab.txt, manifest
         # Each process writes its bucket objects one after another.
         path_wall = wall + buckets * OBJECT_WRITE_SECONDS / processes
         class_a = shard_writes + shards * 2 + buckets * 3  # uploads, copies + deletes, lists
         class_b = input_reads + shards * 4 + buckets * 2  # reads, metadata
-        shuffle = packed_documents + (entries * 1.02 if path == "runner" else buckets * 200)
+        # --dedup=exact (the default): the documents' text once, ~60 bytes of rows each.
+        dedup = job.gigabytes * 1e9 + documents * 60
+        shuffle = packed_documents + dedup + (entries * 1.02 if path == "runner" else buckets * 200)
         vcpu_hours = processes * path_wall / 3600
         cost = (vcpu_hours * PRICE_VCPU_HOUR
                 + job.workers * memory_gb * path_wall / 3600 * PRICE_GB_HOUR

@@ -1,9 +1,10 @@
 """The pipeline, narrated as the design card draws it.
 
-    ReadDocuments -> Tokenize -> SampleRandomDocuments (side input)
+    ReadDocuments -> Deduplicate -> Tokenize -> SampleRandomDocuments (side input)
                               -> BatchDocuments -> SpreadDocuments -> FanOutDupes
                               -> CreateRecords -> WriteShards -> ListShards
 
+Deduplicate (`--dedup`, transforms.dedup) keeps each text once;
 BatchDocuments groups documents (a few thousand short ones, or one long one);
 FanOutDupes makes units of work of a batch (its documents with the dupe
 indices to make of each: all of them but for huge documents); CreateRecords
@@ -20,8 +21,11 @@ from __future__ import annotations
 import apache_beam as beam
 
 from bert_pretraining_data.pipeline.options import Config, Stages
-from bert_pretraining_data.pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME,
-                                                    OutputLayout, write_staging_json)
+from bert_pretraining_data.pipeline.publish import (DEDUP_NAME, PROBLEM_LIST_NAME,
+                                                    SHARD_LIST_NAME, OutputLayout,
+                                                    write_staging_json)
+from bert_pretraining_data.transforms.dedup.stages import (SUMMARY, Deduplicate, Fingerprints,
+                                                           dedup_partitions)
 from bert_pretraining_data.transforms.documents import DOCUMENTS, PROBLEMS, ReadDocuments
 from bert_pretraining_data.transforms.formats import ReadRecords
 from bert_pretraining_data.transforms.wikipedia import ReadDump
@@ -41,9 +45,11 @@ def _record(items: list[dict], layout: OutputLayout, name: str) -> int:
 
 def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
                    patterns: list[str], layout: OutputLayout,
-                   progress_dir: str | None = None) -> dict[str, beam.PCollection]:
+                   progress_dir: str | None = None,
+                   input_bytes: int = 0) -> dict[str, beam.PCollection]:
     """The pipeline's graph; `progress_dir` (local runs): where the Tokenize
-    and CreateRecords stages report their progress (transforms.progress)."""
+    and CreateRecords stages report their progress (transforms.progress);
+    `input_bytes` sizes the dedup stage's partitions."""
     seed = config.random_seed
     if config.input_format == "text":
         read = p | "ReadDocuments" >> ReadDocuments(
@@ -54,6 +60,15 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
         read = p | "ReadDocuments" >> ReadRecords(
             patterns=patterns, input_format=config.input_format, text_field=config.text_field)
     docs_by_key = read[DOCUMENTS]
+    outputs = {}
+    if config.dedup != "none":  # before anything else, so nothing sees a document twice
+        deduped = docs_by_key | "Deduplicate" >> Deduplicate(fingerprints=Fingerprints(
+            mode=config.dedup, ngram=config.dedup_ngram, threshold=config.dedup_threshold,
+            partitions=dedup_partitions(input_bytes),
+            unique_keys=config.input_format == "text"))
+        docs_by_key = deduped[DOCUMENTS]
+        outputs["dedup_list"] = deduped[SUMMARY] | "ListDedup" >> beam.Map(
+            lambda summary: _record([summary], layout, DEDUP_NAME))
     tokenized_docs = docs_by_key | "Tokenize" >> beam.ParDo(TokenizeDocument(
         vocab_file=config.vocab_file, do_lower_case=config.do_lower_case,
         whole_word_segmenter=config.whole_word_segmenter,
@@ -88,4 +103,4 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
                     | "ListInputProblems" >> beam.Map(_record, layout, PROBLEM_LIST_NAME))
     return {"docs_by_key": docs_by_key, "tokenized_docs": tokenized_docs,
             "nsp_sample": nsp_sample, "records": records, "shards": shards,
-            "shard_list": shard_list, "problem_list": problem_list}
+            "shard_list": shard_list, "problem_list": problem_list, **outputs}

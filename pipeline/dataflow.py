@@ -38,7 +38,7 @@ from bert_pretraining_data.pipeline.options import Config, ConfigError, parse_ar
 from bert_pretraining_data.pipeline.prepare import prepare
 from bert_pretraining_data.pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME,
                                                     OutputLayout, dataset_warnings, publish,
-                                                    read_staging_json)
+                                                    read_dedup_summary, read_staging_json)
 from bert_pretraining_data.transforms.documents import comma_separated
 
 DATAFLOW_RUNNERS = ("DataflowRunner", "TestDataflowRunner")
@@ -143,10 +143,12 @@ def check_dataflow_options(config: Config, beam_args: Sequence[str]) -> None:
         raise ConfigError(errors[0])
 
 
-def publish_in_job(shard_count: int, problem_count: int, *, layout: OutputLayout,
-                   config: Config, vocab_sha256: str, inputs: Sequence[tuple[str, int]],
-                   replaces: Sequence[str], max_predictions_per_row: int) -> dict:
-    """The driver's publish step, run by the job once both staging lists exist."""
+def publish_in_job(shard_count: int, problem_count: int, dedup_count: int = 0, *,
+                   layout: OutputLayout, config: Config, vocab_sha256: str,
+                   inputs: Sequence[tuple[str, int]], replaces: Sequence[str],
+                   max_predictions_per_row: int) -> dict:
+    """The driver's publish step, run by the job once the staging lists (and
+    the dedup summary, with --dedup) exist."""
     shards = read_staging_json(layout, SHARD_LIST_NAME)
     problems = read_staging_json(layout, PROBLEM_LIST_NAME)
     if (len(shards), len(problems)) != (shard_count, problem_count):
@@ -155,7 +157,8 @@ def publish_in_job(shard_count: int, problem_count: int, *, layout: OutputLayout
     return publish(layout, config=config, vocab_sha256=vocab_sha256, inputs=inputs,
                    shards=shards, counters={}, input_problems=problems,
                    warnings=dataset_warnings({}, problems), replaces=replaces,
-                   max_predictions_per_row=max_predictions_per_row)
+                   max_predictions_per_row=max_predictions_per_row,
+                   dedup=read_dedup_summary(layout, config))
 
 
 AfterPublish = Callable[[beam.PCollection], object]
@@ -176,9 +179,12 @@ def launch(argv: Sequence[str], *, after_publish: AfterPublish | None = None
     run = prepare(config, beam_args)
     pipeline = run.new_pipeline()
     outputs = build_pipeline(pipeline, config=config, stages=run.stages, layout=run.layout,
-                             patterns=run.patterns)
+                             patterns=run.patterns,
+                             input_bytes=sum(size for _, size in run.inputs))
+    written = [beam.pvalue.AsSingleton(outputs[name])
+               for name in ("problem_list", "dedup_list") if name in outputs]
     manifest = outputs["shard_list"] | "Publish" >> beam.Map(
-        publish_in_job, beam.pvalue.AsSingleton(outputs["problem_list"]), layout=run.layout,
+        publish_in_job, *written, layout=run.layout,
         config=config, vocab_sha256=run.vocab.sha256, inputs=run.inputs,
         replaces=run.replaces, max_predictions_per_row=run.stages.rows.max_predictions)
     if after_publish is not None:

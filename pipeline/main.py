@@ -30,7 +30,8 @@ from bert_pretraining_data.pipeline.dataflow import (check_dataflow_options, dry
 from bert_pretraining_data.pipeline.options import ConfigError, parse_args
 from bert_pretraining_data.pipeline.prepare import prepare, run_to_completion
 from bert_pretraining_data.pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME,
-                                                    dataset_warnings, publish, read_staging_json)
+                                                    dataset_warnings, publish, read_dedup_summary,
+                                                    read_staging_json)
 from bert_pretraining_data.transforms.documents import InputError
 from bert_pretraining_data.transforms.tokenization import FullTokenizer
 from bert_pretraining_data.transforms.vocabulary import VocabularyError
@@ -55,18 +56,21 @@ def run(argv: Sequence[str]) -> dict:
         shards = run_compat(config, stages=run.stages, tokenizer=tokenizer, layout=layout)
         counters: dict[str, int] = {}
         problems: list[dict] = []
+        dedup = None
     else:
         pipeline = run.new_pipeline()
         with local_progress(config, beam_args, run.inputs) as progress_dir:
             build_pipeline(pipeline, config=config, stages=run.stages, patterns=run.patterns,
-                           layout=layout, progress_dir=progress_dir)
+                           layout=layout, progress_dir=progress_dir,
+                           input_bytes=sum(size for _, size in run.inputs))
             counters = run_to_completion(pipeline)
         shards = read_staging_json(layout, SHARD_LIST_NAME)
         problems = read_staging_json(layout, PROBLEM_LIST_NAME)
+        dedup = read_dedup_summary(layout, config)
     manifest = publish(layout, config=config, vocab_sha256=run.vocab.sha256, inputs=run.inputs,
                        shards=shards, counters=counters, input_problems=problems,
                        warnings=dataset_warnings(counters, problems), replaces=run.replaces,
-                       max_predictions_per_row=run.stages.rows.max_predictions)
+                       max_predictions_per_row=run.stages.rows.max_predictions, dedup=dedup)
     return dict(manifest, manifest_path=layout.manifest_path)
 
 

@@ -22,6 +22,7 @@ from bert_pretraining_data.transforms.masking import MaskingConfig, masking_conf
 from bert_pretraining_data.transforms.packing.plan import prediction_budget
 from bert_pretraining_data.transforms.rows import InstanceRows, PackedRows
 from bert_pretraining_data.transforms.seeds import MAX_DUPE_FACTOR
+from bert_pretraining_data.transforms.dedup.stages import DEDUP_MODES
 from bert_pretraining_data.transforms.formats import INPUT_FORMATS
 from bert_pretraining_data.transforms.segmentation import SEGMENTERS
 from bert_pretraining_data.transforms.sentences import DEFAULT_SPLITTER, SPLITTERS
@@ -80,6 +81,9 @@ class Config:
     text_field: str = "text"
     sentence_splitter: str = "none"
     progress: str = "auto"
+    dedup: str = "exact"
+    dedup_threshold: float = 0.8
+    dedup_ngram: int = 5
     pack_sequences: bool = False
     max_sequences_per_pack: int = DEFAULT_SEQUENCES_PER_PACK
 
@@ -260,6 +264,17 @@ def _parser() -> argparse.ArgumentParser:
         help="auto: a local run prints its progress (a live line on a terminal, a "
              "line every 30 s in a log); a Dataflow run prints its console URL "
              "(default); none: quiet until the end")
+    add("--dedup", choices=list(DEDUP_MODES),
+        help="documents kept once: exact, those whose normalised text (NFKC, case "
+             "folded, whitespace collapsed) is the same (the default); near, also those "
+             "whose word n-gram Jaccard similarity reaches --dedup_threshold (MinHash "
+             "and LSH, candidates verified, clusters formed transitively); none, every "
+             "document (the default with --reference_compatible, as the original)")
+    add("--dedup_threshold", type=float,
+        help="with --dedup=near: the Jaccard similarity of two documents' word n-grams "
+             "from which they are near copies (default 0.8)")
+    add("--dedup_ngram", type=int,
+        help="with --dedup=near: words per shingle (default 5)")
     add("--pack_sequences", type=parse_bool, nargs="?", const=True, default=False,
         help="pack up to --max_sequences_per_pack whole instances into each row of "
              "max_seq_length tokens, with MLPerf's packed features (input_mask holds "
@@ -369,7 +384,8 @@ def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
         max_sequences_per_pack=(DEFAULT_SEQUENCES_PER_PACK if args.max_sequences_per_pack is None
                                 else args.max_sequences_per_pack),
         sentence_splitter=args.sentence_splitter or (
-            "none" if args.input_format == "text" else DEFAULT_SPLITTER))
+            "none" if args.input_format == "text" else DEFAULT_SPLITTER),
+        **_dedup_flags(args))
     validate(config)
     return config, beam_args
 
@@ -387,6 +403,18 @@ def default_shuffle(beam_args: Sequence[str]) -> str:
     """`files` on the DirectRunner (Beam's default runner), `runner` elsewhere."""
     runner = runner_name(beam_args)
     return "files" if not runner or "direct" in runner.lower() else "runner"
+
+
+def _dedup_flags(args: argparse.Namespace) -> dict[str, object]:
+    """--dedup is exact unless the run reproduces a tool that keeps every
+    document (--reference_compatible, --recipe=d2l); its parameters are near's."""
+    dedup = args.dedup or ("none" if args.reference_compatible or args.recipe == "d2l"
+                           else "exact")
+    if dedup != "near" and (args.dedup_threshold, args.dedup_ngram) != (None, None):
+        raise ConfigError("--dedup_threshold and --dedup_ngram set --dedup=near; add it")
+    return {"dedup": dedup,
+            "dedup_threshold": 0.8 if args.dedup_threshold is None else args.dedup_threshold,
+            "dedup_ngram": 5 if args.dedup_ngram is None else args.dedup_ngram}
 
 
 def _recipe_defaults(args: argparse.Namespace) -> dict[str, int]:
@@ -446,6 +474,11 @@ def validate(config: Config) -> None:
          f"runs do, which takes a --random_seed in [0, 2**32), got {config.random_seed}"),
         (config.num_shards is None or config.num_shards >= 1,
          f"--num_shards must be at least 1, got {config.num_shards}"),
+        (not (config.reference_compatible and config.dedup != "none"),
+         "--reference_compatible keeps every document, as the original does; drop --dedup"),
+        (0 < config.dedup_threshold <= 1, "--dedup_threshold is a Jaccard similarity in "
+         f"(0, 1], got {config.dedup_threshold}"),
+        (config.dedup_ngram >= 1, f"--dedup_ngram must be at least 1, got {config.dedup_ngram}"),
         (config.nsp_sample_size >= 1, "--nsp_sample_size must be at least 1, got "
          f"{config.nsp_sample_size}"),
         (config.nsp_sample_max_bytes >= 1, "--nsp_sample_max_bytes must be positive"),
@@ -477,6 +510,8 @@ def validate(config: Config) -> None:
              "shards; use --output_dir"),
             (not config.reference_compatible, "--reference_compatible reproduces the "
              "original BERT script; drop it with --recipe=d2l"),
+            (config.dedup == "none", "--recipe=d2l keeps every paragraph, as d2l does; "
+             "drop --dedup"),
             ((config.masking, config.padding) == ("static", "fixed"), "--recipe=d2l "
              "writes d2l's padded, statically masked batches; --masking and "
              "--padding apply to --recipe=bert"),

@@ -32,6 +32,7 @@ STAGING_NAME = ".staging"
 MANIFEST_NAME = "manifest.json"
 SHARD_LIST_NAME = "shards.json"
 PROBLEM_LIST_NAME = "input_problems.json"
+DEDUP_NAME = "dedup.json"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -194,6 +195,14 @@ def read_staging_json(layout: OutputLayout, name: str) -> list[dict]:
         return json.loads(handle.read())
 
 
+def read_dedup_summary(layout: OutputLayout, config: Config) -> dict:
+    """The dedup stage's figures for the manifest (its one staged summary)."""
+    if config.dedup == "none":
+        return {"mode": "none"}
+    (summary,) = read_staging_json(layout, DEDUP_NAME)
+    return summary
+
+
 def package_versions() -> dict[str, str]:
     """The versions the output depends on. Python's among them: tokenization
     follows Python's own Unicode database, as the original does, and Python 3.10
@@ -227,7 +236,7 @@ def publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
             inputs: Sequence[tuple[str, int]], shards: Sequence[dict],
             counters: dict[str, int], input_problems: Sequence[dict] = (),
             warnings: Sequence[str] = (), replaces: Sequence[str] = (),
-            max_predictions_per_row: int | None = None) -> dict:
+            max_predictions_per_row: int | None = None, dedup: dict | None = None) -> dict:
     """Moves staged shards to their final paths, copies the vocabulary beside
     them (`--output_dir`), then writes the manifest.
 
@@ -256,6 +265,7 @@ def publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
         # a packed shard's records are rows of several instances
         "total_instances": sum(s.get("instances", s["records"]) for s in shards),
         "counters": dict(sorted(counters.items())),
+        "dedup": dedup or {"mode": "none"},
         "input_problems": list(input_problems),
         "warnings": list(warnings),
         "versions": package_versions(),

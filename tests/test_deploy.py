@@ -105,6 +105,7 @@ def _samples(name: str, action) -> tuple[list[str], list[str]]:
 # Flags whose values need another flag (the CLI refuses them alone).
 NEEDS = {"max_ngram_size": ["--do_whole_word_mask"],
          "whole_word_segmenter": ["--do_whole_word_mask"],
+         "dedup_threshold": ["--dedup=near"], "dedup_ngram": ["--dedup=near"],
          "max_sequences_per_pack": ["--pack_sequences"]}
 
 

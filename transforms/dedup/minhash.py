@@ -1,0 +1,199 @@
+"""Word n-gram shingles, MinHash signatures and LSH band keys of a batch of documents.
+
+Shingles. A document's normalised words (transforms.dedup.normalise), every
+run of n consecutive words (a document of fewer than n words: one shingle of
+all of them), each hashed to 32 bits: a word by CRC-32 of its UTF-8 bytes, a
+run by a multiply-add of its words' hashes with fixed odd 64-bit constants,
+mixed by splitmix64's finalizer and folded to 32 bits. Two documents'
+Jaccard similarity is that of their sets of shingle hashes.
+
+MinHash. datasketch's `affine32` scheme, value for value (the tests compare
+with `datasketch.MinHash`): a shingle hash is pre-mixed by MurmurHash3's
+32-bit finalizer, then each of the P permutations maps it to a*h + b mod 2^32
+(a odd: a bijection), and the signature holds each permutation's minimum over
+the document's shingles; the (a, b) are drawn as datasketch draws them from
+its seed. It is computed here for a whole batch of documents in a few numpy
+operations (a multiply-add over shingles x permutations, then the minimum
+over each document's rows) instead of datasketch's Python loop over each
+document's shingles, which was slower (bench/DEDUP.md has the figures).
+
+LSH. The P values are cut into b bands of r rows; a band's key hashes its
+rows and its index. Documents sharing a band key are candidates, which are
+then verified on their shingle sets (transforms.dedup.clusters), so the bands
+only need to find nearly every pair at the threshold: a pair of similarity s
+shares some band with probability 1 - (1 - s^r)^b.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import zlib
+from typing import Sequence
+
+import numpy as np
+
+# datasketch's default seed: the permutations are datasketch's own.
+MINHASH_SEED = 1
+# A pair at the threshold becomes a candidate with at least this probability.
+CANDIDATE_RECALL = 0.99
+# A pair half as similar as the threshold is a candidate at most this often.
+FAR_CANDIDATES = 0.2
+# The most permutations band_shape may use.
+MAX_PERMUTATIONS = 256
+# Rows of shingles x permutations computed at once (memory: rows * P * 4 bytes).
+_CHUNK_ROWS = 1 << 14
+_U32 = np.uint32(0xFFFFFFFF)
+
+
+def _mix64(values: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer on an array of uint64 (a bijection)."""
+    values = (values ^ (values >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    values = (values ^ (values >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return values ^ (values >> np.uint64(31))
+
+
+def _fmix32(values: np.ndarray) -> np.ndarray:
+    """MurmurHash3's 32-bit finalizer, datasketch's pre-mix of each input hash."""
+    values = values ^ (values >> np.uint32(16))
+    values = values * np.uint32(0x85EBCA6B)
+    values = values ^ (values >> np.uint32(13))
+    values = values * np.uint32(0xC2B2AE35)
+    return values ^ (values >> np.uint32(16))
+
+
+@functools.lru_cache(maxsize=None)
+def _multipliers(count: int, salt: int) -> np.ndarray:
+    """`count` fixed odd 64-bit constants (a multiply-add's weights)."""
+    return _mix64(np.arange(1, count + 1, dtype=np.uint64) + np.uint64(salt << 32)) | np.uint64(1)
+
+
+def word_counts(texts: Sequence[str]) -> np.ndarray:
+    """Words of each normalised text (words are joined by single spaces)."""
+    return np.fromiter((text.count(" ") + 1 if text else 0 for text in texts),
+                       dtype=np.int64, count=len(texts))
+
+
+def shingle_hashes(texts: Sequence[str], ngram: int) -> tuple[np.ndarray, np.ndarray]:
+    """(hashes, counts): the 32-bit shingle hashes of every text, concatenated
+    in text order (with repeats), and how many each text has (0 for an empty
+    text, at least 1 otherwise)."""
+    counts = word_counts(texts)
+    words = " ".join(text for text in texts if text).encode("utf-8").split(b" ")
+    hashes = np.fromiter(map(zlib.crc32, words), dtype=np.uint64, count=int(counts.sum()))
+    total = len(hashes)
+    ends = np.cumsum(counts)
+    end_of_text = np.repeat(ends, counts)
+    positions = np.arange(total)
+    padded = np.concatenate([hashes, np.zeros(ngram, dtype=np.uint64)])
+    weights = _multipliers(ngram, 0)
+    runs = np.zeros(total, dtype=np.uint64)
+    for offset in range(ngram):  # the words after the end of a text weigh nothing
+        inside = positions + offset < end_of_text
+        runs += np.where(inside, padded[offset:offset + total], np.uint64(0)) * weights[offset]
+    # A shingle starts at every word followed by ngram - 1 words of its text,
+    # and at the first word of a text shorter than ngram.
+    last_start = np.maximum(ends - counts, ends - ngram)
+    starts = positions <= np.repeat(last_start, counts)
+    mixed = _mix64(runs[starts])
+    shingles = ((mixed >> np.uint64(32)) ^ (mixed & np.uint64(_U32))).astype(np.uint32)
+    return shingles, np.where(counts > 0, np.maximum(counts - ngram + 1, 1), 0)
+
+
+def shingle_sets(texts: Sequence[str], ngram: int) -> list[np.ndarray]:
+    """The sorted distinct shingle hashes of each normalised text."""
+    hashes, counts = shingle_hashes(texts, ngram)
+    # One sort for the batch: (text index, hash) as one 64-bit value.
+    tagged = np.unique(np.repeat(np.arange(len(texts), dtype=np.uint64), counts) << np.uint64(32)
+                       | hashes.astype(np.uint64))
+    bounds = np.searchsorted(tagged >> np.uint64(32), np.arange(1, len(texts), dtype=np.uint64))
+    return [part.astype(np.uint32) for part in np.split(tagged, bounds)]
+
+
+def shingle_set(text: str, ngram: int) -> np.ndarray:
+    """The sorted distinct shingle hashes of one normalised text."""
+    return shingle_sets([text], ngram)[0]
+
+
+@functools.lru_cache(maxsize=None)
+def permutations(count: int, seed: int = MINHASH_SEED) -> np.ndarray:
+    """datasketch's affine32 permutations (a, b) for `count` hash functions and
+    `seed`, as a (2, count) uint32 array, drawn as `MinHash(num_perm=count,
+    seed=seed, scheme="affine32")` draws them."""
+    generator = np.random.RandomState(seed)
+    a = generator.randint(0, 1 << 31, count, dtype=np.uint32) * np.uint32(2) + np.uint32(1)
+    b = generator.randint(0, 1 << 32, count, dtype=np.uint32)
+    return np.array([a, b])
+
+
+def signatures(shingles: np.ndarray, counts: np.ndarray, count: int) -> np.ndarray:
+    """(texts, count) uint32 MinHash signatures of texts given as
+    `shingle_hashes` gives them; every count must be at least 1.
+
+    Shingles are processed in chunks so that memory stays at _CHUNK_ROWS x
+    `count` values whatever the documents' lengths.
+    """
+    if len(counts) and counts.min() < 1:
+        raise ValueError("every text needs at least one shingle")
+    a, b = (column[:, None] for column in permutations(count))
+    mixed = _fmix32(shingles)
+    ends = np.cumsum(counts)
+    starts = ends - counts
+    # (permutations, texts): each text's minimum is a reduction over contiguous values.
+    result = np.full((count, len(counts)), _U32, dtype=np.uint32)
+    for chunk_start in range(0, len(mixed), _CHUNK_ROWS):
+        chunk_end = min(len(mixed), chunk_start + _CHUNK_ROWS)
+        values = a * mixed[None, chunk_start:chunk_end]
+        values += b
+        first = int(np.searchsorted(ends, chunk_start, side="right"))
+        last = int(np.searchsorted(starts, chunk_end, side="left"))
+        segments = np.maximum(starts[first:last], chunk_start) - chunk_start
+        np.minimum(result[:, first:last], np.minimum.reduceat(values, segments, axis=1),
+                   out=result[:, first:last])
+    return result.T.copy()
+
+
+def band_shape(threshold: float) -> tuple[int, int]:
+    """(bands, rows) for a Jaccard threshold: enough bands to find a pair at
+    the threshold with CANDIDATE_RECALL, and the fewest permutations (each
+    costs a multiply-add per shingle) with which a pair half as similar is a
+    candidate at most FAR_CANDIDATES of the time; when no shape within
+    MAX_PERMUTATIONS does (low thresholds), the one that comes closest."""
+    shapes = []
+    for rows in range(1, MAX_PERMUTATIONS + 1):
+        miss = 1.0 - threshold ** rows
+        bands = 1 if miss <= 0 else math.ceil(
+            math.log(1.0 - CANDIDATE_RECALL) / math.log(miss))
+        if bands * rows > MAX_PERMUTATIONS:
+            break  # more rows need more bands still
+        far = candidate_probability(threshold / 2, bands, rows)
+        shapes.append((far > FAR_CANDIDATES, bands * rows if far <= FAR_CANDIDATES else far,
+                       bands, rows))
+    _, _, bands, rows = min(shapes)
+    return bands, rows
+
+
+def candidate_probability(similarity: float, bands: int, rows: int) -> float:
+    """The probability that a pair of this Jaccard similarity shares a band."""
+    return 1.0 - (1.0 - similarity ** rows) ** bands
+
+
+def band_keys(signatures_: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """(texts, bands) uint64: each band's rows and index hashed together."""
+    cut = signatures_[:, :bands * rows].reshape(len(signatures_), bands, rows)
+    weights = _multipliers(rows, 1)
+    keys = np.broadcast_to(_multipliers(bands, 2), (len(signatures_), bands)).copy()
+    for row in range(rows):
+        keys += cut[:, :, row].astype(np.uint64) * weights[row]
+    return _mix64(keys)
+
+
+def jaccard(first: np.ndarray, second: np.ndarray) -> float:
+    """Jaccard similarity of two sorted sets of distinct shingle hashes."""
+    if not first.size or not second.size:
+        return 1.0 if first.size == second.size else 0.0
+    found = np.searchsorted(second, first)
+    found[found == second.size] = 0
+    shared = int(np.count_nonzero(second[found] == first))
+    union = first.size + second.size - shared
+    return shared / union
