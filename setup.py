@@ -22,11 +22,13 @@ import setuptools
 NAMESPACE = "bert_pretraining_data"
 FOLDERS = ("pipeline", "transforms", "loaders")
 
-# Everything the loaders, collators and dynamic masking import.
+# Everything the loaders, collators and dynamic masking import (sentencepiece:
+# the pieces, ids and word starts of a SentencePiece dataset's model).
 BASE = [
     "numpy>=1.26,<3",
     "numba>=0.60,<1",
     "google-crc32c>=1.5,<2",
+    "sentencepiece>=0.2,<0.3",
 ]
 WORKER_REQUIREMENTS = pathlib.Path(__file__).parent / "pipeline" / "worker_requirements.txt"
 PIPELINE = ["apache-beam[gcp]>=2.60,<3"] + [  # as pipeline.options.requirement_lines
@@ -40,7 +42,9 @@ setuptools.setup(
     description=("BERT pre-training data (masked LM + next sentence prediction) "
                  "on Apache Beam: a drop-in replacement for create_pretraining_data.py"),
     python_requires=">=3.11,<3.12",
-    packages=[f"{NAMESPACE}.{folder}" for folder in FOLDERS],
+    packages=[f"{NAMESPACE}.{folder}" for folder in FOLDERS] + [  # and their subpackages
+        f"{NAMESPACE}.{folder}.{sub}" for folder in FOLDERS
+        for sub in setuptools.find_packages(pathlib.Path(__file__).parent / folder)],
     package_dir={f"{NAMESPACE}.{folder}": folder for folder in FOLDERS},
     package_data={f"{NAMESPACE}.pipeline": [WORKER_REQUIREMENTS.name]},
     install_requires=BASE,
