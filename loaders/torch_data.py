@@ -28,12 +28,11 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, read_manifest,
-                                                    read_vocabulary_bytes)
+                                                    read_vocabulary, read_vocabulary_bytes)
 from bert_pretraining_data.loaders.records import (Instance, InstanceDecoder, Row, read_shard,
                                                    sequences_of)
 from bert_pretraining_data.transforms.masking import MaskingConfig, mask_tokens, masking_config
 from bert_pretraining_data.transforms.randomness import derive_rng
-from bert_pretraining_data.transforms.vocabulary import parse_vocabulary
 
 IGNORE_INDEX = -100  # labels at unmasked positions, as HuggingFace losses expect
 STYLES = ("hf", "d2l", "blocks", "flat")
@@ -203,8 +202,7 @@ class Collator:
         if manifest.recipe == "d2l":
             pad_id = read_vocabulary_bytes(manifest).decode("utf-8").split("\n").index("<pad>")
         if manifest.masking == "none":
-            vocab = parse_vocabulary(read_vocabulary_bytes(manifest, vocab_file),
-                                     source=vocab_file or manifest.vocab_path)
+            vocab = read_vocabulary(manifest, vocab_file)
             masking = masking_config(
                 vocab, masked_lm_prob=flags["masked_lm_prob"],
                 max_predictions_per_seq=flags["max_predictions_per_seq"],

@@ -55,8 +55,7 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
             patterns=patterns, input_format=config.input_format, text_field=config.text_field)
     docs_by_key = read[DOCUMENTS]
     tokenized_docs = docs_by_key | "Tokenize" >> beam.ParDo(TokenizeDocument(
-        vocab_file=config.vocab_file, do_lower_case=config.do_lower_case,
-        whole_word_segmenter=config.whole_word_segmenter,
+        tokenizer=config.tokenizer, whole_word_segmenter=config.whole_word_segmenter,
         sentence_splitter=config.sentence_splitter, progress_dir=progress_dir))
     nsp_sample = tokenized_docs | "SampleRandomDocuments" >> SampleDocuments(
         seed=seed, size=config.nsp_sample_size, max_bytes=config.nsp_sample_max_bytes,

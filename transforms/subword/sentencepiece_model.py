@@ -17,7 +17,8 @@ import hashlib
 import sentencepiece
 
 from bert_pretraining_data.transforms.subword.word_starts import WORD_STARTS
-from bert_pretraining_data.transforms.vocabulary import Vocabulary, VocabularyError
+from bert_pretraining_data.transforms.vocabulary import (Vocabulary, VocabularyError,
+                                                        read_vocabulary_file)
 
 SPECIAL_PIECES = ("[CLS]", "[SEP]", "[MASK]")
 ANCHORS = tuple(WORD_STARTS)
@@ -74,13 +75,6 @@ def parse_model(data: bytes, *, anchor: str = "albert",
 
 def load_model(path: str, *, anchor: str = "albert") -> PieceVocabulary:
     """Reads and validates a model from a local or gs:// path."""
-    from apache_beam.io.filesystems import FileSystems  # heavy; only when loading
-
-    try:
-        with FileSystems.open(path) as handle:
-            data = handle.read()
-    except Exception as err:  # Beam wraps missing files in several types
-        raise VocabularyError(
-            f"{path}: cannot read the SentencePiece model ({type(err).__name__}); check "
-            "--spm_model_file / --sp_model_file") from None
+    data = read_vocabulary_file(path, what="the SentencePiece model",
+                                flags="--spm_model_file / --sp_model_file")
     return parse_model(data, anchor=anchor, source=path)
