@@ -6,6 +6,7 @@ TF Model Garden use it, behind the one tokenizer interface the pipeline calls.
     word_starts.py           where a word starts among pieces: each anchor's rule, once
     sentencepiece_model.py   a SentencePiece model as a vocabulary (pieces, special ids)
     sentencepiece_text.py    the anchors' text handling: preprocess_text, encode_pieces
+    sentencepiece_training.py  learning a model on Beam (create-vocab), ALBERT's settings
 
 WordPiece itself stays in transforms.tokenization and transforms.vocabulary.
 """
