@@ -1,5 +1,5 @@
 """SentencePiece through the whole tool: the flags, a refused model, a dataset that
-carries its model, load-time masking and inspection with it, and create-vocab
+carries its model, load-time masking and inspection with it, packed rows, and create-vocab
 learning a model on Beam, compared with spm_train run directly on the same
 sentences and then used end to end (pipeline -> PyTorch loader)."""
 
@@ -127,6 +127,29 @@ def test_load_time_masking_uses_the_models_mask_and_whole_words(tmp_path):
                     grouped += 1
                     assert labels[before] != -100
     assert masked > 1000 and grouped > 50 and 0.75 < as_mask / masked < 0.85
+
+
+@pytest.mark.slow
+def test_packed_rows_of_pieces_start_with_the_models_cls_and_mask_at_load_time(tmp_path):
+    out = tmp_path / "packed"
+    manifest = run(_flags(input_file=EWT, output_dir=out, spm_model_file=MODEL,
+                          pack_sequences="true", masking="none", padding="none",
+                          do_whole_word_mask="true", next_sentence="sop", ngram=3,
+                          dupe_factor=1))
+    assert manifest["packing"]["rows"] < manifest["packing"]["instances"]
+    vocab = parse_model(MODEL.read_bytes())
+    masked = as_mask = sequences = 0
+    for batch in make_dataloader(str(out), batch_size=16, shuffle=False):
+        ids, labels = batch["input_ids"], batch["labels"]
+        for row in range(len(ids)):
+            starts = batch["next_sentence_positions"][row][batch["next_sentence_label"][row]
+                                                           != -100]
+            assert (ids[row, starts] == vocab.cls_id).all()
+            sequences += len(starts)
+        masked += int((labels != -100).sum())
+        as_mask += int(((labels != -100) & (ids == vocab.mask_id)).sum())
+    assert sequences == manifest["packing"]["instances"]
+    assert masked > 1000 and 0.75 < as_mask / masked < 0.85
 
 
 # --- create-vocab --tokenization=SentencePiece ------------------------------------------
