@@ -90,8 +90,14 @@ def test_metadata_parameters_are_documented():
     assert required == {"input_file", "vocab_file"}
 
 
+# Flags whose values the CLI bounds more tightly than their type.
+SAMPLES = {"max_sequences_per_pack": (["2", "3", "64"], ["1", "65", "ten", ""])}
+
+
 def _samples(name: str, action) -> tuple[list[str], list[str]]:
     """(values the CLI accepts, values it does not) for one flag."""
+    if name in SAMPLES:
+        return SAMPLES[name]
     if name in PATH_PARAMS:
         example = PARAMS[name]["helpText"].rsplit("Example: ", 1)[1]
         return [example], ["/tmp/local/dir", "corpus/*.txt", ""]
@@ -106,7 +112,8 @@ def _samples(name: str, action) -> tuple[list[str], list[str]]:
 
 # Flags whose values need another flag (the CLI refuses them alone).
 NEEDS = {"max_ngram_size": ["--do_whole_word_mask"],
-         "whole_word_segmenter": ["--do_whole_word_mask"]}
+         "whole_word_segmenter": ["--do_whole_word_mask"],
+         "max_sequences_per_pack": ["--pack_sequences"]}
 
 
 @pytest.mark.parametrize("name", sorted(PARAMS))
