@@ -30,11 +30,13 @@ import setuptools
 NAMESPACE = "bert_pretraining_data"
 FOLDERS = ("pipeline", "transforms", "loaders")
 
-# Everything the loaders, collators and dynamic masking import.
+# Everything the loaders, collators and dynamic masking import (sentencepiece:
+# the pieces, ids and word starts of a SentencePiece dataset's model).
 BASE = [
     "numpy>=1.26,<3",
     "numba>=0.60,<1",
     "google-crc32c>=1.5,<2",
+    "sentencepiece>=0.2,<0.3",
 ]
 WORKER_REQUIREMENTS = pathlib.Path(__file__).parent / "pipeline" / "worker_requirements.txt"
 WORKER = [  # as pipeline.options.requirement_lines

@@ -14,13 +14,16 @@ the summed RSS of the tree and of its largest process (psutil, every 50 ms).
     python bench/pipeline.py --sizes 20 --memory-size 200            # several minutes
     python bench/pipeline.py --sizes 20 --dedup none,exact,near       # the dedup stage's cost
     python bench/pipeline.py --sizes 20 --packed                      # + --pack_sequences
+    python bench/pipeline.py --sizes 20 --spm_model m.model --reference path/to/bert
 
 `--reference DIR` runs the original create_pretraining_data.py from a local
 checkout of google-research/bert (under TF2 through tf.compat.v1) on the same
 corpus with the same flags; `--reference-sizes` limits it (it holds every
 instance in memory: 2.2 GB and 3 CPU-minutes at 20 MB). `--stages` times each
 stage of the functional core in this process, without Beam, on the 1 MB corpus
-of each shape, per document and per instance.
+of each shape, per document and per instance. `--spm_model M` adds a run
+tokenizing with that SentencePiece model (`--spm_model_file`, ALBERT's text
+handling) beside each WordPiece run, and its stage breakdown.
 
 Runs are `--dedup=none` (the original removes no duplicates, and the bench
 corpora repeat their sources) unless `--dedup` lists modes: then each mode
@@ -61,7 +64,6 @@ from bert_pretraining_data.transforms.sharding import (  # noqa: E402
     scan_entries, split_by_shard)
 from bert_pretraining_data.transforms.stages import (  # noqa: E402
     BatchDocuments, CreateRecords, TokenizeDocument, fan_out_batch)
-from bert_pretraining_data.transforms.vocabulary import load_vocabulary  # noqa: E402
 
 VOCAB = ROOT / "tests" / "data" / "bert-base-uncased-vocab.txt"
 # The original's defaults, spelled out so that both tools surely get the same.
@@ -238,8 +240,10 @@ class Breakdown:
     instances: int
 
 
-def stage_breakdown(corpus: pathlib.Path, *, vocab_file: pathlib.Path = VOCAB) -> Breakdown:
-    """CPU seconds per stage, and the documents and instances made.
+def stage_breakdown(corpus: pathlib.Path, *, vocab_file: pathlib.Path = VOCAB,
+                    flags: tuple[str, ...] = ()) -> Breakdown:
+    """CPU seconds per stage, and the documents and instances made (`flags`:
+    more of the pipeline's, e.g. a SentencePiece model).
 
     The pipeline's per-element work without the runner, in one process: its
     own DoFns and functions (counters included) with its own seeds, so the
@@ -250,9 +254,9 @@ def stage_breakdown(corpus: pathlib.Path, *, vocab_file: pathlib.Path = VOCAB) -
     clock = time.process_time
     start = clock()
     config, _ = parse_args([f"--input_file={corpus}", "--output_dir=unused",
-                            f"--vocab_file={vocab_file}", *FLAGS])
-    stages = Stages.of(config, load_vocabulary(str(vocab_file)))
-    tokenize = TokenizeDocument(vocab_file=str(vocab_file), do_lower_case=config.do_lower_case)
+                            f"--vocab_file={vocab_file}", *FLAGS, *flags])
+    stages = Stages.of(config, config.tokenizer.load_vocabulary())
+    tokenize = TokenizeDocument(tokenizer=config.tokenizer)
     tokenize.setup()
     records_fn = CreateRecords(
         instances=stages.instances, masking=stages.masking, seed=config.random_seed)
@@ -298,11 +302,11 @@ def stage_breakdown(corpus: pathlib.Path, *, vocab_file: pathlib.Path = VOCAB) -
     return Breakdown(seconds=seconds, documents=len(documents), instances=rows.records)
 
 
-def print_stages(corpus: pathlib.Path) -> None:
-    breakdown = stage_breakdown(corpus)
+def print_stages(corpus: pathlib.Path, flags: tuple[str, ...] = (), label: str = "") -> None:
+    breakdown = stage_breakdown(corpus, flags=flags)
     seconds, count = breakdown.seconds, breakdown.instances
     total = sum(seconds.values())
-    print(f"\nstages, one process, no runner: {_shape(corpus)}, "
+    print(f"\nstages{label}, one process, no runner: {_shape(corpus)}, "
           f"{corpus.stat().st_size / MB:.2f} MB, {breakdown.documents:,} documents, "
           f"{count:,} instances, {total:.2f} CPU s")
     print(f"{'stage':<12}{'CPU s':>8}{'share':>8}{'µs/document':>13}{'µs/instance':>13}")
@@ -355,6 +359,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="also the same corpus with --pack_sequences, 1 worker")
     parser.add_argument("--stages", action="store_true",
                         help="per-stage CPU time of the pipeline's work, no runner, on 1 MB")
+    parser.add_argument("--spm_model", type=pathlib.Path,
+                        help="a SentencePiece model: each corpus also runs with "
+                             "--spm_model_file (1 worker), beside WordPiece")
     parser.add_argument("--seed", type=int, default=0, help="corpus shuffle seed")
     parser.add_argument("--dedup", type=lambda text: [m.strip() for m in text.split(",")],
                         help="dedup modes to compare with none on each corpus, e.g. "
@@ -372,6 +379,11 @@ def main(argv: list[str] | None = None) -> None:
         runs = [run_ours(corpus, workers) for workers in args.workers]
         for run in runs:
             print(_row(run), flush=True)
+        if args.spm_model:
+            pieces = run_ours(corpus, 1, label="spm",
+                              flags=(f"--spm_model_file={args.spm_model.resolve()}",))
+            print(_row(pieces), flush=True)
+            print_ratios(pieces, runs[0])
         if args.jsonl:
             jsonl = run_ours(jsonl_path(corpus), 1, label="jsonl",
                              flags=("--input_format=jsonl",))
@@ -401,6 +413,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.stages:
         for shape in args.shapes:
             print_stages(corpus_path(1, shape=shape, seed=args.seed))
+            if args.spm_model:
+                print_stages(corpus_path(1, shape=shape, seed=args.seed), label=" (sentencepiece)",
+                             flags=(f"--spm_model_file={args.spm_model.resolve()}",))
 
 
 if __name__ == "__main__":

@@ -4,9 +4,12 @@ Not a test: it prints figures. Both tokenizers run in this process on one core
 over the same lines, cold (a fresh word cache) and warm (a second pass), so
 the ratio is measured under the same machine load. With `--reference DIR` (a
 checkout of google-research/bert, never committed here) the original
-`tokenization.FullTokenizer` is timed as well.
+`tokenization.FullTokenizer` is timed as well; with `--spm_model M`, the
+SentencePiece tokenizer (ALBERT's text handling around Google's library) on
+the same lines.
 
     python bench/tokenizer.py --corpus tests/data/wiki_small.txt --repeat 3
+    python bench/tokenizer.py --spm_model tests/data/sentencepiece-8k.model
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from oracle_tokenization import OracleTokenizer  # noqa: E402
+from bert_pretraining_data.transforms.subword.tokenizers import TokenizerSpec  # noqa: E402
 from bert_pretraining_data.transforms.tokenization import FullTokenizer  # noqa: E402
 from bert_pretraining_data.transforms.vocabulary import parse_vocabulary  # noqa: E402
 
@@ -53,6 +57,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="concatenate the corpus this many times")
     parser.add_argument("--cased", action="store_true", help="do_lower_case=False")
     parser.add_argument("--reference", help="checkout of google-research/bert")
+    parser.add_argument("--spm_model", help="a SentencePiece model: time it too")
     args = parser.parse_args(argv)
 
     text = pathlib.Path(args.corpus).read_text(encoding="utf-8")
@@ -71,6 +76,10 @@ def main(argv: list[str] | None = None) -> None:
     oracle = _time("python oracle", OracleTokenizer(list(vocab.tokens), lower).tokenize,
                    lines, megabytes)
     print(f"speed-up over the oracle: {cold / oracle:.1f}x cold, {warm / oracle:.1f}x warm")
+    if args.spm_model:
+        pieces = TokenizerSpec(None, lower, args.spm_model, "albert").tokenizer()
+        spm = _time("sentencepiece ids", pieces.tokenize_to_ids, lines, megabytes)
+        print(f"sentencepiece / fast WordPiece: {spm / cold:.2f}x cold, {spm / warm:.2f}x warm")
     if args.reference:
         original = _time("original FullTokenizer",
                          _original(args.reference, args.vocab, lower).tokenize,

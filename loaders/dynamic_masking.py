@@ -11,26 +11,23 @@ the PyTorch collator (`torch_data.Collator`) does.
 
 from __future__ import annotations
 
-from bert_pretraining_data.loaders.manifest import Manifest, read_vocabulary_bytes
+from bert_pretraining_data.loaders.manifest import Manifest, read_vocabulary
 from bert_pretraining_data.loaders.records import Instance
 from bert_pretraining_data.transforms.masking import (Masked, MaskingConfig, mask_tokens,
                                                       masking_config)
 from bert_pretraining_data.transforms.randomness import derive_rng
-from bert_pretraining_data.transforms.vocabulary import parse_vocabulary
 
 
 def dynamic_masking(manifest: Manifest, vocab_file: str | None = None) -> MaskingConfig | None:
     """The masking a dataset's instances need at load time: None when its
     records hold their masks, else the recorded flags' masking over its
-    vocabulary (the dataset's vocab.txt, else the recorded --vocab_file, or
-    `vocab_file`)."""
+    vocabulary (the dataset's vocab.txt or SentencePiece model, else the
+    recorded file, or `vocab_file`)."""
     if manifest.masking != "none":
         return None
     flags = manifest.flags
-    vocab = parse_vocabulary(read_vocabulary_bytes(manifest, vocab_file),
-                             source=vocab_file or manifest.vocab_path)
     return masking_config(
-        vocab, masked_lm_prob=flags["masked_lm_prob"],
+        read_vocabulary(manifest, vocab_file), masked_lm_prob=flags["masked_lm_prob"],
         max_predictions_per_seq=flags["max_predictions_per_seq"],
         do_whole_word_mask=flags["do_whole_word_mask"], ngram=flags.get("ngram", 0),
         favor_shorter_ngram=flags.get("favor_shorter_ngram", True),

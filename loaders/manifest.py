@@ -17,9 +17,19 @@ import json
 from typing import Any
 
 from bert_pretraining_data.loaders import files
+from bert_pretraining_data.transforms.subword.tokenizers import TokenizerSpec
+from bert_pretraining_data.transforms.vocabulary import Vocabulary
 
 MANIFEST_NAME = "manifest.json"
-VOCAB_NAME = "vocab.txt"  # an --output_dir dataset's vocabulary, beside its manifest
+# An --output_dir dataset's vocabulary, beside its manifest: its vocab.txt, or
+# its SentencePiece model.
+VOCAB_NAME = "vocab.txt"
+SENTENCEPIECE_NAME = "sentencepiece.model"
+
+
+def vocabulary_name(flags: dict[str, Any]) -> str:
+    """What a dataset made with these flags calls its copy of the vocabulary."""
+    return SENTENCEPIECE_NAME if TokenizerSpec.of(flags).sentencepiece else VOCAB_NAME
 
 
 class DatasetError(ValueError):
@@ -107,14 +117,20 @@ class Manifest:
         return self.packing["max_sequences_per_pack"] if self.packing else 1
 
     @property
+    def tokenizer(self) -> TokenizerSpec:
+        """The tokenizer the dataset was made with, from its flags."""
+        return TokenizerSpec.of(self.flags)
+
+    @property
     def vocab_path(self) -> str | None:
-        """The vocab.txt beside the manifest (every --output_dir dataset has
-        one; d2l's is computed), else the --vocab_file given (datasets written
+        """The vocab.txt or sentencepiece.model beside the manifest (every
+        --output_dir dataset has one; d2l's is computed), else the file given
+        (--vocab_file, --spm_model_file, --sp_model_file: datasets written
         with --output_file, or before the pipeline copied the vocabulary)."""
-        beside = files.join(files.dirname(self.path), VOCAB_NAME)
+        beside = files.join(files.dirname(self.path), vocabulary_name(self.flags))
         if self.recipe == "d2l" or files.exists(beside):
             return beside
-        return self.flags.get("vocab_file")
+        return self.tokenizer.path
 
 
 def find_manifest(location: str) -> str:
@@ -174,3 +190,10 @@ def read_vocabulary_bytes(manifest: Manifest, vocab_file: str | None = None) -> 
         raise DatasetError(f"{path}: not the vocabulary this dataset was made with "
                            f"(sha256 differs from {expected[:12]}... in {manifest.path})")
     return data
+
+
+def read_vocabulary(manifest: Manifest, vocab_file: str | None = None) -> Vocabulary:
+    """The vocabulary the dataset was made with (read_vocabulary_bytes), parsed
+    as its tokenizer reads it: a WordPiece vocab.txt or a SentencePiece model."""
+    return manifest.tokenizer.parse_vocabulary(read_vocabulary_bytes(manifest, vocab_file),
+                                               source=vocab_file or manifest.vocab_path)

@@ -70,8 +70,7 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
         outputs["dedup_list"] = deduped[SUMMARY] | "ListDedup" >> beam.Map(
             lambda summary: _record([summary], layout, DEDUP_NAME))
     tokenized_docs = docs_by_key | "Tokenize" >> beam.ParDo(TokenizeDocument(
-        vocab_file=config.vocab_file, do_lower_case=config.do_lower_case,
-        whole_word_segmenter=config.whole_word_segmenter,
+        tokenizer=config.tokenizer, whole_word_segmenter=config.whole_word_segmenter,
         sentence_splitter=config.sentence_splitter, progress_dir=progress_dir))
     nsp_sample = tokenized_docs | "SampleRandomDocuments" >> SampleDocuments(
         seed=seed, size=config.nsp_sample_size, max_bytes=config.nsp_sample_max_bytes,

@@ -23,7 +23,7 @@ from bert_pretraining_data.pipeline.publish import OutputLayout, staged_paths
 from bert_pretraining_data.transforms.fast_records import Engine
 from bert_pretraining_data.transforms.jit_records import reference_entries
 from bert_pretraining_data.transforms.segmentation import line_ids
-from bert_pretraining_data.transforms.tokenization import FullTokenizer
+from bert_pretraining_data.transforms.subword.tokenizers import Tokenizer
 
 
 def original_file_order(input_file: str) -> list[str]:
@@ -37,9 +37,13 @@ def original_file_order(input_file: str) -> list[str]:
 
 
 def read_documents(paths: Sequence[str], line_ids: Callable[[str], list[int]], *,
-                   end_at_file_end: bool = False) -> list[list[list[int]]]:
+                   end_at_file_end: bool = False,
+                   is_blank: Callable[[str], bool] = lambda line: not line
+                   ) -> list[list[list[int]]]:
     """All documents of all files, as the original reads them (ELECTRA's
-    script, unlike BERT's, ends a document at the end of each file)."""
+    script, unlike BERT's, ends a document at the end of each file; ALBERT's
+    and the Model Garden's with SentencePiece break a document at a line that
+    their `preprocess_text` empties: `is_blank`)."""
     documents: list[list[list[int]]] = [[]]
     for path in paths:
         if end_at_file_end:
@@ -51,7 +55,7 @@ def read_documents(paths: Sequence[str], line_ids: Callable[[str], list[int]], *
             lines.pop()  # a final newline ends the last line, it is not a line
         for raw in lines:
             line = raw.decode("utf-8", "ignore").strip()
-            if not line:
+            if is_blank(line):
                 documents.append([])
             ids = line_ids(line)
             if ids:
@@ -71,7 +75,7 @@ def flatten(documents: list[list[list[int]]]) -> tuple[np.ndarray, np.ndarray, n
     return tokens, bounds, document_bounds
 
 
-def run_compat(config: Config, *, stages, tokenizer: FullTokenizer,
+def run_compat(config: Config, *, stages, tokenizer: Tokenizer,
                layout: OutputLayout) -> list[dict]:
     """Writes the staged shards; returns the shard list for the manifest."""
     rng = random.Random(config.random_seed)
@@ -80,7 +84,7 @@ def run_compat(config: Config, *, stages, tokenizer: FullTokenizer,
     if electra:
         rng.shuffle(paths)  # ELECTRA's first draws: the order of its input files
     documents = read_documents(paths, line_ids(tokenizer, config.whole_word_segmenter),
-                               end_at_file_end=electra)
+                               end_at_file_end=electra, is_blank=config.tokenizer.is_blank)
     engine = Engine.of(stages.instances, stages.masking if config.masking == "static" else None,
                        reference=True)
     entries, bounds, order, _ = reference_entries(

@@ -1,4 +1,5 @@
-"""create-vocab: a WordPiece vocabulary learned from a corpus, on Beam.
+"""create-vocab: a WordPiece vocabulary, or a SentencePiece model, learned from a
+corpus on Beam.
 
 On this machine (DirectRunner, several processes):
 
@@ -27,6 +28,15 @@ only when the run succeeded.
                                                         -> MeasureTraining
                                   -> CountHeldOutWords  -> MeasureHeldOut
     LearnWordPiece + measurements -> Report -> WriteStaged (then the driver publishes)
+
+With `--tokenization=SentencePiece` it learns a SentencePiece model instead
+(unigram or BPE, ALBERT's settings: transforms.subword.sentencepiece_training)
+from a sample of the training sentences, ready for `--spm_model_file`; the
+model goes to --output_file (`spm.model`), spm_train's `.vocab` beside it:
+
+    ReadDocuments -> SplitHeldOut -> SampleSentences -> CollectSample -> LearnSentencePiece
+                                                                     -> MeasureTraining
+                                  -> HeldOutLines   -> MeasureHeldOut
 """
 
 from __future__ import annotations
@@ -36,7 +46,7 @@ import dataclasses
 import hashlib
 import json
 import sys
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -48,9 +58,15 @@ from bert_pretraining_data.pipeline.publish import OutputLayout, check_writable,
 from bert_pretraining_data.transforms.documents import (DOCUMENTS, PROBLEMS, InputError,
                                                         ReadDocuments, comma_separated,
                                                         match_inputs)
+from bert_pretraining_data.transforms.subword.sentencepiece_model import parse_model
+from bert_pretraining_data.transforms.subword.sentencepiece_text import SentencePieceTokenizer
+from bert_pretraining_data.transforms.subword.sentencepiece_training import (
+    MODEL_TYPES, SampleSentences, SentencePieceLearning, SentencePieceLearningError,
+    chosen_lines, line_stats, train_model, vocab_text)
+from bert_pretraining_data.transforms.subword.tokenizers import SENTENCEPIECE, WORDPIECE
 from bert_pretraining_data.transforms.word_counts import (CountCharacters, CountWords,
                                                           MeasureVocabulary, SplitHeldOut,
-                                                          WordCount)
+                                                          WordCount, sum_stats)
 from bert_pretraining_data.transforms.wordpiece_learning import (LearningConfig, LearningError,
                                                                  TokenizationStats, learn_wordpiece,
                                                                  vocabulary_bytes)
@@ -59,7 +75,13 @@ PROG = "create-vocab"
 METRICS_SUFFIX = ".metrics.json"
 STAGED_VOCAB = "vocab.txt"
 STAGED_METRICS = "metrics.json"
-
+STAGED_MODEL = "sentencepiece.model"
+STAGED_PIECES = "sentencepiece.vocab"
+# Defaults that differ by --tokenization: BERT-Base's size, every character;
+# ALBERT's 30k and spm_train character coverage.
+DEFAULTS = {WORDPIECE: {"vocab_size": 30522, "character_coverage": 1.0,
+                        "num_unused": 0, "max_words": 200_000},
+            SENTENCEPIECE: {"vocab_size": 30000, "character_coverage": 0.99995}}
 
 @dataclasses.dataclass(frozen=True)
 class VocabConfig:
@@ -70,13 +92,35 @@ class VocabConfig:
     num_unused: int
     character_coverage: float
     held_out_fraction: float
-    max_words: int
+    max_words: int | None
     overwrite: bool = False
+    tokenization: str = WORDPIECE
+    model_type: str = "unigram"
+    input_sentence_size: int = 10_000_000
 
     @property
     def learning(self) -> LearningConfig:
         return LearningConfig(vocab_size=self.vocab_size, num_unused=self.num_unused,
                               character_coverage=self.character_coverage)
+
+    @property
+    def sentencepiece(self) -> SentencePieceLearning:
+        return SentencePieceLearning(
+            vocab_size=self.vocab_size, model_type=self.model_type,
+            character_coverage=self.character_coverage,
+            input_sentence_size=self.input_sentence_size, do_lower_case=self.do_lower_case)
+
+    @property
+    def outputs(self) -> list[tuple[str, str]]:
+        """(staged name, final path) of each file, the metrics last: vocab.txt;
+        or the model and the .vocab spm_train writes beside it."""
+        if self.tokenization == WORDPIECE:
+            files = [(STAGED_VOCAB, self.output_file)]
+        else:
+            stem = self.output_file[:-len(".model")] if self.output_file.endswith(
+                ".model") else self.output_file
+            files = [(STAGED_MODEL, self.output_file), (STAGED_PIECES, f"{stem}.vocab")]
+        return files + [(STAGED_METRICS, self.metrics_file)]
 
     @property
     def metrics_file(self) -> str:
@@ -98,31 +142,45 @@ class VocabConfig:
 def _parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog=PROG, allow_abbrev=False,
-        description="Learn a BERT WordPiece vocabulary from a corpus on Apache Beam. "
-                    "Unknown flags are Beam pipeline options (--runner, ...).")
+        description="Learn a BERT WordPiece vocabulary, or an ALBERT SentencePiece model, "
+                    "from a corpus on Apache Beam. Unknown flags are Beam pipeline options "
+                    "(--runner, ...).")
     add = parser.add_argument
     add("--input_file", help="input text file(s): comma-separated paths or globs, local "
         "or gs://, .gz/.bz2 by extension; one sentence per line, blank line between "
         "documents")
-    add("--output_file", help="the vocab.txt to write (local or gs://); the metrics go "
-        f"beside it, to <output_file>{METRICS_SUFFIX}")
-    add("--vocab_size", type=int, default=30522,
-        help="tokens in the vocabulary, reserved ones included (default 30522, BERT-Base's)")
+    add("--output_file", help="the vocab.txt (or SentencePiece .model) to write (local or "
+        f"gs://); the metrics go beside it, to <output_file>{METRICS_SUFFIX}")
+    add("--tokenization", choices=[WORDPIECE, SENTENCEPIECE], default=WORDPIECE,
+        help="WordPiece: a BERT vocab.txt for --vocab_file (default); SentencePiece: a model "
+             "for --spm_model_file (ALBERT's settings), and its .vocab beside it")
+    add("--model_type", choices=list(MODEL_TYPES), default="unigram",
+        help="with --tokenization=SentencePiece: the trainer's algorithm (default unigram, "
+             "ALBERT's)")
+    add("--input_sentence_size", type=int, default=10_000_000,
+        help="with --tokenization=SentencePiece: learn from at most this many sentences, a "
+             "stable sample of the training lines (default 10,000,000, ALBERT's)")
+    add("--vocab_size", type=int,
+        help="tokens in the vocabulary, reserved ones included (default 30522, BERT-Base's; "
+             "SentencePiece: 30000, ALBERT's)")
     add("--do_lower_case", type=parse_bool, nargs="?", const=True, default=True,
         help="lower-case and strip accents, for uncased models (default True)")
     add("--nodo_lower_case", dest="do_lower_case", action="store_false",
         help=argparse.SUPPRESS)
-    add("--num_unused", type=int, default=0,
-        help="[unusedN] placeholders after the reserved tokens, for tokens added later")
-    add("--character_coverage", type=float, default=1.0,
+    add("--num_unused", type=int,
+        help="WordPiece: [unusedN] placeholders after the reserved tokens, for tokens "
+             "added later (default 0)")
+    add("--character_coverage", type=float,
         help="share of character occurrences whose characters get a token (default 1.0: "
-             "all); lower it for scripts with very many rare characters")
+             "all; SentencePiece: 0.99995, ALBERT's); lower it for scripts with very many "
+             "rare characters")
     add("--held_out_fraction", type=float, default=0.1,
         help="share of documents (chosen by a stable hash of their text) kept out of "
              "learning and used for the metrics")
-    add("--max_words", type=int, default=200_000,
-        help="learn from at most this many of the most frequent distinct words (the "
-             "learner's work grows with it; characters always come from all words)")
+    add("--max_words", type=int,
+        help="WordPiece: learn from at most this many of the most frequent distinct words "
+             "(default 200,000; the learner's work grows with it; characters always come "
+             "from all words)")
     add("--overwrite", type=parse_bool, nargs="?", const=True, default=False,
         help="replace an existing vocabulary file (only once this run has succeeded)")
     return parser
@@ -134,23 +192,32 @@ def parse_args(argv: Sequence[str]) -> tuple[VocabConfig, list[str]]:
     for flag in ("input_file", "output_file"):
         if not getattr(args, flag):
             raise ConfigError(f"--{flag} is required")
+    defaults = DEFAULTS[args.tokenization]
+    for flag in ("num_unused", "max_words"):
+        if flag not in defaults and getattr(args, flag) is not None:
+            raise ConfigError(f"--{flag} applies to --tokenization=WordPiece; drop it")
+    values = {flag: default if getattr(args, flag) is None else getattr(args, flag)
+              for flag, default in defaults.items()}
     checks = [
         (0 <= args.held_out_fraction < 1,
          f"--held_out_fraction must be in [0, 1), got {args.held_out_fraction}"),
-        (args.max_words >= 1, f"--max_words must be at least 1, got {args.max_words}"),
+        (values.get("max_words", 1) >= 1,
+         f"--max_words must be at least 1, got {values.get('max_words')}"),
     ]
     for ok, message in checks:
         if not ok:
             raise ConfigError(message)
     config = VocabConfig(
         input_file=args.input_file, output_file=args.output_file,
-        vocab_size=args.vocab_size, do_lower_case=args.do_lower_case,
-        num_unused=args.num_unused, character_coverage=args.character_coverage,
-        held_out_fraction=args.held_out_fraction, max_words=args.max_words,
-        overwrite=args.overwrite)
-    try:
-        config.learning  # validates the learner's settings now, not on a worker
-    except LearningError as err:
+        vocab_size=values["vocab_size"], do_lower_case=args.do_lower_case,
+        num_unused=values.get("num_unused", 0),
+        character_coverage=values["character_coverage"],
+        held_out_fraction=args.held_out_fraction, max_words=values.get("max_words"),
+        overwrite=args.overwrite, tokenization=args.tokenization, model_type=args.model_type,
+        input_sentence_size=args.input_sentence_size)
+    try:  # validates the learner's settings now, not on a worker
+        config.sentencepiece if config.tokenization == SENTENCEPIECE else config.learning
+    except (LearningError, SentencePieceLearningError) as err:
         raise ConfigError(f"--{err}") from None
     return config, beam_args
 
@@ -161,16 +228,21 @@ def _count_then_word(word_count: WordCount) -> tuple[int, str]:
     return count, word
 
 
-def metrics_report(tokens: list[str], *, config: VocabConfig, training: TokenizationStats,
-                   held_out: TokenizationStats, training_documents: int,
-                   held_out_documents: int, input_problems: list[dict]) -> dict:
+def metrics_report(files: dict[str, bytes], *, config: VocabConfig,
+                   training: TokenizationStats, held_out: TokenizationStats,
+                   training_documents: int, held_out_documents: int,
+                   input_problems: list[dict]) -> dict:
     """The metrics file: rates on held-out documents (and on the training ones,
-    to show how much of the quality is memorized), with the sums behind them."""
+    to show how much of the quality is memorized), with the sums behind them.
+    `files`: what is written, by staged name (the vocabulary first)."""
     def section(stats: TokenizationStats, documents: int) -> dict:
         return dict(documents=documents, **dataclasses.asdict(stats), **stats.rates())
+    vocabulary = files[config.outputs[0][0]]
+    size = (len(parse_model(vocabulary, source="learned model"))
+            if config.tokenization == SENTENCEPIECE else vocabulary.count(b"\n"))
     return {
-        "vocab_size": len(tokens),
-        "vocab_sha256": hashlib.sha256(vocabulary_bytes(tokens)).hexdigest(),
+        "vocab_size": size,
+        "vocab_sha256": hashlib.sha256(vocabulary).hexdigest(),
         "flags": config.flags(),
         "held_out": section(held_out, held_out_documents),
         "training": section(training, training_documents),
@@ -178,11 +250,37 @@ def metrics_report(tokens: list[str], *, config: VocabConfig, training: Tokeniza
     }
 
 
-def _write_staged(tokens: list[str], *, report: dict, staging_dir: str) -> None:
-    with FileSystems.create(FileSystems.join(staging_dir, STAGED_VOCAB)) as handle:
-        handle.write(vocabulary_bytes(tokens))
-    with FileSystems.create(FileSystems.join(staging_dir, STAGED_METRICS)) as handle:
-        handle.write((json.dumps(report, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+def _write_staged(files: dict[str, bytes], *, report: dict, staging_dir: str) -> None:
+    metrics = (json.dumps(report, indent=2, sort_keys=True) + "\n").encode("utf-8")
+    for name, data in {**files, STAGED_METRICS: metrics}.items():
+        with FileSystems.create(FileSystems.join(staging_dir, name)) as handle:
+            handle.write(data)
+
+
+def _wordpiece_files(tokens: list[str]) -> dict[str, bytes]:
+    return {STAGED_VOCAB: vocabulary_bytes(tokens)}
+
+
+def _sentencepiece_files(model: bytes) -> dict[str, bytes]:
+    return {STAGED_MODEL: model, STAGED_PIECES: vocab_text(model).encode("utf-8")}
+
+
+def _report_and_stage(files, config: VocabConfig, *, training, held_out, training_docs,
+                      held_out_docs, problems) -> dict[str, beam.PCollection]:
+    """The metrics report of the learned files, and both staged for publishing."""
+    def count(docs, label: str):
+        return beam.pvalue.AsSingleton(docs | label >> beam.combiners.Count.Globally())
+    report = files | "Report" >> beam.Map(
+        metrics_report, config=config, training=beam.pvalue.AsSingleton(training),
+        held_out=beam.pvalue.AsSingleton(held_out),
+        training_documents=count(training_docs, "CountTrainingDocuments"),
+        held_out_documents=count(held_out_docs, "CountHeldOutDocuments"),
+        input_problems=beam.pvalue.AsSingleton(
+            problems | "CollectInputProblems" >> beam.combiners.ToList()))
+    written = files | "WriteStaged" >> beam.Map(
+        _write_staged, report=beam.pvalue.AsSingleton(report),
+        staging_dir=config.staging_dir)
+    return {"report": report, "written": written}
 
 
 def build_vocab_pipeline(p: beam.Pipeline, *, config: VocabConfig,
@@ -204,25 +302,62 @@ def build_vocab_pipeline(p: beam.Pipeline, *, config: VocabConfig,
         char_counts=beam.pvalue.AsSingleton(char_counts))
     training_stats = training_words | "MeasureTraining" >> MeasureVocabulary(vocab=vocab)
     held_out_stats = held_out_words | "MeasureHeldOut" >> MeasureVocabulary(vocab=vocab)
-    report = vocab | "Report" >> beam.Map(
-        metrics_report, config=config,
-        training=beam.pvalue.AsSingleton(training_stats),
-        held_out=beam.pvalue.AsSingleton(held_out_stats),
-        training_documents=beam.pvalue.AsSingleton(
-            training_docs | "CountTrainingDocuments" >> beam.combiners.Count.Globally()),
-        held_out_documents=beam.pvalue.AsSingleton(
-            held_out_docs | "CountHeldOutDocuments" >> beam.combiners.Count.Globally()),
-        input_problems=beam.pvalue.AsSingleton(
-            read[PROBLEMS] | "CollectInputProblems" >> beam.combiners.ToList()))
-    written = vocab | "WriteStaged" >> beam.Map(
-        _write_staged, report=beam.pvalue.AsSingleton(report),
-        staging_dir=config.staging_dir)
+    files = vocab | "Files" >> beam.Map(_wordpiece_files)
+    staged = _report_and_stage(files, config, training=training_stats, held_out=held_out_stats,
+                               training_docs=training_docs, held_out_docs=held_out_docs,
+                               problems=read[PROBLEMS])
     return {"training_words": training_words, "held_out_words": held_out_words,
-            "vocab": vocab, "report": report, "written": written}
+            "vocab": vocab, **staged}
+
+
+class _MeasureLines(beam.DoFn):
+    """Lines + the learned model (side input) -> TokenizationStats of the lines."""
+
+    def __init__(self, *, do_lower_case: bool) -> None:
+        super().__init__()
+        self._lower = do_lower_case
+
+    def setup(self) -> None:
+        self._model: object = None
+
+    def process(self, lines: list[str], model: bytes) -> Iterator[TokenizationStats]:
+        if model is not self._model:  # the side input is one object per bundle
+            vocabulary = parse_model(model, source="learned model")
+            self._tokenizer = SentencePieceTokenizer(vocabulary, do_lower_case=self._lower)
+            self._model = model
+        yield line_stats(self._tokenizer, lines)
+
+
+def build_sentencepiece_pipeline(p: beam.Pipeline, *, config: VocabConfig,
+                                 patterns: list[str]) -> dict[str, beam.PCollection]:
+    """Adds the SentencePiece job to `p`; runs nothing. The sample is one
+    list on the learning worker (the trainer holds it in memory anyway); the
+    held-out documents are measured where they are read."""
+    learning = config.sentencepiece
+    read = p | "ReadDocuments" >> ReadDocuments(patterns=patterns)
+    training_docs, held_out_docs = read[DOCUMENTS] | "SplitHeldOut" >> SplitHeldOut(
+        fraction=config.held_out_fraction)
+    chosen = (training_docs
+              | "SampleSentences" >> SampleSentences(size=learning.input_sentence_size)
+              | "CollectSample" >> beam.combiners.ToList()
+              | "ChooseSample" >> beam.Map(chosen_lines, learning.input_sentence_size))
+    model = chosen | "LearnSentencePiece" >> beam.Map(train_model, learning)
+    measure = _MeasureLines(do_lower_case=config.do_lower_case)
+    training_stats = chosen | "MeasureTraining" >> beam.ParDo(
+        measure, beam.pvalue.AsSingleton(model))
+    held_out_stats = (held_out_docs
+                      | "HeldOutLines" >> beam.Map(lambda doc: doc[1])
+                      | "MeasureHeldOut" >> beam.ParDo(measure, beam.pvalue.AsSingleton(model))
+                      | "SumHeldOut" >> beam.CombineGlobally(sum_stats))
+    files = model | "Files" >> beam.Map(_sentencepiece_files)
+    staged = _report_and_stage(files, config, training=training_stats, held_out=held_out_stats,
+                               training_docs=training_docs, held_out_docs=held_out_docs,
+                               problems=read[PROBLEMS])
+    return {"sample": chosen, "model": model, **staged}
 
 
 def _check_output(config: VocabConfig) -> list[str]:
-    existing = [p for p in (config.output_file, config.metrics_file) if FileSystems.exists(p)]
+    existing = [p for _, p in config.outputs if FileSystems.exists(p)]
     if existing and not config.overwrite:
         raise ConfigError(f"{existing[0]} already exists; pass --overwrite to replace it, "
                           "or choose another --output_file")
@@ -230,13 +365,13 @@ def _check_output(config: VocabConfig) -> list[str]:
 
 
 def _publish(config: VocabConfig, replaces: list[str]) -> dict:
-    """Moves the staged vocabulary, then its metrics, to their final paths."""
+    """Moves the staged vocabulary (or model), then its metrics, to their final paths."""
     if replaces:
         FileSystems.delete(replaces)
-    staged = [FileSystems.join(config.staging_dir, n) for n in (STAGED_VOCAB, STAGED_METRICS)]
-    with FileSystems.open(staged[1]) as handle:
+    staged = [FileSystems.join(config.staging_dir, name) for name, _ in config.outputs]
+    with FileSystems.open(staged[-1]) as handle:
         report = json.loads(handle.read())
-    FileSystems.rename(staged, [config.output_file, config.metrics_file])
+    FileSystems.rename(staged, [path for _, path in config.outputs])
     remove_tree(config.staging_dir)
     return report
 
@@ -251,7 +386,9 @@ def run(argv: Sequence[str]) -> dict:
     check_writable(OutputLayout(config.staging_dir, (config.output_file,), config.metrics_file))
     patterns = comma_separated(config.input_file)
     pipeline = beam.Pipeline(options=PipelineOptions(beam_args))
-    build_vocab_pipeline(pipeline, config=config, patterns=patterns)
+    build = (build_sentencepiece_pipeline if config.tokenization == SENTENCEPIECE
+             else build_vocab_pipeline)
+    build(pipeline, config=config, patterns=patterns)
     try:
         pipeline.run().wait_until_finish()
     except Exception:
@@ -263,10 +400,13 @@ def run(argv: Sequence[str]) -> dict:
 
 def summary(report: dict) -> str:
     """A few lines for the terminal: where the vocabulary went and how good it is."""
-    lines = [f"wrote {report['vocab_size']:,} tokens to {report['vocab_file']}"]
+    sentencepiece = report["flags"].get("tokenization") == SENTENCEPIECE
+    lines = [f"wrote {report['vocab_size']:,} {'pieces' if sentencepiece else 'tokens'} to "
+             f"{report['vocab_file']}"]
     if report["vocab_size"] < report["flags"]["vocab_size"]:
-        lines.append(f"  (asked for {report['flags']['vocab_size']:,}: no further subword "
-                     "shortens this corpus)")
+        lines.append(f"  (asked for {report['flags']['vocab_size']:,}: "
+                     + ("the trainer found no more pieces in this corpus)" if sentencepiece
+                        else "no further subword shortens this corpus)"))
     for name in ("held_out", "training"):
         part, label = report[name], name.replace("_", "-")
         if not part["words"]:
@@ -292,7 +432,7 @@ def warnings(report: dict) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> None:
     try:
         report = run(sys.argv[1:] if argv is None else argv)
-    except (ConfigError, InputError, LearningError) as err:
+    except (ConfigError, InputError, LearningError, SentencePieceLearningError) as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         sys.exit(2)
     print(summary(report))

@@ -84,8 +84,9 @@ def dry_run_summary(result: PipelineResult) -> str:
 def _paths(config: Config) -> list[tuple[str, str]]:
     """(flag, path) for every path the workers read or write."""
     found = [("input_file", p) for p in comma_separated(config.input_file)]
-    if config.vocab_file:  # --recipe=d2l computes its vocabulary
-        found.append(("vocab_file", config.vocab_file))
+    for flag in ("vocab_file", "spm_model_file", "sp_model_file"):
+        if getattr(config, flag):  # --recipe=d2l computes its vocabulary
+            found.append((flag, getattr(config, flag)))
     outputs = config.output_dir or config.output_file
     flag = "output_dir" if config.output_dir else "output_file"
     found += [(flag, p) for p in comma_separated(outputs)]

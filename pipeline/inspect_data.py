@@ -24,7 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, read_manifest,
-                                                    read_vocabulary_bytes)
+                                                    read_vocabulary, read_vocabulary_bytes)
 from bert_pretraining_data.loaders.records import Instance, read_instances
 
 PROG = "inspect-pretraining-data"
@@ -34,8 +34,11 @@ BATCH_SIZE = 32  # for the dynamic-padding estimate
 
 
 def vocabulary_tokens(manifest: Manifest, vocab_file: str | None) -> list[str] | None:
-    """Token per id, or None when the vocabulary is not at hand (ids are shown)."""
+    """Token per id (a vocab.txt's lines, a SentencePiece model's pieces), or
+    None when the vocabulary is not at hand (ids are shown)."""
     try:
+        if manifest.tokenizer.sentencepiece:
+            return list(read_vocabulary(manifest, vocab_file).tokens)
         return read_vocabulary_bytes(manifest, vocab_file).decode("utf-8").split("\n")
     except DatasetError:
         return None
@@ -62,7 +65,8 @@ def objective(manifest: Manifest) -> str:
             "sop": "ALBERT's sentence order prediction (SOP)",
             "none": "no pair task: full sequences (ELECTRA/RoBERTa)"}[
         flags.get("next_sentence", "nsp")]
-    words = "whole words" if flags.get("do_whole_word_mask") else "WordPieces"
+    pieces = "SentencePiece pieces" if manifest.tokenizer.sentencepiece else "WordPieces"
+    words = "whole words" if flags.get("do_whole_word_mask") else pieces
     if flags.get("whole_word_segmenter", "none") != "none":
         words += f" (Chinese words by {flags['whole_word_segmenter']})"
     if manifest.masking == "none":

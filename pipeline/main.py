@@ -33,7 +33,6 @@ from bert_pretraining_data.pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIS
                                                     dataset_warnings, publish, read_dedup_summary,
                                                     read_staging_json)
 from bert_pretraining_data.transforms.documents import InputError
-from bert_pretraining_data.transforms.tokenization import FullTokenizer
 from bert_pretraining_data.transforms.vocabulary import VocabularyError
 
 PROG = "create-pretraining-data"
@@ -52,8 +51,8 @@ def run(argv: Sequence[str]) -> dict:
     run = prepare(config, beam_args)
     layout = run.layout
     if config.reference_compatible:
-        tokenizer = FullTokenizer(run.vocab, do_lower_case=config.do_lower_case)
-        shards = run_compat(config, stages=run.stages, tokenizer=tokenizer, layout=layout)
+        shards = run_compat(config, stages=run.stages,
+                            tokenizer=config.tokenizer.tokenizer(run.vocab), layout=layout)
         counters: dict[str, int] = {}
         problems: list[dict] = []
         dedup = None

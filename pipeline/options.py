@@ -27,6 +27,8 @@ from bert_pretraining_data.transforms.formats import INPUT_FORMATS
 from bert_pretraining_data.transforms.segmentation import SEGMENTERS
 from bert_pretraining_data.transforms.sentences import DEFAULT_SPLITTER, SPLITTERS
 from bert_pretraining_data.transforms.sharding import SHUFFLES
+from bert_pretraining_data.transforms.subword.tokenizers import (SENTENCEPIECE, WORDPIECE,
+                                                                TokenizerSpec)
 from bert_pretraining_data.transforms.vocabulary import Vocabulary
 
 DEFAULT_NSP_SAMPLE_SIZE = 10_000
@@ -86,11 +88,20 @@ class Config:
     dedup_ngram: int = 5
     pack_sequences: bool = False
     max_sequences_per_pack: int = DEFAULT_SEQUENCES_PER_PACK
+    spm_model_file: str | None = None
+    tokenization: str = WORDPIECE
+    sp_model_file: str | None = None
 
     @property
     def token_boundary(self) -> bool:
         """ALBERT's objectives write ALBERT's token_boundary feature."""
         return self.next_sentence == "sop" or self.ngram > 0
+
+    @property
+    def tokenizer(self) -> TokenizerSpec:
+        """WordPiece (--vocab_file) or SentencePiece (ALBERT's --spm_model_file,
+        the Model Garden's --tokenization=SentencePiece --sp_model_file)."""
+        return TokenizerSpec.of(self.flags())
 
     def flags(self) -> dict[str, object]:
         """The flags as recorded in the manifest."""
@@ -126,7 +137,9 @@ class Stages:
                 max_seq_length=config.max_seq_length, short_seq_prob=config.short_seq_prob,
                 cls_id=vocab.cls_id, sep_id=vocab.sep_id, next_sentence=config.next_sentence,
                 continues=tuple(vocab.continuation_flags()) if config.token_boundary else None,
-                segmented=config.whole_word_segmenter != "none"),
+                # segmenters mark whole words in the ids; SentencePiece, its
+                # unknown pieces that continue one (transforms.subword)
+                segmented=config.whole_word_segmenter != "none" or config.tokenizer.sentencepiece),
             masking=masking, layout=layout, rows=rows)
 
 
@@ -178,7 +191,15 @@ def _parser() -> argparse.ArgumentParser:
     add("--output_file", help="exact output file(s), comma-separated, as the original")
     add("--output_dir", help="directory for part-NNNNN-of-NNNNN.tfrecord shards "
         "and manifest.json (instead of --output_file)")
-    add("--vocab_file", help="the WordPiece vocab.txt of the model to train")
+    add("--vocab_file", help="the WordPiece vocab.txt of the model to train (with "
+        "--spm_model_file, ALBERT's .vocab beside it, which is not read)")
+    add("--spm_model_file", help="ALBERT's flag: tokenize with this SentencePiece model "
+        "(e.g. 30k-clean.model) as ALBERT's script does; ids are the model's")
+    add("--tokenization", choices=[WORDPIECE, SENTENCEPIECE], default=WORDPIECE,
+        help="the Model Garden's flag: WordPiece (--vocab_file, default) or "
+             "SentencePiece (--sp_model_file), as its script tokenizes")
+    add("--sp_model_file", help="the Model Garden's flag: with --tokenization="
+        "SentencePiece, the SentencePiece model")
     for name, default, text in (
             ("do_lower_case", True, "lower-case and strip accents (uncased models)"),
             ("do_whole_word_mask", False, "mask whole words instead of WordPieces"),
@@ -385,7 +406,8 @@ def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
                                 else args.max_sequences_per_pack),
         sentence_splitter=args.sentence_splitter or (
             "none" if args.input_format == "text" else DEFAULT_SPLITTER),
-        **_dedup_flags(args))
+        spm_model_file=args.spm_model_file or None, tokenization=args.tokenization,
+        sp_model_file=args.sp_model_file or None, **_dedup_flags(args))
     validate(config)
     return config, beam_args
 
@@ -433,8 +455,12 @@ def _recipe_defaults(args: argparse.Namespace) -> dict[str, int]:
 
 def validate(config: Config) -> None:
     """Raises ConfigError for the first problem found, before any work starts."""
-    # The d2l recipe computes its vocabulary from the corpus.
-    required = ("input_file",) if config.recipe == "d2l" else ("input_file", "vocab_file")
+    # The d2l recipe computes its vocabulary from the corpus; a SentencePiece
+    # model is the vocabulary.
+    sentencepiece = (config.spm_model_file or config.sp_model_file
+                     or config.tokenization == SENTENCEPIECE)
+    required = ("input_file",) if config.recipe == "d2l" or sentencepiece else (
+        "input_file", "vocab_file")
     for flag in required:
         if not getattr(config, flag):
             raise ConfigError(f"--{flag} is required")
@@ -463,6 +489,18 @@ def validate(config: Config) -> None:
         (config.whole_word_segmenter == "none" or config.do_whole_word_mask,
          "--whole_word_segmenter finds the whole words that --do_whole_word_mask "
          "masks; add --do_whole_word_mask"),
+        (not (config.spm_model_file and (config.sp_model_file or config.tokenization
+                                          == SENTENCEPIECE)),
+         "--spm_model_file (ALBERT's flag) and --tokenization=SentencePiece "
+         "--sp_model_file (the Model Garden's) both name a SentencePiece model; give one"),
+        (config.tokenization != SENTENCEPIECE or config.sp_model_file,
+         "--tokenization=SentencePiece needs --sp_model_file, the model to tokenize with"),
+        (not config.sp_model_file or config.tokenization == SENTENCEPIECE,
+         "--sp_model_file is read with --tokenization=SentencePiece (the Model Garden's "
+         "flags); add it, or give the model as --spm_model_file (ALBERT's)"),
+        (config.whole_word_segmenter == "none" or not sentencepiece,
+         "--whole_word_segmenter marks Chinese words among WordPiece's one-character "
+         "tokens; SentencePiece pieces are words already: drop it"),
         (not config.reference_compatible or config.input_format == "text",
          "--reference_compatible reads the original's text format; drop --input_format"),
         (config.whole_word_segmenter == "none" or config.masking == "static",
@@ -504,8 +542,9 @@ def validate(config: Config) -> None:
     ]
     if config.recipe == "d2l":
         checks += [
-            (not config.vocab_file, "--recipe=d2l computes its vocabulary from the "
-             "corpus (written as vocab.txt); drop --vocab_file"),
+            (not config.vocab_file and not sentencepiece, "--recipe=d2l computes its "
+             "vocabulary from the corpus (written as vocab.txt); drop --vocab_file, "
+             "--spm_model_file and --tokenization"),
             (bool(config.output_dir), "--recipe=d2l writes vocab.txt beside its "
              "shards; use --output_dir"),
             (not config.reference_compatible, "--reference_compatible reproduces the "

@@ -20,7 +20,7 @@ from bert_pretraining_data.pipeline.publish import OutputLayout, prepare_output
 from bert_pretraining_data.transforms.counters import read_counters
 from bert_pretraining_data.transforms.documents import comma_separated, match_inputs
 from bert_pretraining_data.transforms.formats import check_parquet_schema
-from bert_pretraining_data.transforms.vocabulary import Vocabulary, load_vocabulary
+from bert_pretraining_data.transforms.vocabulary import Vocabulary
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,7 +49,7 @@ def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:
     inputs = match_inputs(config.input_file)
     if config.input_format == "parquet":
         check_parquet_schema([path for path, _ in inputs], config.text_field)
-    vocab = load_vocabulary(config.vocab_file) if config.recipe == "bert" else None
+    vocab = config.tokenizer.load_vocabulary() if config.recipe == "bert" else None
     layout, replaces = prepare_output(config, inputs)
     return Prepared(config=config, beam_args=beam_args, inputs=inputs, layout=layout,
                     replaces=replaces, vocab=vocab,

@@ -3,8 +3,9 @@
 run succeeded. The manifest is the commit point: a directory without one is
 not a dataset, whatever else it holds.
 
-An `--output_dir` dataset also carries its vocabulary (`vocab.txt`, written
-when the run is published, before the manifest): the loaders' dynamic masking
+An `--output_dir` dataset also carries its vocabulary (`vocab.txt`, or
+`sentencepiece.model` for a SentencePiece run, written when the run is
+published, before the manifest): the loaders' dynamic masking
 and `inspect-pretraining-data` need it, and a dataset copied to a training
 machine should not depend on the path the vocabulary had where it was made.
 `--output_file` writes only the files it names (and the manifest beside the
@@ -23,7 +24,7 @@ from typing import Any, Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
-from bert_pretraining_data.loaders.manifest import VOCAB_NAME
+from bert_pretraining_data.loaders.manifest import VOCAB_NAME, vocabulary_name
 from bert_pretraining_data.pipeline.options import (Config, ConfigError, default_num_shards,
                                                     record_layout)
 from bert_pretraining_data.transforms.documents import comma_separated
@@ -106,7 +107,7 @@ def output_layout(config: Config, num_shards: int) -> OutputLayout:
                        for i in range(num_shards))
         return OutputLayout(FileSystems.join(root, STAGING_NAME), finals,
                             FileSystems.join(root, MANIFEST_NAME),
-                            FileSystems.join(root, VOCAB_NAME))
+                            FileSystems.join(root, vocabulary_name(config.flags())))
     finals = tuple(comma_separated(config.output_file))
     first_dir, first_name = FileSystems.split(finals[0])
     return OutputLayout(FileSystems.join(first_dir, f"{STAGING_NAME}-{first_name}"),
@@ -165,9 +166,10 @@ def staged_paths(layout: OutputLayout) -> list[str]:
 
 
 def _copy_vocabulary(layout: OutputLayout, source: str, sha256: str) -> None:
-    """Copies the run's vocabulary (`--vocab_file`, or the d2l recipe's staged
-    one) beside the manifest, for `--output_dir` datasets; the bytes must be
-    the ones the run used (read as `load_vocabulary` reads them)."""
+    """Copies the run's vocabulary (`--vocab_file`, the SentencePiece model, or
+    the d2l recipe's staged vocab.txt) beside the manifest, for `--output_dir`
+    datasets; the bytes must be the ones the run used (read as
+    `load_vocabulary` reads them)."""
     if not layout.vocab_path:
         return
     with FileSystems.open(source) as handle:
@@ -252,7 +254,7 @@ def publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
         FileSystems.delete([p for p in old if p not in old_manifests])
     FileSystems.rename(staged_paths(layout), list(layout.final_paths))
     _copy_vocabulary(layout, layout.staged_vocab_path if config.recipe == "d2l"
-                     else config.vocab_file, vocab_sha256)
+                     else config.tokenizer.path, vocab_sha256)
     manifest = {
         "format": "bert-pretraining-tfrecord/1",
         "flags": config.flags(),

@@ -51,7 +51,7 @@ from bert_pretraining_data.pipeline.main import run
 from bert_pretraining_data.pipeline.options import Config, ConfigError, parse_args
 from bert_pretraining_data.pipeline.publish import MANIFEST_NAME, package_versions, remove_tree
 from bert_pretraining_data.transforms.documents import InputError, comma_separated, match_inputs
-from bert_pretraining_data.transforms.vocabulary import VocabularyError, load_vocabulary
+from bert_pretraining_data.transforms.vocabulary import VocabularyError
 
 PROG = "create-pretraining-data-refresh"
 LATEST_NAME = "LATEST"
@@ -93,8 +93,8 @@ def fingerprint(config: Config) -> Fingerprint:
     flags = {k: v for k, v in config.flags().items() if k not in _PLACEMENT_FLAGS}
     return Fingerprint.of({
         "inputs": input_states(config.input_file),
-        "vocab_sha256": (load_vocabulary(config.vocab_file).sha256
-                         if config.vocab_file else None),  # --recipe=d2l computes it
+        "vocab_sha256": (config.tokenizer.load_vocabulary().sha256
+                         if config.tokenizer.path else None),  # --recipe=d2l computes it
         "flags": flags,
         "versions": package_versions(),
     })

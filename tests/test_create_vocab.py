@@ -18,7 +18,7 @@ from bert_pretraining_data.pipeline.create_vocab import main, parse_args, run
 from bert_pretraining_data.pipeline.main import run as run_pretraining_data
 from bert_pretraining_data.pipeline.options import ConfigError
 from records import read_examples
-from bert_pretraining_data.transforms.documents import split_documents
+from vocab_baselines import corpus_documents
 from bert_pretraining_data.transforms.tokenization import FullTokenizer
 from bert_pretraining_data.transforms.vocabulary import parse_vocabulary
 from bert_pretraining_data.transforms.word_counts import (CountWords, document_word_counts,
@@ -32,15 +32,6 @@ SAMPLE = DATA / "sample_text.txt"
 
 def _flags(**flags) -> list[str]:
     return [f"--{name}={value}" for name, value in flags.items()]
-
-
-def _documents(path: pathlib.Path) -> list[list[str]]:
-    """The corpus' documents as ReadDocuments sees them."""
-    lines, offset = [], 0
-    for line in path.read_bytes().splitlines(keepends=True):
-        lines.append((offset, line))
-        offset += len(line)
-    return [doc for _, doc in split_documents(lines)]
 
 
 def _table(documents: list[list[str]], *, do_lower_case: bool = True) -> dict[str, int]:
@@ -139,7 +130,7 @@ def wikitext_vocab(tmp_path_factory) -> dict:
 @pytest.fixture(scope="module")
 def wikitext_tables() -> tuple[dict[str, int], dict[str, int]]:
     """Training and held-out word tables, split as the pipeline splits them."""
-    documents = _documents(WIKITEXT)
+    documents = corpus_documents(WIKITEXT)
     return (_table([d for d in documents if not is_held_out(d, 0.1)]),
             _table([d for d in documents if is_held_out(d, 0.1)]))
 
@@ -221,7 +212,7 @@ def test_small_corpus_with_nothing_held_out_learns_from_every_character(tmp_path
     printed = capsys.readouterr()
     assert "held-out: no words" in printed.out and printed.err == ""
     tokens = out.read_text(encoding="utf-8").splitlines()
-    documents = _documents(SAMPLE)
+    documents = corpus_documents(SAMPLE)
     table = _table(documents, do_lower_case=False)
     assert set(count_characters(table.items())) <= set(tokens)  # beyond the top 50 words
     assert "The" in tokens  # cased

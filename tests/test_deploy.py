@@ -45,10 +45,12 @@ NOT_IN_TEMPLATE = {
     "nouse_v2_feature_names": "absl spelling of use_v2_feature_names=false",
     "nogzip_compress": "absl spelling of gzip_compress=false",
     "progress": "a Dataflow job's progress is its console page",
+    "tokenization": "the Model Garden's spelling of spm_model_file (with sp_model_file)",
+    "sp_model_file": "the Model Garden's spelling of spm_model_file",
 }
 # Pipeline options a launch passes besides the template's own parameters.
 PIPELINE_OPTIONS = {"sdk_container_image"}
-PATH_PARAMS = {"input_file", "vocab_file", "output_dir", "output_root"}
+PATH_PARAMS = {"input_file", "vocab_file", "spm_model_file", "output_dir", "output_root"}
 BASE_FLAGS = ["--input_file=gs://b/in/*.txt", "--vocab_file=gs://b/vocab.txt",
               "--output_dir=gs://b/out"]
 

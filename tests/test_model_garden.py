@@ -1,6 +1,7 @@
 """The TF Model Garden's masking (--max_ngram_size), v2 feature names and gzip
-against its own create_pretraining_data.py (golden data made by
-tests/golden/make_model_garden_golden.py from the tf-models-official wheel)."""
+against its own create_pretraining_data.py, with WordPiece and with
+SentencePiece (--tokenization=SentencePiece --sp_model_file) (golden data made
+by tests/golden/make_model_garden_golden.py from the tf-models-official wheel)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from stats_ngram import span_stats
 from stats_util import instance_stats
 
 GOLDEN = DATA / "golden_model_garden"
+GOLDEN_SENTENCEPIECE = DATA / "golden_model_garden_sentencepiece"
 CASES = json.loads((GOLDEN / "cases.json").read_text())
-_DROPPED = ("tokenization", "sp_model_file")  # WordPiece, no SentencePiece model
 
 
 def our_flags(garden_flags: dict) -> list[str]:
@@ -26,11 +27,10 @@ def our_flags(garden_flags: dict) -> list[str]:
     is its policy with 1-grams, which is ours with --max_ngram_size=1."""
     flags = []
     for name, value in garden_flags.items():
-        if name in _DROPPED:
-            assert value in ("WordPiece", ""), (name, value)
-            continue
         if name == "max_ngram_size" and value is None:
             value = 1
+        if value is None:  # not passed: --vocab_file with SentencePiece
+            continue
         flags.append(f"--{name}={value}")
     return flags
 
@@ -42,6 +42,19 @@ def test_reference_mode_reproduces_the_model_garden_record_for_record(case, tmp_
     monkeypatch.chdir(DATA)  # the case's paths are relative to tests/data
     assert_reference_mode_reproduces(case, GOLDEN, our_flags(case["flags"]), tmp_path,
                                      compression=case["compression"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", json.loads((GOLDEN_SENTENCEPIECE / "cases.json").read_text()),
+                         ids=lambda c: c["name"])
+def test_reference_mode_reproduces_the_model_garden_with_sentencepiece_record_for_record(
+        case, tmp_path, monkeypatch):
+    """Its text handling and pieces, its n-grams over its whole words (on
+    SentencePiece, the pieces), the model's ids."""
+    monkeypatch.chdir(DATA)
+    assert case["flags"]["tokenization"] == "SentencePiece"
+    assert_reference_mode_reproduces(case, GOLDEN_SENTENCEPIECE, our_flags(case["flags"]),
+                                     tmp_path, compression=case["compression"])
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if not c["outputs"]], ids=lambda c: c["name"])

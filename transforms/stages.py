@@ -22,13 +22,13 @@ from bert_pretraining_data.transforms.instances import InstanceConfig
 from bert_pretraining_data.transforms.masking import Masked, MaskingConfig, mask_tokens
 from bert_pretraining_data.transforms.compact_documents import (
     CompactDocument, compact_document, compact_token_count, expand_document)
-from bert_pretraining_data.transforms.segmentation import line_ids
+from bert_pretraining_data.transforms.segmentation import MARK, line_ids
 from bert_pretraining_data.transforms.progress import ProgressSink
 from bert_pretraining_data.transforms.sentences import sentence_splitter
 from bert_pretraining_data.transforms.seeds import MASK, document_seed, derived_rng, shuffle_key
 from bert_pretraining_data.transforms.sharding import RecordBatch
-from bert_pretraining_data.transforms.tokenization import FullTokenizer, count_control_characters
-from bert_pretraining_data.transforms.vocabulary import load_vocabulary
+from bert_pretraining_data.transforms.subword.tokenizers import TokenizerSpec
+from bert_pretraining_data.transforms.tokenization import count_control_characters
 
 @dataclasses.dataclass
 class Instance:
@@ -55,12 +55,13 @@ class TokenizeDocument(CountingDoFn):
     """(doc_key, [line]) -> (doc_key, compact [[token id]]): each line a sentence,
     or split into sentences (--sentence_splitter); sentences without tokens dropped."""
 
-    def __init__(self, *, vocab_file: str, do_lower_case: bool,
+    def __init__(self, *, vocab_file: str | None = None, do_lower_case: bool = True,
+                 tokenizer: TokenizerSpec | None = None,
                  whole_word_segmenter: str = "none", sentence_splitter: str = "none",
                  progress_dir: str | None = None) -> None:
-        self._vocab_file = vocab_file
+        # Any tokenizer (`tokenizer`), or WordPiece's by its vocab.txt.
+        self._tokenizer = tokenizer or TokenizerSpec(vocab_file, do_lower_case)
         self._progress_dir = progress_dir
-        self._do_lower_case = do_lower_case
         self._segmenter = whole_word_segmenter
         self._splitter = sentence_splitter
         self._count = BundleCounters("sentences", "tokens", "unk_tokens", "empty_documents",
@@ -68,11 +69,11 @@ class TokenizeDocument(CountingDoFn):
                                      "control_characters")
 
     def setup(self) -> None:
-        vocab = load_vocabulary(self._vocab_file)
+        tokenizer = self._tokenizer.tokenizer()
         # A line's ids, with segmented words marked (transforms.segmentation).
-        self._line_ids = line_ids(FullTokenizer(vocab, do_lower_case=self._do_lower_case),
-                                  self._segmenter)
-        self._unk = vocab.unk_id
+        self._line_ids = line_ids(tokenizer, self._segmenter)
+        unk = tokenizer.vocabulary.unk_id  # an unknown SentencePiece piece may be marked
+        self._unk = (unk, unk | MARK) if self._tokenizer.sentencepiece else (unk,)
         # A document's lines as sentences: themselves, or split (paragraphs).
         self._sentences = sentence_splitter(self._splitter)
         self._progress = ProgressSink(self._progress_dir)
@@ -97,7 +98,7 @@ class TokenizeDocument(CountingDoFn):
         count["tokenized_documents"] += 1
         count["sentences"] += len(sentences)
         count["tokens"] += sum(map(len, sentences))
-        count["unk_tokens"] += sum(s.count(self._unk) for s in sentences)
+        count["unk_tokens"] += sum(s.count(unk) for s in sentences for unk in self._unk)
         yield doc_key, compact_document(sentences)
 
 

@@ -89,15 +89,19 @@ def parse_vocabulary(data: bytes, *, source: str = "vocabulary") -> Vocabulary:
     return Vocabulary(tokens=tokens, sha256=hashlib.sha256(data).hexdigest())
 
 
-def load_vocabulary(path: str) -> Vocabulary:
-    """Reads and validates a vocabulary from a local or gs:// path."""
+def read_vocabulary_file(path: str, *, what: str = "the vocabulary file",
+                         flags: str = "--vocab_file") -> bytes:
+    """The bytes of a local or gs:// file, or a VocabularyError naming the flags."""
     from apache_beam.io.filesystems import FileSystems  # heavy; only when loading
 
     try:
         with FileSystems.open(path) as handle:
-            data = handle.read()
+            return handle.read()
     except Exception as err:  # Beam wraps missing files in several types
         raise VocabularyError(
-            f"{path}: cannot read the vocabulary file ({type(err).__name__}); "
-            "check --vocab_file") from None
-    return parse_vocabulary(data, source=path)
+            f"{path}: cannot read {what} ({type(err).__name__}); check {flags}") from None
+
+
+def load_vocabulary(path: str) -> Vocabulary:
+    """Reads and validates a vocabulary from a local or gs:// path."""
+    return parse_vocabulary(read_vocabulary_file(path), source=path)

@@ -45,6 +45,9 @@ DEFAULT_STATS_SEEDS = "12345,1,2,3,4,5,6,7"
 UNCASED_VOCAB = "bert-base-uncased-vocab.txt"
 CHINESE_VOCAB = "bert-base-chinese-vocab.txt"
 MASK_ID = 103  # [MASK] in both vocabularies
+SPM_MODEL = "sentencepiece-8k.model"  # the tests' SentencePiece model (ALBERT's ids)
+SPM_VOCAB = "sentencepiece-8k.vocab"  # its .vocab, which ALBERT wants beside it
+SPM_MASK_ID = 4
 
 # Defaults of the original BERT script's flags (google-research/bert); the
 # generators pass all of them explicitly.
@@ -341,12 +344,12 @@ def run_once(run: Callable[[list[str]], Any],
 
 
 def record_stats(records: list[Record], max_seq_length: int,
-                 span_stats: Optional[Callable[[list[Record]], dict]] = None
-                 ) -> dict[str, Any]:
-    """stats_util.instance_stats() of the records (mask id MASK_ID), merged
-    with span_stats(records) if given."""
+                 span_stats: Optional[Callable[[list[Record]], dict]] = None,
+                 mask_id: int = MASK_ID) -> dict[str, Any]:
+    """stats_util.instance_stats() of the records, merged with
+    span_stats(records) if given."""
     instance_stats = tests_module("stats_util").instance_stats
-    stats = instance_stats(records, max_seq_length, MASK_ID)
+    stats = instance_stats(records, max_seq_length, mask_id)
     if span_stats is not None:
         stats.update(span_stats(records))
     return stats
@@ -396,7 +399,7 @@ def make_flag_stats(args: argparse.Namespace, seeds: list[int],
                     read: Callable[[str], Iterable[Record]],
                     flags: dict[str, Any], prefix: str, suffix: str,
                     span_stats: Optional[Callable[[list[Record]], dict]] = None,
-                    /, **layout: Any) -> dict[str, Any]:
+                    /, mask_id: int = MASK_ID, **layout: Any) -> dict[str, Any]:
     """seed_stats() of an absl-flag anchor on --stats_corpus, written to
     <corpus stem><suffix>.json: per seed one run, ``run(anchor_dir, flags
     with that random_seed, output_files, data_dir, python)``, with a single
@@ -410,12 +413,12 @@ def make_flag_stats(args: argparse.Namespace, seeds: list[int],
             lambda outputs: run(args.anchor_dir, dict(flags, random_seed=seed),
                                 outputs, args.data_dir, args.python),
             read, prefix)
-        return record_stats(records, flags["max_seq_length"], span_stats)
+        return record_stats(records, flags["max_seq_length"], span_stats, mask_id)
 
     return seed_stats(corpus, seeds, stats_of,
                       args.out_dir / f"{corpus.stem}{suffix}.json",
                       flags=recorded_stats_flags(flags, corpus),
-                      num_output_files=1, mask_id=MASK_ID, **layout)
+                      num_output_files=1, mask_id=mask_id, **layout)
 
 
 # --- command line --------------------------------------------------------------

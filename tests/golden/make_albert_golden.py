@@ -2,19 +2,22 @@
 """Regenerate golden outputs of ALBERT's create_pretraining_data.py.
 
 ALBERT's script (google-research/albert) is run unmodified in a subprocess,
-on its WordPiece path (``--vocab_file``, no ``--spm_model_file``), and its
-TFRecord output is decoded and stored as gzipped JSON lines (one object per
-record, in record order), like tests/golden/make_pipeline_golden.py does for
-the original BERT script.
+on its WordPiece path (``--vocab_file``, no ``--spm_model_file``), or with
+``--sentencepiece`` on its SentencePiece path (``--spm_model_file``, the
+tests' model, with the real ``sentencepiece`` library), and its TFRecord
+output is decoded and stored as gzipped JSON lines (one object per record,
+in record order), like tests/golden/make_pipeline_golden.py does for the
+original BERT script.
 
 The runner (``_RUNNER``) does, in this order, before the script runs:
   1. imports tensorflow and aliases ``tensorflow`` to ``tensorflow.compat.v1``
      in sys.modules (ALBERT already imports ``tensorflow.compat.v1``; the alias
      only mirrors the BERT runner);
-  2. puts stub modules in sys.modules for ``tensorflow_hub`` and
-     ``sentencepiece``, which ALBERT's tokenization.py imports at top level
-     but only uses for hub modules and ``--spm_model_file``; any attribute
-     access on a stub raises, so a run that needed them would fail loudly;
+  2. puts stub modules in sys.modules for ``tensorflow_hub`` and, unless
+     ``--spm_model_file=`` is given, ``sentencepiece``, which ALBERT's
+     tokenization.py imports at top level but only uses for hub modules and
+     ``--spm_model_file``; any attribute access on a stub raises, so a run
+     that needed them would fail loudly;
   3. imports the checkout as the package ``albert`` (the script does
      ``from albert import tokenization``), whatever the directory is called;
   4. seeding shim: takes S = the integer value of the last
@@ -33,6 +36,9 @@ The runner (``_RUNNER``) does, in this order, before the script runs:
 Usage:
   python tests/golden/make_albert_golden.py \
       --albert_dir /path/to/albert --out_dir tests/data/golden_albert \
+      --check_determinism
+  python tests/golden/make_albert_golden.py --sentencepiece \
+      --albert_dir /path/to/albert --out_dir tests/data/golden_albert_sentencepiece \
       --check_determinism
 
 Outputs (under --out_dir):
@@ -53,8 +59,8 @@ from typing import Any, Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # pylint: disable=wrong-import-position
-from golden_common import (CHINESE_VOCAB, HASH_SEEDS, UNCASED_VOCAB,
-                           check_bert_shapes, flag_case, golden_parser,
+from golden_common import (CHINESE_VOCAB, HASH_SEEDS, MASK_ID, SPM_MASK_ID, SPM_MODEL,
+                           SPM_VOCAB, UNCASED_VOCAB, check_bert_shapes, flag_case, golden_parser,
                            make_flag_case, make_flag_stats, parse_golden_args,
                            read_examples, run_flag_script, tests_module,
                            write_cases, write_stats)
@@ -124,11 +130,39 @@ CASES = [
           dupe_factor=1, random_seed=1),
 ]
 
+# The SentencePiece path (--sentencepiece): the tests' model, with the .vocab
+# ALBERT requires beside it (unread); whole words on pieces, n-grams, SOP and
+# NSP, lower-cased and cased, web text, WikiText and Chinese.
+_spm_case = functools.partial(_case, spm_model_file=SPM_MODEL)
+SPM_CASES = [
+    _spm_case("spm_sop_wwm_ngram3", "en_ewt-ud-test.sentences.txt", SPM_VOCAB, 1,
+              do_lower_case=True, do_whole_word_mask=True, ngram=3,
+              max_seq_length=128, max_predictions_per_seq=20, dupe_factor=2,
+              random_seed=12345),
+    _spm_case("spm_sop_wwm_ngram3_cased", "en_ewt-ud-test.sentences.txt", SPM_VOCAB, 1,
+              do_lower_case=False, do_whole_word_mask=True, ngram=3,
+              max_seq_length=128, max_predictions_per_seq=20, dupe_factor=1,
+              random_seed=3),
+    _spm_case("spm_sop_ngram2_longer_cased", "wiki_small.txt", SPM_VOCAB, 1,
+              do_lower_case=False, do_whole_word_mask=False, ngram=2,
+              favor_shorter_ngram=False, max_seq_length=64, max_predictions_per_seq=10,
+              dupe_factor=1, random_seed=7, short_seq_prob=0.2),
+    _spm_case("spm_nsp_wwm", "sample_text.txt", SPM_VOCAB, 1,
+              do_lower_case=True, do_whole_word_mask=True, random_next_sentence=True,
+              ngram=3, max_seq_length=128, dupe_factor=2, random_seed=5),
+    _spm_case("spm_chinese_sop_wwm", "chinese_small.txt", SPM_VOCAB, 1,
+              do_lower_case=True, do_whole_word_mask=True, ngram=3,
+              max_seq_length=128, dupe_factor=1, random_seed=1),
+]
+
 # Flags of the statistics runs (random_seed varies per run).
 STATS_FLAGS: dict[str, Any] = dict(
     ORIGINAL_DEFAULTS, do_lower_case=True, do_whole_word_mask=False,
     random_next_sentence=False, ngram=3, favor_shorter_ngram=True,
     max_seq_length=128, max_predictions_per_seq=20, dupe_factor=2)
+# ... and on the SentencePiece path: ALBERT's default whole words, on pieces.
+SPM_STATS_FLAGS: dict[str, Any] = dict(
+    STATS_FLAGS, spm_model_file=SPM_MODEL, do_whole_word_mask=True)
 
 # Runs ALBERT's script as __main__; see the module docstring.
 # argv[1] is the albert checkout, the rest are the script's flags.
@@ -151,7 +185,8 @@ def _stub(name):
 
 
 _stub("tensorflow_hub")
-_stub("sentencepiece")
+if not any(a.startswith("--spm_model_file=") for a in sys.argv[2:]):
+    _stub("sentencepiece")
 
 albert_dir = os.path.abspath(sys.argv[1])
 spec = importlib.util.spec_from_file_location(
@@ -211,23 +246,28 @@ def make_stats(args: argparse.Namespace, seeds: list[int]) -> dict[str, Any]:
     instance_stats() and span_stats() of each run, their mean and their
     seed-to-seed (sample) standard deviation."""
     flags = {"input_file": str(args.stats_corpus.resolve()),
-             "vocab_file": UNCASED_VOCAB}
-    flags.update(STATS_FLAGS)
+             "vocab_file": SPM_VOCAB if args.sentencepiece else UNCASED_VOCAB}
+    flags.update(SPM_STATS_FLAGS if args.sentencepiece else STATS_FLAGS)
     return make_flag_stats(args, seeds, run_original, read_records, flags,
                            "golden_albert_stats_", "_sop_stats",
                            tests_module("stats_albert").span_stats,
+                           mask_id=SPM_MASK_ID if args.sentencepiece else MASK_ID,
                            seeds=seeds)
 
 
 def main() -> None:
     parser = golden_parser(
         __doc__, "--albert_dir", "checkout of google-research/albert",
-        python_help="interpreter with tensorflow and six",
+        python_help="interpreter with tensorflow and six (and sentencepiece, "
+                    "for --sentencepiece)",
         check_help="run each case twice (PYTHONHASHSEED 0 and 12345) and "
-                   "compare the records")
+                   "compare the records",
+        after_python=[("--sentencepiece", {
+            "action": "store_true",
+            "help": "the SentencePiece cases and statistics (--spm_model_file)"})])
     args = parse_golden_args(parser, "albert_dir",
                              "create_pretraining_data.py")
-    write_cases(args, CASES, make_case)
+    write_cases(args, SPM_CASES if args.sentencepiece else CASES, make_case)
     write_stats(args, make_stats)
 
 

@@ -4,7 +4,10 @@
 The Model Garden script (official/nlp/data/create_pretraining_data.py of the
 tf-models-official wheel, unzipped) is run unmodified in a subprocess under
 TensorFlow 2. Two imports that a WordPiece run never uses are replaced by
-empty modules: ``sentencepiece`` (not installed) and ``tf_keras``.
+empty modules: ``sentencepiece`` and ``tf_keras``. With ``--sentencepiece``
+the script's SentencePiece cases run instead (``--tokenization=SentencePiece
+--sp_model_file``, the tests' model), with the real ``sentencepiece`` library
+(only ``tf_keras`` is then an empty module).
 
 The script draws its n-gram sizes from Python's unseeded global ``random``
 generator (``random.choices``), so the runner calls ``random.seed(S)`` with
@@ -19,6 +22,9 @@ Usage:
   python tests/golden/make_model_garden_golden.py \
       --models_dir /path/to/unzipped/tf_models_official \
       --out_dir tests/data/golden_model_garden --check_determinism
+  python tests/golden/make_model_garden_golden.py --sentencepiece --skip_stats \
+      --models_dir /path/to/unzipped/tf_models_official \
+      --out_dir tests/data/golden_model_garden_sentencepiece --check_determinism
 
 Outputs (under --out_dir):
   <case>/out-<k>.jsonl.gz          decoded records of the k-th output file
@@ -44,7 +50,7 @@ from typing import Any, Iterator
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # pylint: disable=wrong-import-position
 from golden_common import (BERT_DEFAULTS, BERT_FEATURE_KEYS, CHINESE_VOCAB,
-                           UNCASED_VOCAB, case_header, check_bert_shapes,
+                           SPM_MODEL, UNCASED_VOCAB, case_header, check_bert_shapes,
                            flag_case, golden_parser, make_flag_case,
                            make_flag_stats, output_paths, parse_golden_args,
                            read_examples, require_same, run_flag_script,
@@ -115,6 +121,24 @@ CASES = [
           random_seed=1),
 ]
 
+# The SentencePiece path (--sentencepiece): the tests' model, no vocab_file
+# (the script reads none for SentencePiece); n-grams over its whole words
+# (which on SentencePiece pieces are the pieces), cased and lower-cased.
+_spm_case = functools.partial(_case, tokenization="SentencePiece", sp_model_file=SPM_MODEL)
+SPM_CASES = [
+    _spm_case("mg_spm_ngram3_wwm_cased", "en_ewt-ud-test.sentences.txt", None, 1,
+              do_lower_case=False, do_whole_word_mask=True, max_ngram_size=3,
+              dupe_factor=1, random_seed=7),
+    _spm_case("mg_spm_ngram2_wwm_v2", "wiki_small.txt", None, 1,
+              do_lower_case=True, do_whole_word_mask=True, max_ngram_size=2,
+              use_v2_feature_names=True, max_seq_length=64, max_predictions_per_seq=10,
+              dupe_factor=1, random_seed=3, short_seq_prob=0.2),
+    _spm_case("mg_spm_default_cased", "sample_text.txt", None, 1,
+              do_lower_case=False, dupe_factor=2, random_seed=12345),
+    _spm_case("mg_spm_chinese", "chinese_small.txt", None, 1,
+              do_whole_word_mask=True, max_ngram_size=3, dupe_factor=1, random_seed=1),
+]
+
 # Flags of the statistics runs (input_file and random_seed are set per run).
 STATS_FLAGS: dict[str, Any] = dict(
     ORIGINAL_DEFAULTS, vocab_file=UNCASED_VOCAB, do_lower_case=True,
@@ -128,7 +152,8 @@ STATS_FLAGS: dict[str, Any] = dict(
 _RUNNER = """
 import random, runpy, sys, types
 for name in ("sentencepiece", "tf_keras"):
-    sys.modules[name] = types.ModuleType(name)
+    if name != "sentencepiece" or "--tokenization=SentencePiece" not in sys.argv:
+        sys.modules[name] = types.ModuleType(name)
 models_dir = sys.argv[1]
 sys.path.insert(0, models_dir)
 import tensorflow
@@ -293,7 +318,7 @@ def make_stats(args: argparse.Namespace, seeds: list[int]) -> dict[str, Any]:
                            global_random_seeded_with="random_seed")
 
 
-def _model_garden_info(models_dir: Path, wheel: Path | None
+def _model_garden_info(models_dir: Path, wheel: Path | None, sentencepiece: bool = False
                        ) -> dict[str, Any]:
     """Wheel version (from its dist-info, if unzipped alongside), the sha256
     of the wheel (if given), of the script and of the tokenization module."""
@@ -311,7 +336,7 @@ def _model_garden_info(models_dir: Path, wheel: Path | None
         "script_sha256": sha256_file(models_dir / SCRIPT),
         "tokenization_sha256": sha256_file(
             models_dir / "official/nlp/tools/tokenization.py"),
-        "stubbed_imports": ["sentencepiece", "tf_keras"],
+        "stubbed_imports": ["tf_keras"] if sentencepiece else ["sentencepiece", "tf_keras"],
         "global_random_seed": "random.seed(random_seed), after imports",
     }
 
@@ -342,10 +367,12 @@ def main() -> None:
     parser.add_argument("--bert_dir", type=Path, default=None,
                         help="optional google-research/bert checkout: compare "
                              "mg_default with the original script's output")
+    parser.add_argument("--sentencepiece", action="store_true",
+                        help="the SentencePiece cases (--tokenization=SentencePiece)")
     args = parse_golden_args(parser, "models_dir", SCRIPT)
-    info = _model_garden_info(args.models_dir, args.wheel)
+    info = _model_garden_info(args.models_dir, args.wheel, args.sentencepiece)
     print(f"model garden: {json.dumps(info)}")
-    if write_cases(args, CASES, make_case_and_compare):
+    if write_cases(args, SPM_CASES if args.sentencepiece else CASES, make_case_and_compare):
         write_json(args.out_dir / "model_garden.json", info)
     write_stats(args, make_stats)
 
