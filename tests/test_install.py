@@ -249,7 +249,7 @@ def test_the_wheel_states_the_pythons_of_each_extra(wheel):
     python, requirements = _requirements(wheel)
     assert python == ">=3.10"
     base = _installed_by(requirements, "", "3.14")
-    assert base == {"numpy", "numba", "google-crc32c"}
+    assert base == {"numpy", "numba", "google-crc32c", "sentencepiece"}
     for version in ("3.10", "3.14"):
         assert _installed_by(requirements, "torch", version) - base == {"torch"}
         assert _installed_by(requirements, "tf", version) - base == {"tensorflow"}
