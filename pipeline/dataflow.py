@@ -23,10 +23,12 @@ The template's entry point is `bert_pretraining_data.pipeline.refresh.template_m
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Callable, Sequence
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOptions,
                                                   SetupOptions, TestOptions,
                                                   WorkerOptions)
@@ -146,7 +148,18 @@ def check_dataflow_options(config: Config, beam_args: Sequence[str]) -> None:
 def publish_in_job(shard_count: int, problem_count: int, *, layout: OutputLayout,
                    config: Config, vocab_sha256: str, inputs: Sequence[tuple[str, int]],
                    replaces: Sequence[str], max_predictions_per_row: int) -> dict:
-    """The driver's publish step, run by the job once both staging lists exist."""
+    """The driver's publish step, run by the job once the staging lists exist
+    (the counts, side inputs, are what the job wrote to them).
+
+    Dataflow retries a failed step whole: a retry after an attempt that wrote
+    the manifest and cleared staging (its worker lost before it reported)
+    returns that manifest; one after a partial attempt completes it
+    (`publish` counts renames already made as done).
+    """
+    if (not FileSystems.exists(FileSystems.join(layout.staging_dir, SHARD_LIST_NAME))
+            and FileSystems.exists(layout.manifest_path)):
+        with FileSystems.open(layout.manifest_path) as handle:
+            return json.loads(handle.read())
     shards = read_staging_json(layout, SHARD_LIST_NAME)
     problems = read_staging_json(layout, PROBLEM_LIST_NAME)
     if (len(shards), len(problems)) != (shard_count, problem_count):

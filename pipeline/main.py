@@ -30,7 +30,8 @@ from bert_pretraining_data.pipeline.dataflow import (check_dataflow_options, dry
 from bert_pretraining_data.pipeline.options import ConfigError, parse_args
 from bert_pretraining_data.pipeline.prepare import prepare, run_to_completion
 from bert_pretraining_data.pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME,
-                                                    dataset_warnings, publish, read_staging_json)
+                                                    PublishError, dataset_warnings, publish,
+                                                    read_staging_json)
 from bert_pretraining_data.transforms.documents import InputError
 from bert_pretraining_data.transforms.tokenization import FullTokenizer
 from bert_pretraining_data.transforms.vocabulary import VocabularyError
@@ -95,6 +96,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     except (ConfigError, VocabularyError, InputError) as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         sys.exit(2)
+    except PublishError as err:
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        sys.exit(1)
     print(summary(manifest))
     for warning in manifest["warnings"]:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
