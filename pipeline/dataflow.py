@@ -36,6 +36,7 @@ from apache_beam.options.pipeline_options_validator import PipelineOptionsValida
 from apache_beam.runners.runner import PipelineResult
 
 from bert_pretraining_data.pipeline.build import build_pipeline
+from bert_pretraining_data.pipeline.changes import DocumentHistory, DocumentPlan
 from bert_pretraining_data.pipeline.options import Config, ConfigError, parse_args, runner_name
 from bert_pretraining_data.pipeline.prepare import prepare
 from bert_pretraining_data.pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME,
@@ -147,7 +148,9 @@ def check_dataflow_options(config: Config, beam_args: Sequence[str]) -> None:
 
 def publish_in_job(shard_count: int, problem_count: int, *, layout: OutputLayout,
                    config: Config, vocab_sha256: str, inputs: Sequence[tuple[str, int]],
-                   replaces: Sequence[str], max_predictions_per_row: int) -> dict:
+                   replaces: Sequence[str], max_predictions_per_row: int,
+                   documents: DocumentPlan | None = None,
+                   hash_count: int | None = None) -> dict:
     """The driver's publish step, run by the job once the staging lists exist
     (the counts, side inputs, are what the job wrote to them).
 
@@ -162,24 +165,25 @@ def publish_in_job(shard_count: int, problem_count: int, *, layout: OutputLayout
             return json.loads(handle.read())
     shards = read_staging_json(layout, SHARD_LIST_NAME)
     problems = read_staging_json(layout, PROBLEM_LIST_NAME)
-    if (len(shards), len(problems)) != (shard_count, problem_count):
+    hash_files = len(documents.staged) if documents else None
+    if (len(shards), len(problems), hash_files) != (shard_count, problem_count, hash_count):
         raise RuntimeError(f"{layout.staging_dir}: the staging lists do not match what "
                            "the job wrote; was the output location written by another run?")
     return publish(layout, config=config, vocab_sha256=vocab_sha256, inputs=inputs,
                    shards=shards, counters={}, input_problems=problems,
                    warnings=dataset_warnings({}, problems), replaces=replaces,
-                   max_predictions_per_row=max_predictions_per_row)
+                   max_predictions_per_row=max_predictions_per_row, documents=documents)
 
 
 AfterPublish = Callable[[beam.PCollection], object]
 
 
-def launch(argv: Sequence[str], *, after_publish: AfterPublish | None = None
-           ) -> PipelineResult:
+def launch(argv: Sequence[str], *, after_publish: AfterPublish | None = None,
+           history: DocumentHistory | None = None) -> PipelineResult:
     """Validates and prepares as `main.run` does, builds the job with publishing
     as its last step (then `after_publish`, given the manifest PCollection),
     submits it and returns without waiting. On the DirectRunner the job has
-    finished when this returns."""
+    finished when this returns. `history`: as for `main.run`."""
     config, beam_args = parse_args(argv)
     check_dataflow_options(config, beam_args)
     if config.reference_compatible or config.recipe != "bert":
@@ -187,13 +191,18 @@ def launch(argv: Sequence[str], *, after_publish: AfterPublish | None = None
                           "run --reference_compatible or --recipe=d2l with "
                           "create-pretraining-data")
     run = prepare(config, beam_args)
+    documents = run.document_plan(history)
     pipeline = run.new_pipeline()
     outputs = build_pipeline(pipeline, config=config, stages=run.stages, layout=run.layout,
-                             patterns=run.patterns)
+                             patterns=run.patterns, documents=documents)
+    # Side inputs: publishing waits for every staging list.
+    hash_count = ({"hash_count": beam.pvalue.AsSingleton(outputs["hash_list"])}
+                  if documents else {})
     manifest = outputs["shard_list"] | "Publish" >> beam.Map(
         publish_in_job, beam.pvalue.AsSingleton(outputs["problem_list"]), layout=run.layout,
         config=config, vocab_sha256=run.vocab.sha256, inputs=run.inputs,
-        replaces=run.replaces, max_predictions_per_row=run.stages.rows.max_predictions)
+        replaces=run.replaces, max_predictions_per_row=run.stages.rows.max_predictions,
+        documents=documents, **hash_count)
     if after_publish is not None:
         after_publish(manifest)
     return pipeline.run()

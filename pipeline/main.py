@@ -23,6 +23,7 @@ import sys
 from typing import Sequence
 
 from bert_pretraining_data.pipeline.build import build_pipeline
+from bert_pretraining_data.pipeline.changes import DocumentHistory
 from bert_pretraining_data.pipeline.progress import local_progress
 from bert_pretraining_data.pipeline.compat import run_compat
 from bert_pretraining_data.pipeline.dataflow import (check_dataflow_options, dry_run_summary,
@@ -39,9 +40,11 @@ from bert_pretraining_data.transforms.vocabulary import VocabularyError
 PROG = "create-pretraining-data"
 
 
-def run(argv: Sequence[str]) -> dict:
+def run(argv: Sequence[str], *, history: DocumentHistory | None = None) -> dict:
     """Parses, validates, builds, runs and publishes; returns the manifest
-    (plus `manifest_path`, where it was written)."""
+    (plus `manifest_path`, where it was written). `history` (a refresh's
+    runs): record the documents and what changed (the distributed bert
+    recipe; --recipe=d2l and --reference_compatible record none)."""
     config, beam_args = parse_args(argv)
     check_dataflow_options(config, beam_args)
     if config.recipe == "d2l":
@@ -51,6 +54,7 @@ def run(argv: Sequence[str]) -> dict:
         return run_d2l(prepare(config, beam_args))
     run = prepare(config, beam_args)
     layout = run.layout
+    documents = None  # reference mode records none: it is one process, for migration checks
     if config.reference_compatible:
         tokenizer = FullTokenizer(run.vocab, do_lower_case=config.do_lower_case)
         shards = run_compat(config, stages=run.stages, tokenizer=tokenizer, layout=layout)
@@ -58,16 +62,18 @@ def run(argv: Sequence[str]) -> dict:
         problems: list[dict] = []
     else:
         pipeline = run.new_pipeline()
+        documents = run.document_plan(history)
         with local_progress(config, beam_args, run.inputs) as progress_dir:
             build_pipeline(pipeline, config=config, stages=run.stages, patterns=run.patterns,
-                           layout=layout, progress_dir=progress_dir)
+                           layout=layout, progress_dir=progress_dir, documents=documents)
             counters = run_to_completion(pipeline)
         shards = read_staging_json(layout, SHARD_LIST_NAME)
         problems = read_staging_json(layout, PROBLEM_LIST_NAME)
     manifest = publish(layout, config=config, vocab_sha256=run.vocab.sha256, inputs=run.inputs,
                        shards=shards, counters=counters, input_problems=problems,
                        warnings=dataset_warnings(counters, problems), replaces=run.replaces,
-                       max_predictions_per_row=run.stages.rows.max_predictions)
+                       max_predictions_per_row=run.stages.rows.max_predictions,
+                       documents=documents)
     return dict(manifest, manifest_path=layout.manifest_path)
 
 

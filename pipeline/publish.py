@@ -33,6 +33,7 @@ from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
 
 from bert_pretraining_data.loaders.manifest import VOCAB_NAME
+from bert_pretraining_data.pipeline.changes import HASH_LIST_NAME, DocumentPlan, manifest_entries
 from bert_pretraining_data.pipeline.options import (Config, ConfigError, default_num_shards,
                                                     record_layout)
 from bert_pretraining_data.transforms.documents import comma_separated
@@ -274,9 +275,11 @@ def publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
             inputs: Sequence[tuple[str, int]], shards: Sequence[dict],
             counters: dict[str, int], input_problems: Sequence[dict] = (),
             warnings: Sequence[str] = (), replaces: Sequence[str] = (),
-            max_predictions_per_row: int | None = None) -> dict:
-    """Moves staged shards to their final paths, copies the vocabulary beside
-    them (`--output_dir`), then writes the manifest.
+            max_predictions_per_row: int | None = None,
+            documents: DocumentPlan | None = None) -> dict:
+    """Moves staged shards (and `documents`' hash files) to their final
+    paths, copies the vocabulary beside them (`--output_dir`), then writes
+    the manifest.
 
     What an earlier run left (`replaces`) is deleted only now, after this run
     succeeded, and its manifest first: a failed run leaves the old dataset
@@ -287,7 +290,8 @@ def publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
         manifest = _publish(layout, config=config, vocab_sha256=vocab_sha256, inputs=inputs,
                             shards=shards, counters=counters, input_problems=input_problems,
                             warnings=warnings, replaces=replaces,
-                            max_predictions_per_row=max_predictions_per_row)
+                            max_predictions_per_row=max_predictions_per_row,
+                            documents=documents)
     except PublishError as err:
         raise PublishError(f"publishing {_where(layout)} failed: {err}; nothing was "
                            "published (no manifest was written): run again") from err
@@ -312,10 +316,10 @@ def _publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
              inputs: Sequence[tuple[str, int]], shards: Sequence[dict],
              counters: dict[str, int], input_problems: Sequence[dict],
              warnings: Sequence[str], replaces: Sequence[str],
-             max_predictions_per_row: int | None) -> dict:
+             max_predictions_per_row: int | None, documents: DocumentPlan | None) -> dict:
     # Files this publish writes replace their old selves; of the rest, the
     # manifest goes first. (A retried publish finds its own files there.)
-    ours = {*layout.final_paths, layout.vocab_path}
+    ours = {*layout.final_paths, *(documents.final if documents else ()), layout.vocab_path}
     old = [p for p in replaces if p not in ours and FileSystems.exists(p)]
     old_manifests = [p for p in old if p.endswith(MANIFEST_NAME)]
     if old_manifests:
@@ -325,6 +329,9 @@ def _publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
     by_shard = sorted(shards, key=lambda s: s["shard"])
     move_files(staged_paths(layout), layout.final_paths,
                [(s["bytes"], s["sha256"]) if "sha256" in s else None for s in by_shard])
+    if documents is not None:
+        written = sorted(read_staging_json(layout, HASH_LIST_NAME), key=lambda w: w["file"])
+        move_files(documents.staged, documents.final, [(w["bytes"], w["sha256"]) for w in written])
     _copy_vocabulary(layout, layout.staged_vocab_path if config.recipe == "d2l"
                      else config.vocab_file, vocab_sha256)
     manifest = {
@@ -344,5 +351,9 @@ def _publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
     }
     if config.pack_sequences:
         manifest["packing"] = packing_summary(config, shards, max_predictions_per_row)
+    if documents is not None:
+        manifest.update(manifest_entries(documents, written,
+                                         instances=manifest["total_instances"],
+                                         shard_bytes=sum(s["bytes"] for s in shards)))
     _write_json(layout.manifest_path, manifest)
     return manifest
