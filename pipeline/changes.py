@@ -126,7 +126,7 @@ def summary(changes: dict | None) -> str:
     documents = changes["documents"]
     counted = ("documents not compared (the previous version has no document hashes)"
                if documents is None else
-               f"{documents['added']:,} documents added, {documents['removed']:,} removed, "
+               f"documents {documents['added']:,} added, {documents['removed']:,} removed, "
                f"{documents['unchanged']:,} unchanged ({documents['previous']:,} -> "
                f"{documents['current']:,})")
     instances, size = changes["instances"], changes["bytes"]
