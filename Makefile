@@ -65,7 +65,7 @@ clean:
 # Each docker/gcloud command is printed before it runs; DRY_RUN=1 only prints.
 #   make template PROJECT=p BUCKET=b TAG=v1
 #   make dataflow PROJECT=p BUCKET=b TAG=v1 INPUT='gs://b/wiki/*.txt' VOCAB=gs://b/vocab.txt OUTPUT=gs://b/bert-data/run-1
-#   make schedule PROJECT=p BUCKET=b TAG=v1 INPUT=... VOCAB=... OUTPUT_ROOT=gs://b/bert-data SERVICE_ACCOUNT=sa@p.iam.gserviceaccount.com
+#   make schedule PROJECT=p BUCKET=b TAG=v1 INPUT=... VOCAB=... OUTPUT_ROOT=gs://b/bert-data SERVICE_ACCOUNT=sa@p.iam.gserviceaccount.com [KEEP_VERSIONS=4]
 RUN := deploy/run.sh
 REGION ?= us-central1
 REPOSITORY ?= bert-pretraining-data
@@ -78,6 +78,7 @@ MAX_WORKERS ?= 16
 DISK_GB ?= 50
 PARAMS ?=
 SCHEDULE ?= 0 3 * * 1
+KEEP_VERSIONS ?= 4
 BODY ?= out/refresh_launch.json
 OUTPUT_PARAM = $(if $(OUTPUT_ROOT),output_root=$(OUTPUT_ROOT),output_dir=$(OUTPUT))
 empty :=
@@ -107,6 +108,7 @@ schedule:
 	JOB='$(JOB)' TEMPLATE='$(TEMPLATE)' INPUT='$(INPUT)' VOCAB='$(VOCAB)' OUTPUT_ROOT='$(OUTPUT_ROOT)' \
 	IMAGE='$(IMAGE)' BUCKET='$(BUCKET)' SERVICE_ACCOUNT='$(SERVICE_ACCOUNT)' \
 	MACHINE_TYPE='$(MACHINE_TYPE)' MAX_WORKERS='$(MAX_WORKERS)' DISK_GB='$(DISK_GB)' \
+	KEEP_VERSIONS='$(KEEP_VERSIONS)' \
 		$(PYTHON) -c 'import os, string, sys; sys.stdout.write(string.Template(open(sys.argv[1]).read()).substitute(os.environ))' \
 		deploy/refresh_launch.json > $(BODY)
 	$(RUN) gcloud scheduler jobs create http $(JOB)-refresh --project=$(PROJECT) \

@@ -12,6 +12,10 @@ is the design card's CreateInstances, MaskTokens and Encode for every copy
 of a unit, compiled into one step (transforms.fast_records). WriteShards shuffles through the runner or through
 bucket files (`--shuffle`, transforms.sharding).
 
+A refresh also asks for the documents' hashes (`documents`): RecordDocuments
+hashes the documents as read and writes them beside the shards, compared with
+the previous version's (pipeline.changes, transforms.document_hashes).
+
 `build_pipeline` only adds transforms to `p`; it runs nothing and returns the
 PCollections a test may want to inspect.
 """
@@ -20,12 +24,14 @@ from __future__ import annotations
 
 import apache_beam as beam
 
+from bert_pretraining_data.pipeline.changes import HASH_LIST_NAME, DocumentPlan
 from bert_pretraining_data.pipeline.options import Config, Stages
 from bert_pretraining_data.pipeline.publish import (DEDUP_NAME, PROBLEM_LIST_NAME,
                                                     SHARD_LIST_NAME, OutputLayout,
                                                     write_staging_json)
 from bert_pretraining_data.transforms.dedup.stages import (SUMMARY, Deduplicate, Fingerprints,
                                                            dedup_partitions)
+from bert_pretraining_data.transforms.document_hashes import WriteDocumentHashes
 from bert_pretraining_data.transforms.documents import DOCUMENTS, PROBLEMS, ReadDocuments
 from bert_pretraining_data.transforms.formats import ReadRecords
 from bert_pretraining_data.transforms.wikipedia import ReadDump
@@ -46,10 +52,12 @@ def _record(items: list[dict], layout: OutputLayout, name: str) -> int:
 def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
                    patterns: list[str], layout: OutputLayout,
                    progress_dir: str | None = None,
-                   input_bytes: int = 0) -> dict[str, beam.PCollection]:
+                   input_bytes: int = 0,
+                   documents: DocumentPlan | None = None) -> dict[str, beam.PCollection]:
     """The pipeline's graph; `progress_dir` (local runs): where the Tokenize
     and CreateRecords stages report their progress (transforms.progress);
-    `input_bytes` sizes the dedup stage's partitions."""
+    `input_bytes` sizes the dedup stage's partitions; `documents`: where the
+    documents' hashes go (a refresh's runs)."""
     seed = config.random_seed
     if config.input_format == "text":
         read = p | "ReadDocuments" >> ReadDocuments(
@@ -100,6 +108,14 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
     problem_list = (read[PROBLEMS]
                     | "CollectInputProblems" >> beam.combiners.ToList()
                     | "ListInputProblems" >> beam.Map(_record, layout, PROBLEM_LIST_NAME))
-    return {"docs_by_key": docs_by_key, "tokenized_docs": tokenized_docs,
-            "nsp_sample": nsp_sample, "records": records, "shards": shards,
-            "shard_list": shard_list, "problem_list": problem_list, **outputs}
+    outputs.update({"docs_by_key": docs_by_key, "tokenized_docs": tokenized_docs,
+                    "nsp_sample": nsp_sample, "records": records, "shards": shards,
+                    "shard_list": shard_list, "problem_list": problem_list})
+    if documents is not None:  # the documents as read, whatever comes after
+        outputs["hash_list"] = (
+            read[DOCUMENTS]
+            | "RecordDocuments" >> WriteDocumentHashes(
+                paths=documents.staged, previous=documents.previous_hash_files)
+            | "CollectHashFiles" >> beam.combiners.ToList()
+            | "ListHashFiles" >> beam.Map(_record, layout, HASH_LIST_NAME))
+    return outputs

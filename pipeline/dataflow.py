@@ -23,10 +23,12 @@ The template's entry point is `bert_pretraining_data.pipeline.refresh.template_m
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Callable, Sequence
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOptions,
                                                   SetupOptions, TestOptions,
                                                   WorkerOptions)
@@ -34,6 +36,7 @@ from apache_beam.options.pipeline_options_validator import PipelineOptionsValida
 from apache_beam.runners.runner import PipelineResult
 
 from bert_pretraining_data.pipeline.build import build_pipeline
+from bert_pretraining_data.pipeline.changes import DocumentHistory, DocumentPlan
 from bert_pretraining_data.pipeline.options import Config, ConfigError, parse_args, runner_name
 from bert_pretraining_data.pipeline.prepare import prepare
 from bert_pretraining_data.pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME,
@@ -147,30 +150,43 @@ def check_dataflow_options(config: Config, beam_args: Sequence[str]) -> None:
 def publish_in_job(shard_count: int, problem_count: int, dedup_count: int = 0, *,
                    layout: OutputLayout, config: Config, vocab_sha256: str,
                    inputs: Sequence[tuple[str, int]], replaces: Sequence[str],
-                   max_predictions_per_row: int) -> dict:
+                   max_predictions_per_row: int, documents: DocumentPlan | None = None,
+                   hash_count: int | None = None) -> dict:
     """The driver's publish step, run by the job once the staging lists (and
-    the dedup summary, with --dedup) exist."""
+    the dedup summary, with --dedup) exist; the counts, side inputs, are what
+    the job wrote to them.
+
+    Dataflow retries a failed step whole: a retry after an attempt that wrote
+    the manifest and cleared staging (its worker lost before it reported)
+    returns that manifest; one after a partial attempt completes it
+    (`publish` counts renames already made as done).
+    """
+    if (not FileSystems.exists(FileSystems.join(layout.staging_dir, SHARD_LIST_NAME))
+            and FileSystems.exists(layout.manifest_path)):
+        with FileSystems.open(layout.manifest_path) as handle:
+            return json.loads(handle.read())
     shards = read_staging_json(layout, SHARD_LIST_NAME)
     problems = read_staging_json(layout, PROBLEM_LIST_NAME)
-    if (len(shards), len(problems)) != (shard_count, problem_count):
+    hash_files = len(documents.staged) if documents else None
+    if (len(shards), len(problems), hash_files) != (shard_count, problem_count, hash_count):
         raise RuntimeError(f"{layout.staging_dir}: the staging lists do not match what "
                            "the job wrote; was the output location written by another run?")
     return publish(layout, config=config, vocab_sha256=vocab_sha256, inputs=inputs,
                    shards=shards, counters={}, input_problems=problems,
                    warnings=dataset_warnings({}, problems), replaces=replaces,
                    max_predictions_per_row=max_predictions_per_row,
-                   dedup=read_dedup_summary(layout, config))
+                   dedup=read_dedup_summary(layout, config), documents=documents)
 
 
 AfterPublish = Callable[[beam.PCollection], object]
 
 
-def launch(argv: Sequence[str], *, after_publish: AfterPublish | None = None
-           ) -> PipelineResult:
+def launch(argv: Sequence[str], *, after_publish: AfterPublish | None = None,
+           history: DocumentHistory | None = None) -> PipelineResult:
     """Validates and prepares as `main.run` does, builds the job with publishing
     as its last step (then `after_publish`, given the manifest PCollection),
     submits it and returns without waiting. On the DirectRunner the job has
-    finished when this returns."""
+    finished when this returns. `history`: as for `main.run`."""
     config, beam_args = parse_args(argv)
     check_dataflow_options(config, beam_args)
     if config.reference_compatible or config.recipe != "bert":
@@ -178,16 +194,22 @@ def launch(argv: Sequence[str], *, after_publish: AfterPublish | None = None
                           "run --reference_compatible or --recipe=d2l with "
                           "create-pretraining-data")
     run = prepare(config, beam_args)
+    documents = run.document_plan(history)
     pipeline = run.new_pipeline()
     outputs = build_pipeline(pipeline, config=config, stages=run.stages, layout=run.layout,
                              patterns=run.patterns,
-                             input_bytes=sum(size for _, size in run.inputs))
+                             input_bytes=sum(size for _, size in run.inputs),
+                             documents=documents)
+    # Side inputs: publishing waits for every staging list.
     written = [beam.pvalue.AsSingleton(outputs[name])
                for name in ("problem_list", "dedup_list") if name in outputs]
+    hash_count = ({"hash_count": beam.pvalue.AsSingleton(outputs["hash_list"])}
+                  if documents else {})
     manifest = outputs["shard_list"] | "Publish" >> beam.Map(
         publish_in_job, *written, layout=run.layout,
         config=config, vocab_sha256=run.vocab.sha256, inputs=run.inputs,
-        replaces=run.replaces, max_predictions_per_row=run.stages.rows.max_predictions)
+        replaces=run.replaces, max_predictions_per_row=run.stages.rows.max_predictions,
+        documents=documents, **hash_count)
     if after_publish is not None:
         after_publish(manifest)
     return pipeline.run()

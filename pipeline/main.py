@@ -23,6 +23,7 @@ import sys
 from typing import Sequence
 
 from bert_pretraining_data.pipeline.build import build_pipeline
+from bert_pretraining_data.pipeline.changes import DocumentHistory
 from bert_pretraining_data.pipeline.progress import local_progress
 from bert_pretraining_data.pipeline.compat import run_compat
 from bert_pretraining_data.pipeline.dataflow import (check_dataflow_options, dry_run_summary,
@@ -30,7 +31,8 @@ from bert_pretraining_data.pipeline.dataflow import (check_dataflow_options, dry
 from bert_pretraining_data.pipeline.options import ConfigError, parse_args
 from bert_pretraining_data.pipeline.prepare import prepare, run_to_completion
 from bert_pretraining_data.pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME,
-                                                    dataset_warnings, publish, read_dedup_summary,
+                                                    PublishError, dataset_warnings, publish,
+                                                    read_dedup_summary,
                                                     read_staging_json)
 from bert_pretraining_data.transforms.documents import InputError
 from bert_pretraining_data.transforms.vocabulary import VocabularyError
@@ -38,9 +40,11 @@ from bert_pretraining_data.transforms.vocabulary import VocabularyError
 PROG = "create-pretraining-data"
 
 
-def run(argv: Sequence[str]) -> dict:
+def run(argv: Sequence[str], *, history: DocumentHistory | None = None) -> dict:
     """Parses, validates, builds, runs and publishes; returns the manifest
-    (plus `manifest_path`, where it was written)."""
+    (plus `manifest_path`, where it was written). `history` (a refresh's
+    runs): record the documents and what changed (the distributed bert
+    recipe; --recipe=d2l and --reference_compatible record none)."""
     config, beam_args = parse_args(argv)
     check_dataflow_options(config, beam_args)
     if config.recipe == "d2l":
@@ -50,6 +54,7 @@ def run(argv: Sequence[str]) -> dict:
         return run_d2l(prepare(config, beam_args))
     run = prepare(config, beam_args)
     layout = run.layout
+    documents = None  # reference mode records none: it is one process, for migration checks
     if config.reference_compatible:
         shards = run_compat(config, stages=run.stages,
                             tokenizer=config.tokenizer.tokenizer(run.vocab), layout=layout)
@@ -58,10 +63,12 @@ def run(argv: Sequence[str]) -> dict:
         dedup = None
     else:
         pipeline = run.new_pipeline()
+        documents = run.document_plan(history)
         with local_progress(config, beam_args, run.inputs) as progress_dir:
             build_pipeline(pipeline, config=config, stages=run.stages, patterns=run.patterns,
                            layout=layout, progress_dir=progress_dir,
-                           input_bytes=sum(size for _, size in run.inputs))
+                           input_bytes=sum(size for _, size in run.inputs),
+                           documents=documents)
             counters = run_to_completion(pipeline)
         shards = read_staging_json(layout, SHARD_LIST_NAME)
         problems = read_staging_json(layout, PROBLEM_LIST_NAME)
@@ -69,7 +76,8 @@ def run(argv: Sequence[str]) -> dict:
     manifest = publish(layout, config=config, vocab_sha256=run.vocab.sha256, inputs=run.inputs,
                        shards=shards, counters=counters, input_problems=problems,
                        warnings=dataset_warnings(counters, problems), replaces=run.replaces,
-                       max_predictions_per_row=run.stages.rows.max_predictions, dedup=dedup)
+                       max_predictions_per_row=run.stages.rows.max_predictions, dedup=dedup,
+                       documents=documents)
     return dict(manifest, manifest_path=layout.manifest_path)
 
 
@@ -98,6 +106,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     except (ConfigError, VocabularyError, InputError) as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         sys.exit(2)
+    except PublishError as err:
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        sys.exit(1)
     print(summary(manifest))
     for warning in manifest["warnings"]:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)

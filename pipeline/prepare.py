@@ -15,6 +15,7 @@ from typing import Sequence
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from bert_pretraining_data.pipeline.changes import DocumentHistory, DocumentPlan
 from bert_pretraining_data.pipeline.options import Config, Stages
 from bert_pretraining_data.pipeline.publish import OutputLayout, prepare_output
 from bert_pretraining_data.transforms.counters import read_counters
@@ -41,6 +42,14 @@ class Prepared:
 
     def new_pipeline(self) -> beam.Pipeline:
         return beam.Pipeline(options=PipelineOptions(list(self.beam_args)))
+
+    def document_plan(self, history: DocumentHistory | None) -> DocumentPlan | None:
+        """Where this run's document hashes go, when a refresh asks for them."""
+        if history is None:
+            return None
+        return history.plan(staging_dir=self.layout.staging_dir,
+                            output_dir=self.config.output_dir,
+                            input_bytes=sum(size for _, size in self.inputs))
 
 
 def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:

@@ -10,6 +10,15 @@ and `inspect-pretraining-data` need it, and a dataset copied to a training
 machine should not depend on the path the vocabulary had where it was made.
 `--output_file` writes only the files it names (and the manifest beside the
 first), as the original writes only its files.
+
+Publishing survives lost responses. Storage may apply a copy or delete and
+the response never arrive; Beam's client then retries, and a retried step
+(Dataflow retries a failed publish step whole) finds some renames already
+done: the staged source gone, the final object in place. A rename counts as
+done when its destination holds the bytes the pipeline wrote (size and
+sha256, as the shard list records them). Anything else that fails while
+publishing is a `PublishError`, one line, raised before the manifest is
+written: nothing is published.
 """
 
 from __future__ import annotations
@@ -17,23 +26,31 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import platform
 import unicodedata
 from importlib import metadata
 from typing import Any, Sequence
 
+from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
 
 from bert_pretraining_data.loaders.manifest import VOCAB_NAME, vocabulary_name
+from bert_pretraining_data.pipeline.changes import HASH_LIST_NAME, DocumentPlan, manifest_entries
 from bert_pretraining_data.pipeline.options import (Config, ConfigError, default_num_shards,
                                                     record_layout)
 from bert_pretraining_data.transforms.documents import comma_separated
+from bert_pretraining_data.transforms.sharding import file_digest
 
 STAGING_NAME = ".staging"
 MANIFEST_NAME = "manifest.json"
 SHARD_LIST_NAME = "shards.json"
 PROBLEM_LIST_NAME = "input_problems.json"
 DEDUP_NAME = "dedup.json"
+
+
+class PublishError(RuntimeError):
+    """Publishing failed before the manifest was written; one line."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,6 +182,43 @@ def staged_paths(layout: OutputLayout) -> list[str]:
     return [FileSystems.join(layout.staging_dir, n) for n in layout.shard_names]
 
 
+def _holds(path: str, size: int, sha256: str) -> bool:
+    """Whether a file exists with exactly these bytes (read only when the size agrees)."""
+    found = FileSystems.match([path])[0].metadata_list
+    return bool(found) and found[0].size_in_bytes == size and file_digest(path) == (size, sha256)
+
+
+def move_files(sources: Sequence[str], destinations: Sequence[str],
+               expected: Sequence[tuple[int, str] | None]) -> None:
+    """Renames each source to its destination. A rename that failed because
+    its source is gone counts as done when the destination holds the
+    expected (size, sha256): an earlier attempt made it and its response, or
+    its worker, was lost. Any other failure (or a missing source whose bytes
+    are not known: `None`) is a PublishError."""
+    if not sources:
+        return
+    try:
+        FileSystems.rename(list(sources), list(destinations))
+        return
+    except BeamIOError as err:
+        error = err
+    failed = error.exception_details or {}
+    if not failed:  # the operation failed as a whole
+        raise PublishError(f"moving the staged files failed ({_one_line(error)})") from error
+    wanted = dict(zip(destinations, expected))
+    for (source, destination), cause in sorted(failed.items()):
+        if (FileSystems.exists(source) or wanted[destination] is None
+                or not _holds(destination, *wanted[destination])):
+            raise PublishError(f"{len(failed)} staged file(s) could not be moved, "
+                               f"{source} -> {destination} among them "
+                               f"({_one_line(cause)})") from error
+
+
+def _one_line(err: object, limit: int = 300) -> str:
+    text = " ".join(str(err).split()) or type(err).__name__
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def _copy_vocabulary(layout: OutputLayout, source: str, sha256: str) -> None:
     """Copies the run's vocabulary (`--vocab_file`, the SentencePiece model, or
     the d2l recipe's staged vocab.txt) beside the manifest, for `--output_dir`
@@ -238,21 +292,64 @@ def publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
             inputs: Sequence[tuple[str, int]], shards: Sequence[dict],
             counters: dict[str, int], input_problems: Sequence[dict] = (),
             warnings: Sequence[str] = (), replaces: Sequence[str] = (),
-            max_predictions_per_row: int | None = None, dedup: dict | None = None) -> dict:
-    """Moves staged shards to their final paths, copies the vocabulary beside
-    them (`--output_dir`), then writes the manifest.
+            max_predictions_per_row: int | None = None, dedup: dict | None = None,
+            documents: DocumentPlan | None = None) -> dict:
+    """Moves staged shards (and `documents`' hash files) to their final
+    paths, copies the vocabulary beside them (`--output_dir`), then writes
+    the manifest.
 
     What an earlier run left (`replaces`) is deleted only now, after this run
     succeeded, and its manifest first: a failed run leaves the old dataset
     whole, and no reader ever sees old and new shards under one manifest.
+    A failure before the manifest is written is a PublishError.
     """
-    old = [p for p in replaces if FileSystems.exists(p)]
+    try:
+        manifest = _publish(layout, config=config, vocab_sha256=vocab_sha256, inputs=inputs,
+                            shards=shards, counters=counters, input_problems=input_problems,
+                            warnings=warnings, replaces=replaces,
+                            max_predictions_per_row=max_predictions_per_row,
+                            dedup=dedup, documents=documents)
+    except PublishError as err:
+        raise PublishError(f"publishing {_where(layout)} failed: {err}; nothing was "
+                           "published (no manifest was written): run again") from err
+    except Exception as err:  # storage errors differ per filesystem and client
+        raise PublishError(f"publishing {_where(layout)} failed: {type(err).__name__}: "
+                           f"{_one_line(err)}; nothing was published (no manifest was "
+                           "written): run again") from err
+    try:
+        remove_tree(layout.staging_dir)
+    except Exception as err:  # published: what is left in staging is garbage
+        logging.getLogger(__name__).warning(
+            "published, but %s could not be removed (%s); delete it, or the next run "
+            "into this location will", layout.staging_dir, _one_line(err))
+    return manifest
+
+
+def _where(layout: OutputLayout) -> str:
+    return FileSystems.split(layout.manifest_path)[0] or layout.manifest_path
+
+
+def _publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
+             inputs: Sequence[tuple[str, int]], shards: Sequence[dict],
+             counters: dict[str, int], input_problems: Sequence[dict],
+             warnings: Sequence[str], replaces: Sequence[str],
+             max_predictions_per_row: int | None, dedup: dict | None,
+             documents: DocumentPlan | None) -> dict:
+    # Files this publish writes replace their old selves; of the rest, the
+    # manifest goes first. (A retried publish finds its own files there.)
+    ours = {*layout.final_paths, *(documents.final if documents else ()), layout.vocab_path}
+    old = [p for p in replaces if p not in ours and FileSystems.exists(p)]
     old_manifests = [p for p in old if p.endswith(MANIFEST_NAME)]
     if old_manifests:
         FileSystems.delete(old_manifests)
     if len(old) > len(old_manifests):
         FileSystems.delete([p for p in old if p not in old_manifests])
-    FileSystems.rename(staged_paths(layout), list(layout.final_paths))
+    by_shard = sorted(shards, key=lambda s: s["shard"])
+    move_files(staged_paths(layout), layout.final_paths,
+               [(s["bytes"], s["sha256"]) if "sha256" in s else None for s in by_shard])
+    if documents is not None:
+        written = sorted(read_staging_json(layout, HASH_LIST_NAME), key=lambda w: w["file"])
+        move_files(documents.staged, documents.final, [(w["bytes"], w["sha256"]) for w in written])
     _copy_vocabulary(layout, layout.staged_vocab_path if config.recipe == "d2l"
                      else config.tokenizer.path, vocab_sha256)
     manifest = {
@@ -262,8 +359,7 @@ def publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
         "features": {} if config.recipe == "d2l" else record_layout(config).roles(),
         "vocab_sha256": vocab_sha256,
         "inputs": [{"path": p, "bytes": size} for p, size in inputs],
-        "shards": [dict(s, path=layout.final_paths[s["shard"]])
-                   for s in sorted(shards, key=lambda s: s["shard"])],
+        "shards": [dict(s, path=layout.final_paths[s["shard"]]) for s in by_shard],
         # a packed shard's records are rows of several instances
         "total_instances": sum(s.get("instances", s["records"]) for s in shards),
         "counters": dict(sorted(counters.items())),
@@ -274,6 +370,9 @@ def publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
     }
     if config.pack_sequences:
         manifest["packing"] = packing_summary(config, shards, max_predictions_per_row)
+    if documents is not None:
+        manifest.update(manifest_entries(documents, written,
+                                         instances=manifest["total_instances"],
+                                         shard_bytes=sum(s["bytes"] for s in shards)))
     _write_json(layout.manifest_path, manifest)
-    remove_tree(layout.staging_dir)
     return manifest

@@ -6,9 +6,11 @@
 
 Layout under --output_root:
 
-    20250105T030000Z-1a2b3c4d/   one complete dataset: shards, manifest.json and
+    20250105T030000Z-1a2b3c4d/   one complete dataset: shards, manifest.json,
+                                 document-hashes-* (its documents) and
                                  fingerprint.json (what it was built from)
     LATEST                       one line: the name of the newest complete version
+    20250112T030000Z-5e6f7a8b.writing   while that version is being written (a lease)
 
 A refresh fingerprints its inputs: every matched file's path, size and
 modification time (on GCS the object's `updated` time, which changes whenever
@@ -20,7 +22,16 @@ succeeded are its fingerprint.json and then LATEST written. LATEST is written
 beside its final name and renamed over it: an atomic replace on a local disk,
 and on GCS a copy, which replaces the object whole. A reader of LATEST
 therefore sees the old version or the new one, each complete; a failed run
-leaves LATEST as it was.
+leaves LATEST as it was. LATEST only moves forward: a run that finishes
+after a newer version was published (two CLI refreshes overlapping) leaves
+it on the newer one.
+
+Each version records what changed since the one LATEST named when it
+started (pipeline/changes.py): documents added, removed and unchanged (by
+hashes of their text), instances and bytes of both; in its manifest and in
+the refresh's log. With --keep_versions=N, older versions are deleted once
+LATEST has moved (pipeline/retention.py); --list_expired_versions only lists
+them.
 
 Two modes. By default this process runs the pipeline and waits (any runner;
 on Dataflow the driver polls the job), then publishes. With --launch_only (the
@@ -46,16 +57,20 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from bert_pretraining_data.pipeline.changes import DocumentHistory, PreviousVersion, summary
 from bert_pretraining_data.pipeline.dataflow import check_dataflow_options, launch
 from bert_pretraining_data.pipeline.main import run
 from bert_pretraining_data.pipeline.options import Config, ConfigError, parse_args
-from bert_pretraining_data.pipeline.publish import MANIFEST_NAME, package_versions, remove_tree
+from bert_pretraining_data.pipeline.publish import (MANIFEST_NAME, PublishError,
+                                                    package_versions, remove_tree)
+from bert_pretraining_data.pipeline.retention import (apply_retention, release_lease,
+                                                      take_lease)
+from bert_pretraining_data.pipeline.versions import (FINGERPRINT_NAME, LATEST_NAME,
+                                                     read_latest, version_name)
 from bert_pretraining_data.transforms.documents import InputError, comma_separated, match_inputs
 from bert_pretraining_data.transforms.vocabulary import VocabularyError
 
 PROG = "create-pretraining-data-refresh"
-LATEST_NAME = "LATEST"
-FINGERPRINT_NAME = "fingerprint.json"
 # Flags that say where the output goes, not what it holds.
 _PLACEMENT_FLAGS = ("output_dir", "output_file", "overwrite")
 
@@ -100,24 +115,6 @@ def fingerprint(config: Config) -> Fingerprint:
     })
 
 
-def version_name(now: datetime.datetime, digest: str) -> str:
-    """Sorts by time; the digest keeps two runs in one second apart."""
-    return f"{now.astimezone(datetime.timezone.utc):%Y%m%dT%H%M%SZ}-{digest[:8]}"
-
-
-def read_latest(root: str) -> str | None:
-    """The version LATEST names, or None before the first refresh."""
-    path = FileSystems.join(root, LATEST_NAME)
-    if not FileSystems.exists(path):
-        return None
-    with FileSystems.open(path) as handle:
-        name = handle.read().decode("utf-8").strip()
-    if not name or "/" in name:
-        raise ConfigError(f"{path} holds {name!r}, not a version name; check "
-                          "--output_root, or delete LATEST to start over")
-    return name
-
-
 def published_digest(root: str, version: str) -> str | None:
     """The fingerprint a published version was built from (None if unknown)."""
     path = FileSystems.join(root, version, FINGERPRINT_NAME)
@@ -133,10 +130,18 @@ def _write_text(path: str, text: str) -> None:
 
 
 def promote(root: str, version: str, built_from: Fingerprint) -> str:
-    """Records the fingerprint in the version, then points LATEST at it."""
+    """Records the fingerprint in the version (it is complete), then points
+    LATEST at it, unless LATEST already names a newer version; returns the
+    version LATEST names."""
     _write_text(FileSystems.join(root, version, FINGERPRINT_NAME),
                 json.dumps({"digest": built_from.digest, **built_from.record}, indent=2,
                            sort_keys=True) + "\n")
+    current = read_latest(root)
+    if current is not None and current > version:
+        logging.getLogger(__name__).warning(
+            "%s was published, but LATEST stays on %s, published meanwhile by a refresh "
+            "that started later", version, current)
+        return current
     latest = FileSystems.join(root, LATEST_NAME)
     temporary = FileSystems.join(root, f".{LATEST_NAME}.{uuid.uuid4().hex}")
     _write_text(temporary, version + "\n")
@@ -156,10 +161,24 @@ class Plan:
     latest_digest: str | None
     pipeline_argv: list[str]
     launch_only: bool
+    history: DocumentHistory = DocumentHistory()  # the new version is compared with LATEST's
+    keep_versions: int | None = None
+    list_expired_versions: bool = False
 
     @property
     def unchanged(self) -> bool:
         return self.latest_digest == self.fingerprint.digest
+
+
+def previous_version(root: str, latest: str | None) -> PreviousVersion | None:
+    """The version LATEST names, as its manifest describes it (None before
+    the first refresh, or if that version's manifest is gone)."""
+    if latest is None:
+        return None
+    directory = FileSystems.join(root, latest)
+    if not FileSystems.exists(FileSystems.join(directory, MANIFEST_NAME)):
+        return None
+    return PreviousVersion.read(directory)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -167,6 +186,8 @@ def _parser() -> argparse.ArgumentParser:
                                      exit_on_error=False)
     parser.add_argument("--output_root")
     parser.add_argument("--launch_only", action="store_true")
+    parser.add_argument("--keep_versions", type=int)
+    parser.add_argument("--list_expired_versions", action="store_true")
     return parser
 
 
@@ -181,6 +202,12 @@ def plan(argv: Sequence[str], *, now: datetime.datetime | None = None) -> Plan:
         if flag in _PLACEMENT_FLAGS or flag == "nooverwrite":
             raise ConfigError(f"--{flag} is chosen by the refresh (a new directory under "
                               "--output_root per version); drop it")
+    if known.keep_versions is not None and known.keep_versions < 1:
+        raise ConfigError(f"--keep_versions must be at least 1 (the version LATEST names "
+                          f"is always kept), got {known.keep_versions}")
+    if known.list_expired_versions and known.keep_versions is None:
+        raise ConfigError("--list_expired_versions lists what --keep_versions would "
+                          "delete; add --keep_versions=N")
     root = known.output_root.rstrip("/")
     # Validate with a stand-in directory: the version name needs the fingerprint.
     config, beam_args = parse_args([*rest, f"--output_dir={FileSystems.join(root, 'next')}"])
@@ -194,41 +221,93 @@ def plan(argv: Sequence[str], *, now: datetime.datetime | None = None) -> Plan:
                 latest=latest,
                 latest_digest=published_digest(root, latest) if latest else None,
                 pipeline_argv=[*rest, f"--output_dir={output_dir}"],
-                launch_only=known.launch_only)
+                launch_only=known.launch_only,
+                history=DocumentHistory(previous_version(root, latest)),
+                keep_versions=known.keep_versions,
+                list_expired_versions=known.list_expired_versions)
 
 
-Runner = Callable[[Sequence[str]], dict]
+Runner = Callable[..., dict]  # main.run's signature: (argv, *, history)
 
 
 def refresh(argv: Sequence[str], *, now: datetime.datetime | None = None,
             run_pipeline: Runner = run) -> dict:
     """One scheduled refresh; returns what it did ("status": unchanged,
-    published or launched) and the version LATEST names or will name."""
+    published, launched or listed) and the version LATEST names or will name."""
     step = plan(argv, now=now)
     digest = step.fingerprint.digest
+    if step.list_expired_versions:
+        return {"status": "listed", "latest": step.latest, "keep_versions": step.keep_versions,
+                "expired_versions": apply_retention(step.root, step.keep_versions,
+                                                    delete=False)}
     if step.unchanged:
+        result = {"status": "unchanged", "version": step.latest, "fingerprint": digest}
         if step.launch_only:
             _launch_nothing(step)
-        return {"status": "unchanged", "version": step.latest, "fingerprint": digest}
-    if step.launch_only:
-        launch(step.pipeline_argv, after_publish=lambda manifest: (
-            manifest | "PromoteToLatest" >> beam.Map(
-                _promote_after_publish, root=step.root, version=step.version,
-                built_from=step.fingerprint)))
-        return {"status": "launched", "version": step.version, "fingerprint": digest}
+        elif step.keep_versions:
+            result["expired_versions"] = _keep_versions(None, root=step.root,
+                                                        keep=step.keep_versions)
+        return result
+    take_lease(step.root, step.version)  # before the version's first object exists
     try:
-        manifest = run_pipeline(step.pipeline_argv)
+        if step.launch_only:  # the job releases the lease as its last step
+            launch(step.pipeline_argv, history=step.history,
+                   after_publish=lambda manifest: _finish_in_job(manifest, step))
+            return {"status": "launched", "version": step.version, "fingerprint": digest}
+        return _run_and_promote(step, run_pipeline)
+    except Exception:
+        release_lease(step.root, step.version)
+        raise
+
+
+def _run_and_promote(step: Plan, run_pipeline: Runner) -> dict:
+    try:
+        manifest = run_pipeline(step.pipeline_argv, history=step.history)
     except Exception:
         remove_tree(step.output_dir)  # it has no manifest: nothing in it is a dataset
         raise
     promote(step.root, step.version, step.fingerprint)
-    return {"status": "published", "version": step.version, "fingerprint": digest,
-            "manifest": FileSystems.join(step.output_dir, MANIFEST_NAME),
-            "total_instances": manifest["total_instances"]}
+    release_lease(step.root, step.version)  # written: retention may now judge it too
+    result = {"status": "published", "version": step.version,
+              "fingerprint": step.fingerprint.digest,
+              "manifest": FileSystems.join(step.output_dir, MANIFEST_NAME),
+              "total_instances": manifest["total_instances"],
+              "changes": manifest.get("changes")}
+    if step.keep_versions:
+        result["expired_versions"] = _keep_versions(None, root=step.root,
+                                                    keep=step.keep_versions)
+    return result
 
 
-def _promote_after_publish(unused_manifest: dict, *, root: str, version: str,
+def _keep_versions(unused_element: object, *, root: str, keep: int) -> list[str]:
+    """Retention, once LATEST has moved (also a step of a launched job)."""
+    deleted = apply_retention(root, keep)
+    if deleted:
+        logging.getLogger(__name__).info("--keep_versions=%d deleted %s", keep,
+                                         ", ".join(deleted))
+    return deleted
+
+
+def _finish_in_job(manifest: beam.PCollection, step: Plan) -> None:
+    """A launched job's last steps: LATEST, the lease, retention."""
+    released = (manifest
+                | "PromoteToLatest" >> beam.Map(_promote_after_publish, root=step.root,
+                                                version=step.version,
+                                                built_from=step.fingerprint)
+                | "ReleaseLease" >> beam.Map(_release_lease_after, root=step.root,
+                                             version=step.version))
+    if step.keep_versions:
+        _ = released | "KeepVersions" >> beam.Map(_keep_versions, root=step.root,
+                                                  keep=step.keep_versions)
+
+
+def _release_lease_after(unused_element: object, *, root: str, version: str) -> None:
+    release_lease(root, version)
+
+
+def _promote_after_publish(manifest: dict, *, root: str, version: str,
                            built_from: Fingerprint) -> str:
+    logging.getLogger(__name__).info("%s", summary(manifest.get("changes")))
     return promote(root, version, built_from)
 
 
@@ -238,9 +317,12 @@ def _launch_nothing(step: Plan) -> None:
     message = (f"corpus unchanged since version {step.latest} "
                f"(fingerprint {step.fingerprint.digest[:12]}); nothing to build")
     pipeline = beam.Pipeline(options=PipelineOptions(beam_args))
-    _ = (pipeline
-         | "CorpusUnchanged" >> beam.Create([message])
-         | "Report" >> beam.Map(logging.getLogger(__name__).warning))
+    reported = (pipeline
+                | "CorpusUnchanged" >> beam.Create([message])
+                | "Report" >> beam.Map(logging.getLogger(__name__).warning))
+    if step.keep_versions:
+        _ = reported | "KeepVersions" >> beam.Map(_keep_versions, root=step.root,
+                                                  keep=step.keep_versions)
     pipeline.run()
 
 
@@ -260,6 +342,11 @@ def main(argv: Sequence[str] | None = None, *,
     except (ConfigError, VocabularyError, InputError, argparse.ArgumentError) as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         sys.exit(2)
+    except PublishError as err:
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        sys.exit(1)
+    if result["status"] == "published":
+        print(f"{PROG}: {summary(result['changes'])}", file=sys.stderr)
     print(json.dumps(result, indent=2, sort_keys=True))
 
 

@@ -2,12 +2,21 @@
 
 Tests point google-cloud-storage (and so Beam's gcsio) at the proxy instead
 of the emulator (`STORAGE_EMULATOR_HOST`). The proxy forwards every request
-and records its method and kind; with `failure_share` > 0 it answers that
-share of requests (drawn by a seeded generator) itself, without forwarding
-them: 503, 429, or a connection closed before any response. A fault before
-forwarding never reaches the emulator, so a retried request is the only
-attempt the storage sees. Bounded: it serves only loopback and stops with
-the test.
+and records its method and kind. Two kinds of faults, each on a share of
+requests drawn by a seeded generator:
+
+- `failure_share`: the proxy answers the request itself, without forwarding
+  it: 503, 429, or a connection closed before any response. The storage
+  never sees it, so a retried request is the only attempt it applies.
+- `lost_share`: the proxy forwards the request, the storage applies it, and
+  the response is lost (the connection is closed instead). The client
+  retries an operation that already happened: a copy whose source a later
+  delete may already have removed, a delete of an object already gone, an
+  upload already finalized. Drawn per kind of request (one generator each),
+  so which copies and deletes lose their response does not depend on how
+  uploads and reads interleave with them.
+
+Bounded: it serves only loopback and stops with the test.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterator
 
 FAULTS = ("503", "429", "drop")
+LOST = "lost"  # the fault counted for a response dropped after forwarding
 # Response headers the proxy recomputes instead of copying.
 _HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-length"}
 
@@ -60,12 +70,16 @@ def batched_kinds(body: bytes) -> list[str]:
 
 @dataclasses.dataclass
 class Stats:
-    """What the proxy saw: HTTP requests by kind, the operations inside batch
-    requests by kind, and the faults it injected."""
+    """What the proxy saw: HTTP requests by kind (forwarded ones, lost
+    responses included), the operations inside batch requests by kind, the
+    faults it injected, and the kinds of the requests (and of the operations
+    inside batches) whose response it lost."""
 
     requests: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     batched: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     faults: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    lost: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    lost_batched: collections.Counter = dataclasses.field(default_factory=collections.Counter)
 
     @property
     def objects_created(self) -> int:
@@ -81,26 +95,37 @@ class Stats:
 class _Proxy(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, target: str, failure_share: float, seed: int):
+    def __init__(self, target: str, failure_share: float, lost_share: float, seed: int):
         super().__init__(("127.0.0.1", 0), _Handler)
         parsed = urllib.parse.urlparse(target)
         self.target = (parsed.hostname, parsed.port)
         self.failure_share = failure_share
+        self.lost_share = lost_share
+        self.seed = seed
         self.rng = random.Random(seed)
+        self.lost_rngs: dict[str, random.Random] = {}
         self.lock = threading.Lock()
         self.stats = Stats()
 
     def decide(self, kind: str, body: bytes) -> str | None:
-        """A fault to inject, or None (the request is counted and forwarded)."""
+        """A fault to inject, or None (the request is counted and forwarded);
+        LOST: forwarded and counted too, but its response is dropped."""
         with self.lock:
             fault = None
             if self.failure_share and self.rng.random() < self.failure_share:
                 fault = self.rng.choice(FAULTS)
                 self.stats.faults[fault] += 1
-            else:
-                self.stats.requests[kind] += 1
+                return fault
+            self.stats.requests[kind] += 1
+            if kind == "batch":
+                self.stats.batched.update(batched_kinds(body))
+            rng = self.lost_rngs.setdefault(kind, random.Random(f"{self.seed}:{kind}"))
+            if self.lost_share and rng.random() < self.lost_share:
+                fault = LOST
+                self.stats.faults[LOST] += 1
+                self.stats.lost[kind] += 1
                 if kind == "batch":
-                    self.stats.batched.update(batched_kinds(body))
+                    self.stats.lost_batched.update(batched_kinds(body))
             return fault
 
 
@@ -116,10 +141,9 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else b""
         fault = self.server.decide(request_kind(self.command, self.path), body)
         if fault == "drop":
-            self.close_connection = True
-            self.connection.shutdown(2)  # no response at all
+            self._hang_up()
             return
-        if fault is not None:
+        if fault not in (None, LOST):
             message = b'{"error": {"code": %s, "message": "injected"}}' % fault.encode()
             self.send_response(int(fault))
             self.send_header("Content-Type", "application/json")
@@ -135,6 +159,9 @@ class _Handler(BaseHTTPRequestHandler):
             data = response.read()
         finally:
             connection.close()
+        if fault == LOST:  # the storage applied it; the client never hears
+            self._hang_up()
+            return
         self.send_response(response.status)
         for name, value in response.getheaders():
             if name.lower() not in _HOP_HEADERS:
@@ -143,15 +170,19 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _hang_up(self) -> None:
+        self.close_connection = True
+        self.connection.shutdown(2)  # no response at all
+
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _forward
 
 
 @contextlib.contextmanager
-def proxy(target: str, *, failure_share: float = 0.0, seed: int = 0
-          ) -> Iterator[tuple[str, Stats]]:
+def proxy(target: str, *, failure_share: float = 0.0, lost_share: float = 0.0,
+          seed: int = 0) -> Iterator[tuple[str, Stats]]:
     """Serves a proxy to `target` (the emulator's endpoint) on a free loopback
     port; yields (its endpoint, its live Stats)."""
-    server = _Proxy(target, failure_share, seed)
+    server = _Proxy(target, failure_share, lost_share, seed)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -7,6 +7,7 @@ import collections
 import pathlib
 
 from bench.corpus import MB, SHAPES, corpus_path, read_documents
+from bench.document_hashes import stage_costs
 from bench.pipeline import STAGES, stage_breakdown
 from conftest import DATA
 from bert_pretraining_data.pipeline.main import run
@@ -50,6 +51,14 @@ def test_stage_breakdown_does_the_pipelines_work(tmp_path: pathlib.Path):
                     f"--vocab_file={DATA / 'bert-base-uncased-vocab.txt'}"])
     assert breakdown.instances == manifest["total_instances"] > 0
     assert breakdown.documents == manifest["counters"]["documents"]
+
+
+def test_document_hash_costs_do_the_stages_work(tmp_path: pathlib.Path):
+    corpus = corpus_path(0.05, shape="short", seed=0, cache_dir=tmp_path / "cache")
+    costs = stage_costs(corpus)  # asserts that the comparison finds every document
+    assert costs.pop("documents") == len(read_documents(corpus)) > 0
+    assert set(costs) == {"hash", "sort+encode", "compare"}
+    assert all(spent >= 0 for spent in costs.values())
 
 
 def test_shapes_have_the_document_lengths_they_promise(tmp_path: pathlib.Path):

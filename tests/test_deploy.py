@@ -47,10 +47,13 @@ NOT_IN_TEMPLATE = {
     "progress": "a Dataflow job's progress is its console page",
     "tokenization": "the Model Garden's spelling of spm_model_file (with sp_model_file)",
     "sp_model_file": "the Model Garden's spelling of spm_model_file",
+    "list_expired_versions": "a question asked from a workstation; a launch must build a job",
 }
 # Pipeline options a launch passes besides the template's own parameters.
 PIPELINE_OPTIONS = {"sdk_container_image"}
 PATH_PARAMS = {"input_file", "vocab_file", "spm_model_file", "output_dir", "output_root"}
+# Flags of the refresh (pipeline/refresh.py), not of the pipeline it runs.
+REFRESH_PARAMS = {"output_root", "keep_versions"}
 BASE_FLAGS = ["--input_file=gs://b/in/*.txt", "--vocab_file=gs://b/vocab.txt",
               "--output_dir=gs://b/out"]
 
@@ -116,7 +119,9 @@ def test_parameter_regexes_agree_with_the_cli(name):
     good, bad = _samples(name, _cli_actions()[name])
     for value in good:
         assert _matches(PARAMS[name], value), value
-        if name != "output_root":  # a refresh flag, not a pipeline flag
+        if name in REFRESH_PARAMS:
+            refresh._parser().parse_args([f"--{name}={value}"])  # the refresh takes it
+        else:
             base = [f for f in BASE_FLAGS if not f.startswith(f"--{name}=")]
             parse_args([*base, *NEEDS.get(name, []), f"--{name}={value}"])  # the pipeline takes it
     for value in bad:
@@ -283,6 +288,7 @@ def test_make_schedule_writes_a_launch_body_and_prints_the_scheduler_job(no_tool
     assert body["containerSpecGcsPath"] == TEMPLATE
     _check_launch_parameters(body["parameters"])
     assert body["parameters"]["output_root"] == "gs://my-bucket/bert-data"
+    assert body["parameters"]["keep_versions"] == "4"  # a month of weekly versions
     assert set(body["environment"]) <= {  # FlexTemplateRuntimeEnvironment fields
         "tempLocation", "serviceAccountEmail", "machineType", "maxWorkers", "numWorkers",
         "diskSizeGb", "stagingLocation", "network", "subnetwork", "workerRegion"}

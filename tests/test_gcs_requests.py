@@ -7,6 +7,9 @@ proxy in front of the emulator (tests/gcs_proxy.py).
   a stage as one bundle, Dataflow as thousands: bench/scale_model.py).
 - Transient storage faults (503, 429, dropped connections) on a share of all
   requests: the run completes with the same shards and manifest.
+- Lost responses (the request forwarded, storage applies it, the response
+  dropped, the client retries): the run completes with the same shards and
+  manifest, or fails in one line with nothing published.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from conftest import DATA, UNCASED_VOCAB
 from gcs_emulator import gcs  # noqa: F401  (fixture)
 from gcs_proxy import proxy
 from bert_pretraining_data.pipeline.main import run
+from bert_pretraining_data.pipeline.publish import PublishError
 
 NUM_SHARDS = 16
 FLAGS = [f"--input_file={DATA / 'wiki_small.txt'}", f"--vocab_file={UNCASED_VOCAB}",
@@ -31,8 +35,10 @@ MANY_SPLITS = "--input_split_bytes=2000"  # wiki_small.txt (132 KB) in 66 splits
 OTHER_OBJECTS = 6
 
 
-def _run_through_proxy(gcs, name: str, *extra: str, failure_share: float = 0.0):  # noqa: F811
-    with proxy(gcs.endpoint, failure_share=failure_share, seed=7) as (endpoint, stats):
+def _run_through_proxy(gcs, name: str, *extra: str, failure_share: float = 0.0,  # noqa: F811
+                       lost_share: float = 0.0, seed: int = 7):
+    with proxy(gcs.endpoint, failure_share=failure_share, lost_share=lost_share,
+               seed=seed) as (endpoint, stats):
         with pytest.MonkeyPatch.context() as patch:
             patch.setenv("STORAGE_EMULATOR_HOST", endpoint)
             manifest = run([*FLAGS, f"--output_dir={gcs.url(name)}", *extra])
@@ -90,3 +96,42 @@ def test_transient_storage_faults_are_retried_and_change_nothing(gcs, shuffle): 
     clean_manifest = clean_out["manifest.json"].replace(clean_name.encode(),
                                                         faulty_name.encode())
     assert json.loads(faulty_out["manifest.json"]) == json.loads(clean_manifest)
+
+
+@pytest.mark.slow
+def test_lost_responses_complete_the_run_or_fail_in_one_line(gcs):  # noqa: F811
+    """A quarter of the responses lost after storage applied the request: the
+    retried copy of publish's batched renames finds it done, its retried
+    delete finds the object gone, a retried upload finds it finalized."""
+    lost_share = 0.25
+    clean, _ = _run_through_proxy(gcs, "lost-clean", "--shuffle=runner")
+    # Seed 23: among the lost responses, the batch of the renames' copies (twice) and
+    # that of their deletes (twice).
+    with proxy(gcs.endpoint, lost_share=lost_share, seed=23) as (endpoint, stats):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("STORAGE_EMULATOR_HOST", endpoint)
+            try:
+                run([*FLAGS, f"--output_dir={gcs.url('lost-injected')}", "--shuffle=runner"])
+                failure = None
+            except PublishError as err:
+                failure = str(err)
+    print(f"{lost_share:.0%} of responses lost: {stats.faults['lost']} of {stats.total} "
+          f"requests ({dict(sorted(stats.lost.items()))}; inside lost batches "
+          f"{dict(sorted(stats.lost_batched.items()))}); requests by kind "
+          f"{dict(sorted(stats.requests.items()))}; "
+          + ("the run completed" if failure is None else f"the run failed: {failure}"))
+    assert stats.lost_batched["copy"] >= NUM_SHARDS and stats.lost_batched["delete"] >= NUM_SHARDS
+    assert stats.lost["upload"] >= 1 and stats.faults["lost"] >= 10
+    if failure is not None:  # the other outcome allowed: one line, nothing published
+        assert "\n" not in failure and "nothing was published" in failure
+        assert "lost-injected/manifest.json" not in gcs.names("lost-injected/")
+        return
+
+    clean_out, lost_out = _outputs(gcs, "lost-clean"), _outputs(gcs, "lost-injected")
+    assert sorted(clean_out) == sorted(lost_out)
+    for name, data in clean_out.items():
+        if name != "manifest.json":
+            assert lost_out[name] == data, name
+    manifest = clean_out["manifest.json"].replace(b"lost-clean", b"lost-injected")
+    assert json.loads(lost_out["manifest.json"]) == json.loads(manifest)
+    assert json.loads(manifest)["total_instances"] == clean["total_instances"] > 0

@@ -1,4 +1,5 @@
-"""Killed runs publish nothing; reruns and retried DoFns give the same bytes."""
+"""Killed runs publish nothing; reruns, retried DoFns and retried publish steps
+give the same bytes."""
 
 from __future__ import annotations
 
@@ -10,10 +11,17 @@ import subprocess
 import sys
 import time
 
+import json
+
 import pytest
+from apache_beam.io.filesystems import FileSystems
 
 from conftest import DATA, UNCASED_VOCAB
 from bert_pretraining_data.pipeline.warm_up import warm_up
+from gcs_emulator import gcs  # noqa: F401  (fixture)
+from bert_pretraining_data.pipeline import main as main_module
+from bert_pretraining_data.pipeline.dataflow import publish_in_job
+from bert_pretraining_data.pipeline.publish import PublishError, publish, staged_paths
 from bert_pretraining_data.transforms.instances import InstanceConfig
 from bert_pretraining_data.transforms.masking import MaskingConfig
 from bert_pretraining_data.transforms.compact_documents import compact_document
@@ -95,3 +103,79 @@ def test_retried_dofns_emit_the_same_elements():
     assert list(mask.process(unmasked)) == [masked]
     assert all(instance.masked_lm_positions for instance in masked[1])
 
+
+
+PUBLISH_FLAGS = [f"--input_file={DATA / 'sample_text.txt'}", f"--vocab_file={UNCASED_VOCAB}",
+                 "--dupe_factor=2", "--num_shards=4", "--max_seq_length=64",
+                 "--max_predictions_per_seq=10"]
+
+
+def _half_published(output_dir: str, monkeypatch) -> dict:
+    """Runs the pipeline; its publish step moves half the shards to their final
+    names and dies (a worker lost mid-step, or a response lost after storage
+    applied the renames). Returns what that publish was given."""
+    given = {}
+
+    def dies_half_way(layout, **kwargs):
+        given.update(layout=layout, **kwargs)
+        half = len(layout.final_paths) // 2
+        FileSystems.rename(staged_paths(layout)[:half], list(layout.final_paths[:half]))
+        raise RuntimeError("worker lost")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(main_module, "publish", dies_half_way)
+        with pytest.raises(RuntimeError, match="worker lost"):
+            main_module.run([*PUBLISH_FLAGS, f"--output_dir={output_dir}"])
+    return given
+
+
+def _read(path: str) -> bytes:
+    with FileSystems.open(path) as handle:
+        return handle.read()
+
+
+def _output_dir(where: str, name: str, tmp_path, request) -> str:
+    if where == "local":
+        return str(tmp_path / name)
+    return request.getfixturevalue("gcs").url(f"retried-publish/{name}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("where", ["local", "gs"])
+def test_a_retried_publish_counts_the_renames_already_done(tmp_path, monkeypatch, request,
+                                                           where):
+    """The retry finds half the staged shards gone and their final names
+    holding them: done. It completes with the clean run's bytes."""
+    clean = main_module.run([*PUBLISH_FLAGS,
+                             f"--output_dir={_output_dir(where, 'clean', tmp_path, request)}"])
+    output_dir = _output_dir(where, "retried", tmp_path, request)
+    given = _half_published(output_dir, monkeypatch)
+    layout = given["layout"]
+    assert not FileSystems.exists(layout.manifest_path)
+    assert not FileSystems.exists(staged_paths(layout)[0])  # moved by the lost attempt
+
+    manifest = publish(**given)
+    assert [_read(s["path"]) for s in manifest["shards"]] == [
+        _read(s["path"]) for s in clean["shards"]]
+    assert [s["sha256"] for s in manifest["shards"]] == [s["sha256"] for s in clean["shards"]]
+    assert json.loads(_read(layout.manifest_path)) == manifest
+    assert not FileSystems.match([layout.staging_dir + "/**"])[0].metadata_list
+    if where == "local":  # a job's retry of a publish step that had finished
+        assert publish_in_job(0, 0, layout=layout, config=given["config"],
+                              vocab_sha256=given["vocab_sha256"], inputs=given["inputs"],
+                              replaces=[], max_predictions_per_row=0) == manifest
+
+
+@pytest.mark.slow
+def test_a_retried_publish_that_finds_other_bytes_fails_in_one_line(tmp_path, monkeypatch):
+    output_dir = tmp_path / "out"
+    given = _half_published(str(output_dir), monkeypatch)
+    moved = given["layout"].final_paths[0]
+    with open(moved, "r+b") as handle:  # not what the pipeline wrote
+        handle.write(b"X")
+    with pytest.raises(PublishError) as failure:
+        publish(**given)
+    message = str(failure.value)
+    assert "\n" not in message and message.startswith(f"publishing {output_dir} failed: ")
+    assert "could not be moved" in message and "nothing was published" in message
+    assert not (output_dir / "manifest.json").exists()

@@ -1,5 +1,7 @@
 """Scheduled refresh: unchanged corpus -> skipped; changed -> new version and
-LATEST; failed run -> LATEST untouched. Real pipeline runs on a tiny corpus."""
+LATEST, with what changed since the version before; failed run -> LATEST
+untouched; --keep_versions deletes old versions, never one being written.
+Real pipeline runs on a tiny corpus."""
 
 from __future__ import annotations
 
@@ -13,9 +15,10 @@ import pytest
 from conftest import DATA, UNCASED_VOCAB
 from gcs_emulator import gcs  # noqa: F401  (fixture)
 from bert_pretraining_data.pipeline.options import ConfigError
+from bert_pretraining_data.pipeline.main import run
 from bert_pretraining_data.pipeline.refresh import (FINGERPRINT_NAME, LATEST_NAME, Fingerprint,
-                                                    input_states, promote, read_latest, refresh,
-                                                    version_name)
+                                                    input_states, main, promote, read_latest,
+                                                    refresh, version_name)
 from records import read_examples
 
 FLAGS = ["--dupe_factor=1", "--num_shards=2", "--max_seq_length=64",
@@ -60,6 +63,17 @@ def test_promote_replaces_latest_and_records_the_fingerprint(tmp_path):
     assert recorded["digest"] == built_from.digest and recorded["flags"] == {"dupe_factor": 1}
 
 
+def test_latest_only_moves_forward(tmp_path):
+    """Two refreshes overlapped: the one that started first finishes last."""
+    for name in ("v1", "v2"):
+        (tmp_path / name).mkdir()
+    built_from = Fingerprint.of({"inputs": []})
+    assert promote(str(tmp_path), "v2", built_from) == "v2"
+    assert promote(str(tmp_path), "v1", built_from) == "v2"
+    assert read_latest(str(tmp_path)) == "v2"
+    assert (tmp_path / "v1" / FINGERPRINT_NAME).exists()  # complete, just not LATEST
+
+
 def test_a_latest_that_names_no_version_is_an_error(tmp_path):
     (tmp_path / LATEST_NAME).write_text("../elsewhere\n")
     with pytest.raises(ValueError, match="not a version name"):
@@ -81,16 +95,30 @@ def test_placement_flags_are_refused(corpus, tmp_path, flag):
         refresh(_argv(corpus, tmp_path / "root", flag))
 
 
+@pytest.mark.parametrize("flags, message", [
+    (["--keep_versions=0"], "--keep_versions must be at least 1"),
+    (["--list_expired_versions"], "add --keep_versions=N"),
+])
+def test_retention_flags_are_checked_in_one_line(corpus, tmp_path, capsys, flags, message):
+    with pytest.raises(SystemExit) as exit_:
+        main(_argv(corpus, tmp_path / "root", *flags))
+    assert exit_.value.code == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("create-pretraining-data-refresh: error: ") and message in line
+
+
 @pytest.mark.slow
-def test_unchanged_corpus_is_skipped_and_a_change_makes_a_new_version(corpus, tmp_path):
+def test_unchanged_corpus_is_skipped_and_a_change_makes_a_new_version(corpus, tmp_path, capsys):
     root = tmp_path / "root"
     first = refresh(_argv(corpus, root), now=MONDAY)
-    assert first["status"] == "published"
+    assert first["status"] == "published" and first["changes"] is None
     assert (root / LATEST_NAME).read_text() == first["version"] + "\n"
     version_dir = root / first["version"]
     shards = sorted(str(p) for p in version_dir.glob("part-*"))
     assert len(read_examples(shards, 64, 10)) == first["total_instances"] > 0
-    assert (version_dir / "manifest.json").exists()
+    manifest = json.loads((version_dir / "manifest.json").read_text())
+    assert manifest["documents"]["count"] == manifest["counters"]["documents"] == 3
+    assert sorted(p.name for p in root.iterdir()) == [first["version"], LATEST_NAME]  # no lease
 
     again = refresh(_argv(corpus, root), now=NEXT_MONDAY)
     assert again == {"status": "unchanged", "version": first["version"],
@@ -99,15 +127,38 @@ def test_unchanged_corpus_is_skipped_and_a_change_makes_a_new_version(corpus, tm
 
     with open(corpus / "a.txt", "a") as handle:
         handle.write("\nA brand new document.\nWith two sentences.\n")
-    changed = refresh(_argv(corpus, root), now=NEXT_MONDAY)
+    main(_argv(corpus, root))  # the CLI: its log says what changed
+    printed = capsys.readouterr()
+    changed = json.loads(printed.out)
     assert changed["status"] == "published" and changed["version"] > first["version"]
     assert read_latest(str(root)) == changed["version"]
     assert _versions(root) == [first["version"], changed["version"]]
     assert (version_dir / "manifest.json").exists()  # the old version stays whole
+    shard_bytes = sum(s["bytes"] for s in manifest["shards"])
+    recorded = json.loads((root / changed["version"] / "manifest.json").read_text())
+    assert recorded["changes"] == changed["changes"] == {
+        "previous_version": str(version_dir),
+        "documents": {"previous": 3, "current": 4, "added": 1, "removed": 0, "unchanged": 3},
+        "instances": {"previous": first["total_instances"],
+                      "current": changed["total_instances"]},
+        "bytes": {"previous": shard_bytes,
+                  "current": sum(s["bytes"] for s in recorded["shards"])}}
+    assert (f"since {first['version']}: documents 1 added, 0 removed, 3 unchanged (3 -> 4); "
+            f"instances {first['total_instances']:,} -> ") in printed.err
 
-    flags_changed = refresh(_argv(corpus, root, "--random_seed=7"), now=NEXT_MONDAY)
+    listed = refresh(_argv(corpus, root, "--random_seed=7", "--keep_versions=1",
+                           "--list_expired_versions"), now=NEXT_MONDAY)
+    assert listed == {"status": "listed", "latest": changed["version"], "keep_versions": 1,
+                      "expired_versions": [first["version"]]}
+    assert _versions(root) == [first["version"], changed["version"]]  # nothing deleted
+
+    flags_changed = refresh(_argv(corpus, root, "--random_seed=7", "--keep_versions=2"))
     assert flags_changed["status"] == "published"
     assert flags_changed["fingerprint"] != changed["fingerprint"]
+    assert flags_changed["changes"]["documents"] == {  # the same documents, other flags
+        "previous": 4, "current": 4, "added": 0, "removed": 0, "unchanged": 4}
+    assert flags_changed["expired_versions"] == [first["version"]]
+    assert _versions(root) == [changed["version"], flags_changed["version"]]
 
 
 @pytest.mark.slow
@@ -116,7 +167,7 @@ def test_failed_run_leaves_latest_untouched(corpus, tmp_path):
     first = refresh(_argv(corpus, root), now=MONDAY)
     (corpus / "b.txt").write_text("Another document.\nIt changes the fingerprint.\n")
 
-    def crash_midway(argv):
+    def crash_midway(argv, **unused):
         output_dir = pathlib.Path(argv[-1].split("=", 1)[1])
         (output_dir / ".staging").mkdir(parents=True)
         (output_dir / ".staging" / "shard-00000").write_bytes(b"half")
@@ -126,6 +177,37 @@ def test_failed_run_leaves_latest_untouched(corpus, tmp_path):
         refresh(_argv(corpus, root), now=NEXT_MONDAY, run_pipeline=crash_midway)
     assert read_latest(str(root)) == first["version"]
     assert _versions(root) == [first["version"]]  # the failed version was cleared
+    assert sorted(p.name for p in root.iterdir()) == [first["version"], LATEST_NAME]
+
+
+@pytest.mark.slow
+def test_retention_never_deletes_a_version_being_written(corpus, tmp_path):
+    """Two CLI refreshes of one root overlap: A starts first; while A is still
+    writing, B (started later) publishes and applies --keep_versions=1. A's
+    directory, older than B's, is kept (A's lease), A completes, and LATEST
+    stays on B, the newer; A's own retention then deletes A."""
+    root = tmp_path / "root"
+    other_corpus = tmp_path / "other"
+    shutil.copytree(corpus, other_corpus)
+    (other_corpus / "b.txt").write_text("Another document.\nIt is B's alone.\n")
+    seen = {}
+
+    def b_publishes_meanwhile(argv, **kwargs):
+        a_dir = pathlib.Path(argv[-1].split("=", 1)[1])
+        (a_dir / ".staging").mkdir(parents=True)
+        (a_dir / ".staging" / "bucket").write_bytes(b"A is writing")
+        seen["b"] = refresh(_argv(other_corpus, root, "--keep_versions=1"), now=NEXT_MONDAY)
+        seen["a_dir_after_b"] = sorted(p.name for p in a_dir.rglob("*"))
+        return run(argv, **kwargs)
+
+    a = refresh(_argv(corpus, root, "--keep_versions=1"), now=MONDAY,
+                run_pipeline=b_publishes_meanwhile)
+    assert seen["b"]["status"] == "published" and seen["b"]["expired_versions"] == []
+    assert seen["a_dir_after_b"] == [".staging", "bucket"]
+    assert a["status"] == "published" and a["version"] < seen["b"]["version"]
+    assert read_latest(str(root)) == seen["b"]["version"]
+    assert a["expired_versions"] == [a["version"]]
+    assert sorted(p.name for p in root.iterdir()) == [seen["b"]["version"], LATEST_NAME]
 
 
 @pytest.mark.slow
@@ -149,6 +231,16 @@ def test_launch_only_publishes_and_promotes_inside_the_job(corpus, tmp_path):
     assert again["status"] == "unchanged"
     assert _versions(root) == [launched["version"]]
 
+    # The job records what changed, moves LATEST, releases its lease, keeps 1 version.
+    (corpus / "b.txt").write_text("Another document.\nIt changes the fingerprint.\n")
+    second = refresh(_argv(corpus, root, "--launch_only", "--keep_versions=1"),
+                     now=NEXT_MONDAY)
+    assert second["status"] == "launched" and read_latest(str(root)) == second["version"]
+    assert sorted(p.name for p in root.iterdir()) == [second["version"], LATEST_NAME]
+    recorded = json.loads((root / second["version"] / "manifest.json").read_text())
+    assert recorded["changes"]["documents"] == {
+        "previous": 3, "current": 4, "added": 1, "removed": 0, "unchanged": 3}
+
 
 @pytest.mark.slow
 def test_refresh_on_gcs(gcs, corpus):  # noqa: F811
@@ -164,7 +256,17 @@ def test_refresh_on_gcs(gcs, corpus):  # noqa: F811
                      "refresh/corpus/b.txt")
     second = refresh(argv, now=NEXT_MONDAY)
     assert second["status"] == "published"
+    assert second["changes"]["documents"] == {
+        "previous": 3, "current": 4, "added": 1, "removed": 0, "unchanged": 3}
     assert gcs.read("refresh/data/LATEST") == (second["version"] + "\n").encode()
     top = {name.split("/")[2] for name in gcs.names("refresh/data/")}
     assert top == {LATEST_NAME, first["version"], second["version"]}  # no temporary left
     assert f"refresh/data/{second['version']}/{FINGERPRINT_NAME}" in gcs.names("refresh/data/")
+
+    gcs.delete("refresh/corpus/a.txt")
+    third = refresh([*argv, "--keep_versions=1"], now=NEXT_MONDAY + datetime.timedelta(days=7))
+    assert third["changes"]["documents"] == {
+        "previous": 4, "current": 1, "added": 0, "removed": 3, "unchanged": 1}
+    assert third["expired_versions"] == [first["version"], second["version"]]
+    assert {name.split("/")[2] for name in gcs.names("refresh/data/")} == {
+        LATEST_NAME, third["version"]}

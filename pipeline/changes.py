@@ -1,0 +1,134 @@
+"""What changed since the previous version: a refresh's record of its documents.
+
+A refresh (pipeline/refresh.py) asks its run to keep a `DocumentHistory`: the
+run hashes every document it reads (transforms.document_hashes, a Beam stage
+after ReadDocuments), writes the hashes as sorted hash files into staging,
+and compares each with the previous version's hashes of the same range. The
+hash files are published with the shards (the same atomic publish), and the
+manifest records
+
+    "documents": {"count", "hash", "files": [{"path", "documents", "bytes", "sha256"}]}
+    "changes":   {"previous_version",
+                  "documents": {"previous", "current", "added", "removed", "unchanged"},
+                  "instances": {"previous", "current"}, "bytes": {"previous", "current"}}
+
+("changes" is null for a root's first version; its "documents" is null when
+the previous version was made before versions recorded their documents).
+`summary` is the line the refresh logs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any, Sequence
+
+from apache_beam.io.filesystems import FileSystems
+
+from bert_pretraining_data.loaders.manifest import MANIFEST_NAME
+from bert_pretraining_data.transforms.document_hashes import hash_files_for
+
+HASH_LIST_NAME = "document_hashes.json"  # the staging list the publisher reads
+HASH_FILE_PREFIX = "document-hashes"
+HASH_DESCRIPTION = ("first 8 bytes (big-endian) of the sha256 of a document's lines as "
+                    "read, joined by \\n, UTF-8; each file sorted, file i of n holding the "
+                    "hashes whose first byte b has b * n // 256 == i")
+
+
+@dataclasses.dataclass(frozen=True)
+class PreviousVersion:
+    """What a run is compared with: a published version, as its manifest says."""
+
+    path: str
+    instances: int
+    bytes: int
+    documents: int | None  # None: made before versions recorded their documents
+    hash_files: tuple[str, ...] | None
+
+    @classmethod
+    def read(cls, path: str) -> "PreviousVersion":
+        """Reads the version's manifest; its hash files are looked up beside it
+        (the version directory), wherever the manifest says they were written."""
+        with FileSystems.open(FileSystems.join(path, MANIFEST_NAME)) as handle:
+            manifest = json.loads(handle.read())
+        recorded = manifest.get("documents")
+        return cls(path=path, instances=manifest["total_instances"],
+                   bytes=sum(s["bytes"] for s in manifest["shards"]),
+                   documents=recorded["count"] if recorded else None,
+                   hash_files=tuple(FileSystems.join(path, FileSystems.split(f["path"])[1])
+                                    for f in recorded["files"]) if recorded else None)
+
+
+@dataclasses.dataclass(frozen=True)
+class DocumentPlan:
+    """A run's hash files (where each is staged and published) and the
+    version they are compared with."""
+
+    previous: PreviousVersion | None
+    staged: tuple[str, ...]
+    final: tuple[str, ...]
+
+    @property
+    def previous_hash_files(self) -> tuple[str, ...] | None:
+        return self.previous.hash_files if self.previous else None
+
+
+@dataclasses.dataclass(frozen=True)
+class DocumentHistory:
+    """Asks a run to record its documents and compare them with `previous`
+    (None: the first version of a root)."""
+
+    previous: PreviousVersion | None = None
+
+    def plan(self, *, staging_dir: str, output_dir: str, input_bytes: int) -> DocumentPlan:
+        count = hash_files_for(input_bytes)
+        output_dir = output_dir.rstrip("/")
+        return DocumentPlan(
+            previous=self.previous,
+            staged=tuple(FileSystems.join(staging_dir, f"{HASH_FILE_PREFIX}-{i:05d}")
+                         for i in range(count)),
+            final=tuple(FileSystems.join(output_dir, f"{HASH_FILE_PREFIX}-{i:05d}-of-{count:05d}")
+                        for i in range(count)))
+
+
+def _sum(items: Sequence[dict], name: str) -> int:
+    return sum(item[name] for item in items)
+
+
+def manifest_entries(plan: DocumentPlan, written: Sequence[dict], *, instances: int,
+                     shard_bytes: int) -> dict[str, Any]:
+    """The manifest's "documents" and "changes", from the hash files as the
+    pipeline wrote them (`written`, one dict per file) and the run's instances
+    and shard bytes."""
+    written = sorted(written, key=lambda item: item["file"])
+    current = _sum(written, "documents")
+    documents = {"count": current, "hash": HASH_DESCRIPTION, "files": [
+        {"path": plan.final[w["file"]], "documents": w["documents"], "bytes": w["bytes"],
+         "sha256": w["sha256"]} for w in written]}
+    previous = plan.previous
+    if previous is None:
+        return {"documents": documents, "changes": None}
+    compared = None
+    if previous.hash_files is not None:
+        compared = {"previous": _sum(written, "previous_documents"), "current": current,
+                    **{name: _sum(written, name) for name in ("added", "removed", "unchanged")}}
+    return {"documents": documents, "changes": {
+        "previous_version": previous.path, "documents": compared,
+        "instances": {"previous": previous.instances, "current": instances},
+        "bytes": {"previous": previous.bytes, "current": shard_bytes}}}
+
+
+def summary(changes: dict | None) -> str:
+    """One line for the log: what changed since the previous version."""
+    if changes is None:
+        return "first version under this root: nothing to compare with"
+    name = FileSystems.split(changes["previous_version"].rstrip("/"))[1]
+    documents = changes["documents"]
+    counted = ("documents not compared (the previous version has no document hashes)"
+               if documents is None else
+               f"documents {documents['added']:,} added, {documents['removed']:,} removed, "
+               f"{documents['unchanged']:,} unchanged ({documents['previous']:,} -> "
+               f"{documents['current']:,})")
+    instances, size = changes["instances"], changes["bytes"]
+    return (f"since {name}: {counted}; instances {instances['previous']:,} -> "
+            f"{instances['current']:,}; bytes {size['previous']:,} -> {size['current']:,}")
