@@ -40,8 +40,8 @@ from typing import Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions
 
+from bert_pretraining_data.pipeline.local_runner import new_pipeline
 from bert_pretraining_data.pipeline.options import (ConfigError, OneLineParser, parse_bool,
                                                     split_known_args)
 from bert_pretraining_data.pipeline.publish import OutputLayout, check_writable, remove_tree
@@ -250,7 +250,7 @@ def run(argv: Sequence[str]) -> dict:
     remove_tree(config.staging_dir)  # whatever an interrupted run left
     check_writable(OutputLayout(config.staging_dir, (config.output_file,), config.metrics_file))
     patterns = comma_separated(config.input_file)
-    pipeline = beam.Pipeline(options=PipelineOptions(beam_args))
+    pipeline = new_pipeline(beam_args)
     build_vocab_pipeline(pipeline, config=config, patterns=patterns)
     try:
         pipeline.run().wait_until_finish()

@@ -13,8 +13,8 @@ import sys
 from typing import Sequence
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
 
+from bert_pretraining_data.pipeline.local_runner import new_pipeline
 from bert_pretraining_data.pipeline.options import Config, Stages
 from bert_pretraining_data.pipeline.publish import OutputLayout, prepare_output
 from bert_pretraining_data.transforms.counters import read_counters
@@ -40,7 +40,7 @@ class Prepared:
         return comma_separated(self.config.input_file)
 
     def new_pipeline(self) -> beam.Pipeline:
-        return beam.Pipeline(options=PipelineOptions(list(self.beam_args)))
+        return new_pipeline(self.beam_args)
 
 
 def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:

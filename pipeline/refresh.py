@@ -44,10 +44,10 @@ from typing import Callable, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions
 
 from bert_pretraining_data.pipeline.dataflow import check_dataflow_options, launch
 from bert_pretraining_data.pipeline.main import run
+from bert_pretraining_data.pipeline.local_runner import new_pipeline
 from bert_pretraining_data.pipeline.options import Config, ConfigError, parse_args
 from bert_pretraining_data.pipeline.publish import MANIFEST_NAME, package_versions, remove_tree
 from bert_pretraining_data.transforms.documents import InputError, comma_separated, match_inputs
@@ -237,7 +237,7 @@ def _launch_nothing(step: Plan) -> None:
     _, beam_args = parse_args(step.pipeline_argv)
     message = (f"corpus unchanged since version {step.latest} "
                f"(fingerprint {step.fingerprint.digest[:12]}); nothing to build")
-    pipeline = beam.Pipeline(options=PipelineOptions(beam_args))
+    pipeline = new_pipeline(beam_args)
     _ = (pipeline
          | "CorpusUnchanged" >> beam.Create([message])
          | "Report" >> beam.Map(logging.getLogger(__name__).warning))
