@@ -1,7 +1,7 @@
 """Benchmark corpora of a requested size and shape, built from real text.
 
 Users' corpora differ most in document length, and a pipeline's per-document
-costs only show on short documents, so every benchmark runs on three shapes,
+costs only show on short documents, so every benchmark runs on four shapes,
 all made of real sentences (never synthetic words):
 
 - `wikitext`: the 60 WikiText-2 validation articles (~18 KB each) repeated in
@@ -12,7 +12,11 @@ all made of real sentences (never synthetic words):
   threads of the Universal Dependencies English Web Treebank) of a
   log-normally drawn length, median 2,000 bytes;
 - `short`: 1 to 5 consecutive sentences of those sources (news snippets,
-  forum posts, product reviews).
+  forum posts, product reviews);
+- `tiny`: 1 or 2 consecutive sentences (quotes, titles, one-line reviews
+  and forum replies) of a source drawn uniformly, so two documents in three
+  come from the web treebank's two files: a median of ~100 bytes, where
+  per-document costs (and start-up) weigh most.
 
 The last document is cut at a line so the size lands within one line of the
 target. The same (shape, source, size, seed) always gives the same bytes, and
@@ -48,11 +52,12 @@ WIKITEXT = DATA / "wikitext2_valid.txt"
 # Real web documents with their real sentence boundaries (UD English EWT).
 WEB_SOURCES = (WIKITEXT, DATA / "en_ewt-ud-dev.sentences.txt",
                DATA / "en_ewt-ud-test.sentences.txt")
-SHAPES = ("wikitext", "web", "short")
+SHAPES = ("wikitext", "web", "short", "tiny")
 CACHE_DIR = pathlib.Path(tempfile.gettempdir()) / "bert-bench-cache"
 WEB_MEDIAN_BYTES = 2_000
 WEB_SIGMA = 0.9  # log-normal spread: ~10% of documents under 630 bytes, ~10% over 6.3 KB
 SHORT_SENTENCES = (1, 5)
+TINY_SENTENCES = (1, 2)
 
 
 def _lines_with_offsets(data: bytes) -> Iterator[tuple[int, bytes]]:
@@ -120,18 +125,37 @@ def _excerpts(blocks: list[list[bytes]], seed: int, shape: str) -> Iterator[list
         yield document
 
 
-def corpus_bytes(documents: list[list[str]], *, size_bytes: int, seed: int,
+def _tiny(pools: list[list[bytes]], seed: int) -> Iterator[list[bytes]]:
+    """Endless documents of 1 or 2 consecutive sentences of one source's
+    sentences (`pools`, one per source), the source drawn uniformly."""
+    rng = derive_rng(seed, "bench-corpus", "tiny")
+    while True:
+        pool = pools[rng.randrange(len(pools))]
+        start = rng.randrange(len(pool))
+        count = rng.randint(*TINY_SENTENCES)
+        yield [pool[(start + i) % len(pool)] for i in range(count)]
+
+
+def corpus_bytes(sources: Sequence[list[list[str]]], *, size_bytes: int, seed: int,
                  shape: str = "wikitext") -> bytes:
-    """A corpus of `shape` made from `documents` (lists of sentence lines)."""
+    """A corpus of `shape` made from the documents (lists of sentence lines)
+    of each source."""
     if size_bytes <= 0:
         raise ValueError(f"corpus size must be positive, got {size_bytes} bytes")
     if shape not in SHAPES:
         raise ValueError(f"unknown corpus shape {shape!r}: choose one of {', '.join(SHAPES)}")
-    blocks = [block for block in _encoded(documents) if block]
+    per_source = [[block for block in _encoded(documents) if block] for documents in sources]
+    blocks = [block for source in per_source for block in source]
     if not blocks:
         raise ValueError("the source corpus holds no document: give a text file with "
                          "one sentence per line and blank lines between documents")
-    stream = _rounds(blocks, seed) if shape == "wikitext" else _excerpts(blocks, seed, shape)
+    if shape == "wikitext":
+        stream = _rounds(blocks, seed)
+    elif shape == "tiny":
+        stream = _tiny([[line for block in source for line in block]
+                        for source in per_source if source], seed)
+    else:
+        stream = _excerpts(blocks, seed, shape)
     return _fill(stream, size_bytes)
 
 
@@ -157,7 +181,7 @@ def corpus_path(size_mb: float, *, shape: str = "wikitext", seed: int = 0,
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:10]
     path = cache_dir / f"{shape}-{size_mb:g}MB-seed{seed}-{digest}.txt"
     if not path.exists():
-        documents = [lines for source in sources for _, lines in read_documents(source)]
+        documents = [[lines for _, lines in read_documents(source)] for source in sources]
         text = corpus_bytes(documents, size_bytes=round(size_mb * MB), seed=seed, shape=shape)
         cache_dir.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f".{path.name}.{os.getpid()}")

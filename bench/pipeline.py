@@ -2,11 +2,15 @@
 
 Not a test: it prints figures. Each run is a subprocess on a corpus of N MB
 of one shape (bench/corpus.py: long WikiText-2 articles, web-like ~2 KB
-documents, short 1-5 sentence documents; cached in /tmp/bert-bench-cache)
+documents, short 1-5 sentence documents, tiny 1-2 sentence documents; cached
+in /tmp/bert-bench-cache)
 with the original's default flags. Measured
-per run: wall seconds; CPU seconds (user + sys) of the whole process tree,
-from wait4, which includes every descendant the run waited for; the peak of
-the summed RSS of the tree and of its largest process (psutil, every 50 ms).
+per run: wall seconds; the resource usage of the whole process tree from
+wait4, which sums every descendant the run waited for (the DirectRunner's
+worker processes included: Beam waits for them): user and system CPU seconds,
+minor and major page faults, and bytes written to files (`ru_oublock`, see
+`measure`); the peak of the summed RSS of the tree and of its largest process
+(psutil, every 50 ms).
 
     python bench/pipeline.py --sizes 1,5,20 --workers 1,2 --stages
     python bench/pipeline.py --shapes short --sizes 5,20 --reference path/to/bert
@@ -79,16 +83,31 @@ _ORIGINAL = ("import runpy, sys, tensorflow; sys.modules['tensorflow'] = tensorf
 
 
 @dataclasses.dataclass(frozen=True)
+class Usage:
+    """What one command's process tree used, from wait4 and psutil."""
+
+    wall: float
+    user: float  # CPU seconds in user mode, the tree's
+    system: float  # CPU seconds in the kernel (page faults, mmap, I/O), the tree's
+    minor_faults: int  # page faults served without I/O (mostly fresh pages zeroed)
+    major_faults: int  # page faults that read from disk
+    written: int  # bytes of file pages the tree dirtied (ru_oublock * 512)
+    rss_sum: int  # peak of the summed RSS of the process tree, bytes
+    rss_max: int  # peak RSS of its largest process, bytes
+    load: float  # 1-minute load average at the end: above the CPU count, the run shared them
+
+    @property
+    def cpu(self) -> float:
+        return self.user + self.system
+
+
+@dataclasses.dataclass(frozen=True)
 class Run:
     label: str
     shape: str
     megabytes: float
     instances: int
-    wall: float
-    cpu: float
-    rss_sum: int  # peak of the summed RSS of the process tree, bytes
-    rss_max: int  # peak RSS of its largest process, bytes
-    load: float  # 1-minute load average at the end: above the CPU count, the run shared them
+    usage: Usage
 
 
 def _tree_rss(root: psutil.Process) -> tuple[int, int]:
@@ -102,8 +121,16 @@ def _tree_rss(root: psutil.Process) -> tuple[int, int]:
 
 
 def measure(command: list[str], log: pathlib.Path, *, poll: float = 0.05,
-            cwd: pathlib.Path = ROOT) -> tuple[float, float, int, int, float]:
-    """(wall s, CPU s, peak summed RSS, peak single RSS, load) of one command's tree."""
+            cwd: pathlib.Path = ROOT) -> Usage:
+    """What one command's process tree used.
+
+    Bytes written are `ru_oublock` * 512: Linux counts it as the bytes of
+    file pages a process dirtied (its /proc/<pid>/io `write_bytes`, in 512-byte
+    units), and wait4 sums it over every descendant waited for, which
+    /proc/<pid>/io does not (a worker's counts vanish with it). It counts
+    files written and later deleted (shuffle buckets), and no pipe or socket
+    traffic (the runner's gRPC), so it is what a run writes to disk.
+    """
     start = time.perf_counter()
     with open(log, "wb") as out:
         proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=cwd)
@@ -121,7 +148,10 @@ def measure(command: list[str], log: pathlib.Path, *, poll: float = 0.05,
     if proc.returncode:
         tail = log.read_text(errors="replace").splitlines()[-15:]
         raise RuntimeError(f"{command[:4]} failed ({proc.returncode}):\n" + "\n".join(tail))
-    return wall, usage.ru_utime + usage.ru_stime, rss_sum, rss_max, os.getloadavg()[0]
+    return Usage(wall=wall, user=usage.ru_utime, system=usage.ru_stime,
+                 minor_faults=usage.ru_minflt, major_faults=usage.ru_majflt,
+                 written=usage.ru_oublock * 512, rss_sum=rss_sum, rss_max=rss_max,
+                 load=os.getloadavg()[0])
 
 
 def _entry(checkout: pathlib.Path) -> tuple[list[str], pathlib.Path]:
@@ -161,10 +191,10 @@ def run_ours(corpus: pathlib.Path, workers: int, *, checkout: pathlib.Path = ROO
             command.append("--progress=none")
             if not any(flag.startswith("--dedup=") for flag in flags):
                 command.append("--dedup=none")
-        figures = measure(command, pathlib.Path(tmp) / "log", cwd=cwd)
+        usage = measure(command, pathlib.Path(tmp) / "log", cwd=cwd)
         instances = json.loads((out / "manifest.json").read_text())["total_instances"]
     return Run(f"{label}, {workers} worker{'s' * (workers > 1)}", _shape(corpus),
-               corpus.stat().st_size / MB, instances, *figures)
+               corpus.stat().st_size / MB, instances, usage)
 
 
 def kept_corpus(corpus: pathlib.Path, mode: str) -> tuple[pathlib.Path, int, int]:
@@ -212,11 +242,11 @@ def run_original(corpus: pathlib.Path, reference: pathlib.Path) -> Run:
         command = [sys.executable, "-c", _ORIGINAL, str(reference.resolve()),
                    f"--input_file={corpus}", f"--output_file={tmp}/out.tfrecord",
                    f"--vocab_file={VOCAB}", *FLAGS]
-        figures = measure(command, log)
+        usage = measure(command, log)
         wrote = [line for line in log.read_text(errors="replace").splitlines()
                  if "total instances" in line]
     instances = int(wrote[-1].split("Wrote ")[1].split()[0])
-    return Run("original", _shape(corpus), corpus.stat().st_size / MB, instances, *figures)
+    return Run("original", _shape(corpus), corpus.stat().st_size / MB, instances, usage)
 
 
 def _shape(corpus: pathlib.Path) -> str:
@@ -224,13 +254,17 @@ def _shape(corpus: pathlib.Path) -> str:
 
 
 def _row(run: Run) -> str:
-    return (f"{run.label:<20}{run.shape:<9}{run.megabytes:>7.1f}{run.instances:>12,}{run.wall:>9.1f}"
-            f"{run.cpu:>9.1f}{run.instances / run.cpu:>11,.0f}{run.megabytes / run.cpu:>9.3f}"
-            f"{run.rss_sum / 2**20:>10,.0f}{run.rss_max / 2**20:>10,.0f}{run.load:>6.1f}")
+    use = run.usage
+    return (f"{run.label:<20}{run.shape:<9}{run.megabytes:>6.1f}{run.instances:>12,}"
+            f"{use.wall:>8.1f}{use.user:>8.1f}{use.system:>7.1f}{use.system / use.cpu:>6.0%}"
+            f"{run.instances / use.cpu:>11,.0f}{run.megabytes / use.cpu:>9.3f}"
+            f"{use.minor_faults / 1e6:>9.2f}{use.major_faults:>7,}{use.written / 1e9:>9.2f}"
+            f"{use.rss_sum / 2**20:>9,.0f}{use.rss_max / 2**20:>9,.0f}{use.load:>6.1f}")
 
 
-HEADER = (f"{'run':<20}{'shape':<9}{'MB':>7}{'instances':>12}{'wall s':>9}{'CPU s':>9}"
-          f"{'inst/CPU-s':>11}{'MB/CPU-s':>9}{'RSS sum':>10}{'RSS max':>10}{'load':>6}  (RSS in MiB)")
+HEADER = (f"{'run':<20}{'shape':<9}{'MB':>6}{'instances':>12}{'wall s':>8}{'user s':>8}"
+          f"{'sys s':>7}{'sys':>6}{'inst/CPU-s':>11}{'MB/CPU-s':>9}{'minflt M':>9}"
+          f"{'majflt':>7}{'wrote GB':>9}{'RSS sum':>9}{'RSS max':>9}{'load':>6}  (RSS in MiB)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -315,12 +349,15 @@ def print_stages(corpus: pathlib.Path, flags: tuple[str, ...] = (), label: str =
               f"{spent / breakdown.documents * 1e6:>13.1f}{spent / count * 1e6:>13.1f}")
 
 
-def print_ratios(ours: Run, original: Run) -> None:
-    print(f"  {ours.shape} {ours.megabytes:.3g} MB, {ours.label} / {original.label}: instances/CPU-s "
-          f"{ours.instances / ours.cpu / (original.instances / original.cpu):.1f}x, "
-          f"wall {ours.wall / original.wall:.3f}x, peak RSS (sum) "
-          f"{ours.rss_sum / original.rss_sum:.3f}x, instances "
-          f"{ours.instances / original.instances:.3f}x")
+def print_ratios(ours: Run, other: Run) -> None:
+    mine, theirs = ours.usage, other.usage
+    print(f"  {ours.shape} {ours.megabytes:.3g} MB, {ours.label} / {other.label}: instances/CPU-s "
+          f"{ours.instances / mine.cpu / (other.instances / theirs.cpu):.2f}x, "
+          f"wall {mine.wall / theirs.wall:.3f}x, system s {mine.system / theirs.system:.3f}x, "
+          f"minor faults {mine.minor_faults / theirs.minor_faults:.3f}x, written "
+          f"{mine.written / max(theirs.written, 1):.3f}x, peak RSS (sum) "
+          f"{mine.rss_sum / theirs.rss_sum:.3f}x, instances "
+          f"{ours.instances / other.instances:.3f}x")
 
 
 def _sizes(text: str) -> list[float]:
@@ -405,7 +442,7 @@ def main(argv: list[str] | None = None) -> None:
         if 1 in args.workers and len(runs) > 1:
             one = runs[args.workers.index(1)]
             print(f"  {shape} {size:g} MB, wall speed-up over 1 worker: " + ", ".join(
-                f"{run.label}: {one.wall / run.wall:.2f}x" for run in runs if run is not one))
+                f"{run.label}: {one.usage.wall / run.usage.wall:.2f}x" for run in runs if run is not one))
     if args.memory_size:
         for shape in args.shapes:
             corpus = corpus_path(args.memory_size, shape=shape, seed=args.seed)

@@ -1,20 +1,30 @@
-"""Tokenizer throughput, fast engine vs the character-level oracle, side by side.
+"""Tokenizer throughput: the compiled tokenizer beside its candidates, side by side.
 
-Not a test: it prints figures. Both tokenizers run in this process on one core
-over the same lines, cold (a fresh word cache) and warm (a second pass), so
-the ratio is measured under the same machine load. With `--reference DIR` (a
-checkout of google-research/bert, never committed here) the original
-`tokenization.FullTokenizer` is timed as well; with `--spm_model M`, the
-SentencePiece tokenizer (ALBERT's text handling around Google's library) on
-the same lines.
+Not a test: it prints figures. Every tokenizer runs in this process on one
+core over the same lines: its construction (CPU seconds: vocabulary tables,
+compiled code loaded), a first pass (the compiled tokenizer fills its
+character table, a caching one its word cache: what a fresh worker pays on
+text it has not seen) and the best of `--passes` later passes. The
+candidates: Hugging Face `tokenizers` (Rust) set up as BERT's tokenizer
+(BertNormalizer, BertPreTokenizer, WordPiece with the original's 200-character
+limit), without any fix for the original's edge cases, so an upper bound on
+its speed; the character-level oracle of the tests; with `--baseline DIR` the
+tokenizer of another checkout of this project (e.g. the per-word cache before
+the compiled one); with `--reference DIR` (a checkout of google-research/bert,
+never committed here) the original `tokenization.FullTokenizer`; with
+`--spm_model M` the SentencePiece tokenizer (ALBERT's text handling around
+Google's library). Each line's WordPiece ids are compared with the compiled
+tokenizer's (SentencePiece's ids are another vocabulary's: not compared).
 
-    python bench/tokenizer.py --corpus tests/data/wiki_small.txt --repeat 3
+    python bench/tokenizer.py --corpus tests/data/wikitext2_valid.txt --baseline ../main
     python bench/tokenizer.py --spm_model tests/data/sentencepiece-8k.model
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import os
 import pathlib
 import sys
 import time
@@ -26,27 +36,67 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from oracle_tokenization import OracleTokenizer  # noqa: E402
 from bert_pretraining_data.transforms.subword.tokenizers import TokenizerSpec  # noqa: E402
 from bert_pretraining_data.transforms.tokenization import FullTokenizer  # noqa: E402
-from bert_pretraining_data.transforms.vocabulary import parse_vocabulary  # noqa: E402
+from bert_pretraining_data.transforms.vocabulary import Vocabulary, parse_vocabulary  # noqa: E402
+
+Ids = Callable[[str], list]
 
 
-def _time(label: str, tokenize: Callable[[str], list], lines: list[str],
-          megabytes: float) -> float:
-    start = time.process_time()
-    tokens = sum(len(tokenize(line)) for line in lines)
-    seconds = max(time.process_time() - start, 1e-9)
-    print(f"{label:<28} {len(lines) / seconds:>12,.0f} lines/s "
-          f"{megabytes / seconds:>8.2f} MB/s {tokens:>10,} tokens")
-    return megabytes / seconds
+def _cpu() -> float:
+    return time.process_time()
 
 
-def _original(reference: str, vocab_path: str, lower: bool):
+def _hugging_face(vocab: Vocabulary, lower: bool) -> Ids:
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"  # one core, as the others
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+
+    tokenizer = Tokenizer(models.WordPiece(vocab=dict(vocab.ids), unk_token="[UNK]",
+                                           max_input_chars_per_word=200))
+    tokenizer.normalizer = normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=True, strip_accents=lower, lowercase=lower)
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    return lambda line: tokenizer.encode(line, add_special_tokens=False).ids
+
+
+def _baseline(checkout: pathlib.Path, vocab: Vocabulary, lower: bool) -> Ids:
+    """The tokenizer module of another checkout, loaded from its file (its
+    imports resolve to this checkout's modules, which it shares)."""
+    spec = importlib.util.spec_from_file_location(
+        "baseline_tokenization", checkout / "transforms" / "tokenization.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.FullTokenizer(vocab, do_lower_case=lower).tokenize_to_ids
+
+
+def _original(reference: str, vocab_path: str, lower: bool) -> Ids:
     import tensorflow
 
     sys.modules["tensorflow"] = tensorflow.compat.v1
     sys.path.insert(0, reference)
     import tokenization  # the original, from the reference checkout
 
-    return tokenization.FullTokenizer(vocab_path, do_lower_case=lower)
+    original = tokenization.FullTokenizer(vocab_path, do_lower_case=lower)
+    return lambda line: original.convert_tokens_to_ids(original.tokenize(line))
+
+
+def measure(label: str, build: Callable[[], Ids], lines: list[str], megabytes: float,
+            passes: int, expected: list[list[int]] | None) -> list[list[int]]:
+    start = _cpu()
+    ids = build()
+    construction = _cpu() - start
+    start = _cpu()
+    first = [ids(line) for line in lines]
+    cold = max(_cpu() - start, 1e-9)
+    warm = cold
+    for _ in range(passes - 1):
+        start = _cpu()
+        for line in lines:
+            ids(line)
+        warm = min(warm, max(_cpu() - start, 1e-9))
+    same = ("" if expected is None else
+            f"{sum(a == b for a, b in zip(first, expected)) / len(lines):>9.2%}")
+    print(f"{label:<40}{construction:>8.2f}{megabytes / cold:>9.2f}{megabytes / warm:>9.2f}"
+          f"{len(lines) / warm:>12,.0f}{same}", flush=True)
+    return first
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -55,37 +105,45 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--vocab", default=str(ROOT / "tests/data/bert-base-uncased-vocab.txt"))
     parser.add_argument("--repeat", type=int, default=1,
                         help="concatenate the corpus this many times")
+    parser.add_argument("--passes", type=int, default=3, help="passes over the lines")
     parser.add_argument("--cased", action="store_true", help="do_lower_case=False")
+    parser.add_argument("--baseline", type=pathlib.Path,
+                        help="another checkout of this project: its tokenizer too")
     parser.add_argument("--reference", help="checkout of google-research/bert")
+    parser.add_argument("--oracle", action="store_true", help="the slow oracle too")
     parser.add_argument("--spm_model", help="a SentencePiece model: time it too")
     args = parser.parse_args(argv)
 
     text = pathlib.Path(args.corpus).read_text(encoding="utf-8")
     lines = text.splitlines() * args.repeat
     megabytes = len(text.encode("utf-8")) * args.repeat / 1e6
-    vocab_bytes = pathlib.Path(args.vocab).read_bytes()
-    vocab = parse_vocabulary(vocab_bytes, source=args.vocab)
+    vocab = parse_vocabulary(pathlib.Path(args.vocab).read_bytes(), source=args.vocab)
     lower = not args.cased
     print(f"corpus {args.corpus} x{args.repeat}: {len(lines):,} lines, "
-          f"{megabytes:.2f} MB, do_lower_case={lower}")
-
-    fast = FullTokenizer(vocab, do_lower_case=lower)
-    cold = _time("fast ids (cold cache)", fast.tokenize_to_ids, lines, megabytes)
-    warm = _time("fast ids (warm cache)", fast.tokenize_to_ids, lines, megabytes)
-    _time("fast strings (warm cache)", fast.tokenize, lines, megabytes)
-    oracle = _time("python oracle", OracleTokenizer(list(vocab.tokens), lower).tokenize,
-                   lines, megabytes)
-    print(f"speed-up over the oracle: {cold / oracle:.1f}x cold, {warm / oracle:.1f}x warm")
+          f"{megabytes:.2f} MB, do_lower_case={lower}; CPU seconds, one core")
+    print(f"{'tokenizer':<40}{'build s':>8}{'MB/s 1st':>9}{'MB/s':>9}{'lines/s':>12}"
+          f"{'same ids':>9}")
+    ours = measure("compiled (this checkout)",
+                   lambda: FullTokenizer(vocab, do_lower_case=lower).tokenize_to_ids,
+                   lines, megabytes, args.passes, None)
+    if args.baseline:
+        measure(f"baseline ({args.baseline.name})",
+                lambda: _baseline(args.baseline.resolve(), vocab, lower),
+                lines, megabytes, args.passes, ours)
+    measure("HF tokenizers, as BERT's, no fixes", lambda: _hugging_face(vocab, lower),
+            lines, megabytes, args.passes, ours)
+    if args.oracle:
+        oracle = OracleTokenizer(list(vocab.tokens), lower)
+        measure("python oracle (tests)",
+                lambda: lambda line: [vocab.ids[t] for t in oracle.tokenize(line)],
+                lines, megabytes, 1, ours)
     if args.spm_model:
-        pieces = TokenizerSpec(None, lower, args.spm_model, "albert").tokenizer()
-        spm = _time("sentencepiece ids", pieces.tokenize_to_ids, lines, megabytes)
-        print(f"sentencepiece / fast WordPiece: {spm / cold:.2f}x cold, {spm / warm:.2f}x warm")
+        measure("SentencePiece (ALBERT's text handling)",
+                lambda: TokenizerSpec(None, lower, args.spm_model, "albert").tokenizer()
+                .tokenize_to_ids, lines, megabytes, args.passes, None)
     if args.reference:
-        original = _time("original FullTokenizer",
-                         _original(args.reference, args.vocab, lower).tokenize,
-                         lines, megabytes)
-        print(f"speed-up over the original: {cold / original:.1f}x cold, "
-              f"{warm / original:.1f}x warm")
+        measure("original FullTokenizer", lambda: _original(args.reference, args.vocab, lower),
+                lines, megabytes, 1, ours)
 
 
 if __name__ == "__main__":

@@ -50,8 +50,8 @@ from typing import Iterator, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions
 
+from bert_pretraining_data.pipeline.local_runner import new_pipeline
 from bert_pretraining_data.pipeline.options import (ConfigError, OneLineParser, parse_bool,
                                                     split_known_args)
 from bert_pretraining_data.pipeline.publish import OutputLayout, check_writable, remove_tree
@@ -385,7 +385,7 @@ def run(argv: Sequence[str]) -> dict:
     remove_tree(config.staging_dir)  # whatever an interrupted run left
     check_writable(OutputLayout(config.staging_dir, (config.output_file,), config.metrics_file))
     patterns = comma_separated(config.input_file)
-    pipeline = beam.Pipeline(options=PipelineOptions(beam_args))
+    pipeline = new_pipeline(beam_args)
     build = (build_sentencepiece_pipeline if config.tokenization == SENTENCEPIECE
              else build_vocab_pipeline)
     build(pipeline, config=config, patterns=patterns)

@@ -13,9 +13,9 @@ import sys
 from typing import Sequence
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
 
 from bert_pretraining_data.pipeline.changes import DocumentHistory, DocumentPlan
+from bert_pretraining_data.pipeline.local_runner import new_pipeline
 from bert_pretraining_data.pipeline.options import Config, Stages
 from bert_pretraining_data.pipeline.publish import OutputLayout, prepare_output
 from bert_pretraining_data.transforms.counters import read_counters
@@ -41,7 +41,7 @@ class Prepared:
         return comma_separated(self.config.input_file)
 
     def new_pipeline(self) -> beam.Pipeline:
-        return beam.Pipeline(options=PipelineOptions(list(self.beam_args)))
+        return new_pipeline(self.beam_args)
 
     def document_plan(self, history: DocumentHistory | None) -> DocumentPlan | None:
         """Where this run's document hashes go, when a refresh asks for them."""

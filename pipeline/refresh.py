@@ -55,11 +55,11 @@ from typing import Callable, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions
 
 from bert_pretraining_data.pipeline.changes import DocumentHistory, PreviousVersion, summary
 from bert_pretraining_data.pipeline.dataflow import check_dataflow_options, launch
 from bert_pretraining_data.pipeline.main import run
+from bert_pretraining_data.pipeline.local_runner import new_pipeline
 from bert_pretraining_data.pipeline.options import Config, ConfigError, parse_args
 from bert_pretraining_data.pipeline.publish import (MANIFEST_NAME, PublishError,
                                                     package_versions, remove_tree)
@@ -316,7 +316,7 @@ def _launch_nothing(step: Plan) -> None:
     _, beam_args = parse_args(step.pipeline_argv)
     message = (f"corpus unchanged since version {step.latest} "
                f"(fingerprint {step.fingerprint.digest[:12]}); nothing to build")
-    pipeline = beam.Pipeline(options=PipelineOptions(beam_args))
+    pipeline = new_pipeline(beam_args)
     reported = (pipeline
                 | "CorpusUnchanged" >> beam.Create([message])
                 | "Report" >> beam.Map(logging.getLogger(__name__).warning))

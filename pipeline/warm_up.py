@@ -1,4 +1,4 @@
-"""Compiles the record kernels into numba's cache, so no process compiles them again.
+"""Compiles the record and tokenizer kernels into numba's cache, so no process compiles them again.
 
 Every process that creates records (a DirectRunner worker, a Dataflow worker
 process) loads the compiled kernels from the cache beside the modules
@@ -14,18 +14,22 @@ from source when it starts and compiles on first use, once per worker process.
 
 from __future__ import annotations
 
-from bert_pretraining_data.transforms import compact_documents, jit_records, rows, sharding
+from bert_pretraining_data.transforms import (compact_documents, jit_records, jit_tokenization,
+                                              rows, sharding)
 from bert_pretraining_data.transforms.example_writer import RecordLayout
 from bert_pretraining_data.transforms.fast_records import Engine, warm_up as warm_up_records
 from bert_pretraining_data.transforms.instances import InstanceConfig
 from bert_pretraining_data.transforms.masking import MaskingConfig
 from bert_pretraining_data.transforms.packing import histogram, plan
 from bert_pretraining_data.transforms.sharding import RawRecords, scan_entries, split_by_shard
+from bert_pretraining_data.transforms.tokenization import FullTokenizer
+from bert_pretraining_data.transforms.vocabulary import parse_vocabulary
 
 # The kernels the pipeline calls from Python (each compiles what it calls).
 KERNELS = (jit_records.unit_entries, compact_documents.read_compact, sharding._entries_of,
            sharding.gather, sharding._scan_entries, sharding._frame_payloads,
-           rows._lengths, rows._write_rows, histogram._solve, plan._fill_rows)
+           rows._lengths, rows._write_rows, histogram._solve, plan._fill_rows,
+           jit_tokenization.line_ids, jit_tokenization.build_slots, jit_tokenization.wordpiece)
 
 # Kernel types do not depend on flag values: one small configuration compiles
 # every specialization the pipeline uses.
@@ -47,10 +51,13 @@ def warm_up() -> dict[str, tuple[int, int]]:
     records = sharding.RecordBatch.of([(3, b"b"), (2, b"a")])
     split_by_shard(records, 2)
     list(RawRecords().rows(*scan_entries(records.entries)).chunks)
+    vocab = parse_vocabulary(b"[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\n##a\n")
+    # U+1B44 keeps a combining class: its line takes the word-by-word path.
+    FullTokenizer(vocab, do_lower_case=True).tokenize_to_ids("a aa \u1b44a")
     return {kernel.__name__: (sum(kernel.stats.cache_misses.values()),
                               sum(kernel.stats.cache_hits.values())) for kernel in KERNELS}
 
 
 if __name__ == "__main__":
     compiled = sum(misses for misses, _ in warm_up().values())
-    print(f"record kernels cached: {compiled} signature(s) compiled now")
+    print(f"record and tokenizer kernels cached: {compiled} signature(s) compiled now")

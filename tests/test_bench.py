@@ -74,9 +74,11 @@ def test_shapes_have_the_document_lengths_they_promise(tmp_path: pathlib.Path):
         sizes[shape] = sorted(sum(len(line) + 1 for line in lines) for lines in documents)
         if shape == "short":
             assert {len(lines) for lines in documents} == {1, 2, 3, 4, 5}
+        if shape == "tiny":
+            assert {len(lines) for lines in documents} == {1, 2}
     median = {shape: values[len(values) // 2] for shape, values in sizes.items()}
     assert 1_500 < median["web"] < 2_700
-    assert median["short"] < 500 < 5_000 < median["wikitext"]
+    assert 70 < median["tiny"] < 140 < median["short"] < 500 < 5_000 < median["wikitext"]
 
 
 def test_scale_model_counts_what_the_emulator_test_counts():

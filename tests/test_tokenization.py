@@ -66,13 +66,44 @@ def test_every_code_point_is_cleaned_as_the_oracle_cleans_it(tokenizers):
         assert fast.tokenize(text) == oracle.tokenize(text), hex(start)
 
 
-def test_results_do_not_depend_on_the_cache(uncased_vocab, monkeypatch):
-    """A cache that is cleared constantly must give the same tokens as a warm one."""
-    monkeypatch.setattr(tokenization, "_CACHE_LIMIT", 3)
-    tiny = FullTokenizer(uncased_vocab, do_lower_case=True)
-    texts = [c["text"] for c in GOLDEN] * 2
-    assert [tiny.tokenize(t) for t in texts] == [c["lower"] for c in GOLDEN] * 2
-    assert len(tiny._word_cache) <= 3
+# U+03A3 lower-cases to U+03C2 at the end of its word (Python's Final_Sigma
+# rule: after a cased letter, case-ignorables such as marks, "'" and "."
+# skipped); deleted characters (ZWSP) are not in the word, CJK ends it.
+_SIGMA_LINES = [
+    "ΟΔΟΣ", "ΣΑΣ ΣΑΣ.", "Σ", "ΑΣ.", "ΑΣ.Β", "ΑΣ'Β", "ΑΣ-Β", "Α\u0301Σ", "ΑΣ\u0301",
+    "ΑΣ\u0301Β", "1Σ", "ΑΣ1", "ΑΣ\u200bΒ", "Α\u200bΣ", "ΑΣ你", "你Σ", "\u0301Σ",
+    "ΑΣΣ", "αΣ", "ʰΣ", "ΑʰΣ", "ΑΣʰ", "ΑΣ\u2028Β", "ΟΔΥΣΣΕΥΣ ΚΑΙ ΠΗΝΕΛΟΠΗ.",
+]
+# Characters that keep a combining class after NFD (which may reorder them):
+# their lines are tokenized word by word in Python.
+_REORDERED_LINES = [
+    "a\u1b44\u0301b plain words", "\U0001d15e\U0001d165\U0001d16d x", "ᬅ\u1b44\u1b34 Σ é",
+    "A\u0301\u1b44\u0316Σ. tail",
+]
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_words_that_need_their_context_match_the_oracle(tokenizers, lower):
+    fast, oracle = tokenizers[lower]
+    for line in _SIGMA_LINES + _REORDERED_LINES:
+        assert fast.tokenize(line) == oracle.tokenize(line), line
+
+
+def test_final_sigma_is_read_from_the_word(uncased_vocab):
+    fast = FullTokenizer(uncased_vocab, do_lower_case=True)
+    assert fast.tokenize("ΣΑΣ")[-1].endswith("ς")
+    assert fast.tokenize("ΑΣΑ")[-1].endswith("α")
+    assert "##ς" not in fast.tokenize("ΣΑΣΑ")
+
+
+def test_a_line_of_many_new_characters_fills_the_table_in_rounds(tokenizers):
+    """More unseen characters than one pass lists, and a line longer than the
+    output buffer: the same tokens as the oracle."""
+    fast, oracle = tokenizers[True]
+    line = " ".join(chr(cp) + "é" for cp in range(0x1E00, 0x1E00 + 700))
+    assert fast.tokenize(line) == oracle.tokenize(line)
+    long_line = "a, " * 40_000
+    assert fast.tokenize(long_line) == oracle.tokenize(long_line)
 
 
 def test_tokenize_stage_drops_lines_without_tokens(uncased_tokenizer):

@@ -1,33 +1,39 @@
-"""FullTokenizer-exact WordPiece tokenization, an order of magnitude faster.
+"""FullTokenizer-exact WordPiece tokenization, compiled.
 
 BERT's `FullTokenizer` (BasicTokenizer then WordpieceTokenizer) walks every
-character in Python. Its steps split into two kinds:
+character in Python. Here a line is tokenized by one compiled call
+(transforms.jit_tokenization) that reads a per-code-point table: what the
+original makes of each character (deleted, a space, a CJK word of its own,
+or the characters it becomes in its word: lower-cased, NFD-decomposed,
+accents stripped, punctuation split off), then WordPiece's greedy longest
+match over a hash table of the vocabulary.
 
-* line-level character maps (drop NUL / U+FFFD / Cc / Cf, turn whitespace
-  into spaces, put spaces around CJK ideographs) then `str.split()`; here they
-  run in C through `str.translate` and one regex substitution;
-* everything after the split (lower-casing, accent stripping, punctuation
-  splitting, greedy longest-match WordPiece) is a pure function of one
-  whitespace-separated word; here each distinct word is computed once and its
-  ids are cached, so the Python work per word is one dict lookup.
-
-Both keep the original's semantics exactly, including its quirks: lower-casing
-per word (Greek final sigma), `[MASK]` in raw text split as punctuation,
-only Cc/Cf removed (private-use and unassigned characters survive), `[UNK]`
-for words over 200 characters, Python's own Unicode database.
+The table is written by the Python functions below, the one definition of
+the original's character semantics with Python's own Unicode database (the
+vocabulary learner uses them too), for each character the first time it is
+seen: a corpus uses a few thousand of the 1.1 M code points, and filling all
+of them would take ~9 s in every process. Per character is exact because the
+original's per-word steps are per character but for two things, both kept:
+lower-casing U+03A3 depends on its word (Python's Final_Sigma rule, which
+the compiled code applies with each character's class from the table), and
+NFD reorders characters that keep a combining class (38 code points; a line
+holding one is tokenized word by word in Python). So the original's quirks
+hold: lower-casing per word, `[MASK]` in raw text split as punctuation, only
+Cc/Cf removed (private-use and unassigned characters survive), `[UNK]` for
+words over 200 characters.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from itertools import chain
 from typing import Sequence
 
-from bert_pretraining_data.transforms.vocabulary import Vocabulary, load_vocabulary
+import numpy as np
 
-MAX_INPUT_CHARS_PER_WORD = 200
-_CACHE_LIMIT = 1 << 18  # distinct words kept; cleared when full (memory bound)
+from bert_pretraining_data.transforms import jit_tokenization as jit
+from bert_pretraining_data.transforms.jit_tokenization import MAX_INPUT_CHARS_PER_WORD
+from bert_pretraining_data.transforms.vocabulary import Vocabulary, load_vocabulary
 
 # The original's CJK blocks (Unified Ideographs, extensions A-E, compatibility).
 _CJK_RANGES = (
@@ -131,6 +137,65 @@ def basic_pieces(word: str, *, do_lower_case: bool) -> list[str]:
     return [part for piece in _split_on_punctuation(word) for part in piece.split()]
 
 
+class _CharacterTable:
+    """What the original makes of each code point, for the compiled tokenizer
+    (transforms.jit_tokenization's `kinds` and `outputs`), one per
+    `do_lower_case`, shared by the process's tokenizers and filled on first
+    sight. Zeroed arrays cost memory only where a row is written."""
+
+    _tables: dict[bool, "_CharacterTable"] = {}
+
+    def __init__(self, lower: bool) -> None:
+        self.lower = lower
+        self.kinds = np.zeros(0x110000, dtype=np.uint8)
+        self.outputs = np.zeros((0x110000, 1 + jit.MAX_OUTPUTS), dtype=np.int32)
+
+    @classmethod
+    def of(cls, lower: bool) -> "_CharacterTable":
+        if lower not in cls._tables:
+            cls._tables[lower] = cls(lower)
+        return cls._tables[lower]
+
+    def fill(self, code_points: Sequence[int]) -> None:
+        for cp in code_points:
+            kind, outputs = self._row(cp)
+            self.outputs[cp, 0] = len(outputs)
+            self.outputs[cp, 1:1 + len(outputs)] = outputs
+            self.kinds[cp] = kind  # last: a row is complete once its kind is set
+
+    def _row(self, cp: int) -> tuple[int, list[int]]:
+        translation = _translation(cp)
+        char = chr(cp)
+        if translation is None:
+            return jit.DROP, []
+        if translation == " " or char.isspace():  # str.split() also splits at U+2028/9
+            return jit.SPACE, []
+        kind = jit.CJK if is_cjk(char) else jit.NORMAL
+        if self.lower:
+            kind |= _sigma_class(char)
+            if cp == _CAPITAL_SIGMA:
+                return jit.SIGMA | _sigma_class(char), []
+            char = _strip_accents(char.lower())
+        if len(char) > jit.MAX_OUTPUTS or any(
+                unicodedata.combining(c) or c.isspace() for c in char):
+            return jit.COMPLEX, []
+        return kind, [ord(c) | (jit.PUNCT if _is_punctuation(c) else 0) for c in char]
+
+
+_CAPITAL_SIGMA = 0x3A3
+
+
+def _sigma_class(char: str) -> int:
+    """The character's class for Python's Final_Sigma rule (a U+03A3 after a
+    cased character, case-ignorables skipped, and before none, lower-cases to
+    U+03C2), read from Python's own lower-casing."""
+    if (char + "\u03a3").lower()[-1] == "\u03c2":
+        return jit.CASED  # cased, and not skipped as case-ignorable
+    if ("A" + char + "\u03a3").lower()[-1] == "\u03c2":
+        return jit.CASE_IGNORABLE
+    return 0
+
+
 class FullTokenizer:
     """Text to WordPiece ids or tokens, identical to BERT's FullTokenizer.
 
@@ -140,8 +205,9 @@ class FullTokenizer:
     dicts), so code written against BERT's `tokenization.py` runs unchanged;
     `vocab_file` may also be a loaded Vocabulary (`vocabulary`).
 
-    Build it once per process (it holds a vocabulary and a word cache); it is
-    not meant to be pickled to Beam workers: construct it in `DoFn.setup`.
+    Build it once per process (it holds the vocabulary's hash table and its
+    scratch buffers); it is not meant to be pickled to Beam workers: construct
+    it in `DoFn.setup`.
     """
 
     def __init__(self, vocab_file: "str | Vocabulary", do_lower_case: bool = True) -> None:
@@ -151,28 +217,34 @@ class FullTokenizer:
         self.vocab = vocab.ids  # token -> id, in id order, as the original's
         self.inv_vocab = dict(enumerate(vocab.tokens))
         self.do_lower_case = do_lower_case
-        self._ids = vocab.ids
-        self._unk = (vocab.unk_id,)
-        # Longest candidate worth looking up, at a word start and after `##`.
-        self._max_head = max(len(t) for t in vocab.tokens)
-        self._max_tail = max((len(t) - 2 for t in vocab.tokens if t.startswith("##")),
-                             default=0)
-        self._word_cache: dict[str, tuple[int, ...]] = {}
-        self._piece_cache: dict[str, tuple[int, ...]] = {}
+        self._characters = _CharacterTable.of(do_lower_case)
+        self._slots, self._chars, self._params = _wordpiece_table(vocab)
+        self._piece = np.zeros(jit.PIECE_CAPACITY, dtype=np.int32)
+        self._hashes = np.zeros(max(1, *self._params[:jit.UNK]), dtype=np.int64)
+        self._missing = np.zeros(257, dtype=np.int64)
+        self._reserve(256)
+        self._line_ids = jit.direct(jit.line_ids, "", *self._arguments)
+
+    def _reserve(self, characters: int) -> None:
+        """Room for the ids of a line of this many characters (the arguments
+        after the line's text are kept in one tuple: a call builds nothing)."""
+        self._out = np.zeros(characters * jit.MAX_OUTPUTS, dtype=np.int32)
+        self._capacity = characters
+        table = self._characters
+        self._arguments = (table.kinds, table.outputs, self._slots, self._chars, self._params,
+                           self._piece, self._hashes, self._out, self._missing)
 
     def tokenize_to_ids(self, text: str) -> list[int]:
         """WordPiece ids of one line of text."""
-        words = split_words(text)
-        try:  # all words seen before: the whole line runs in C
-            return list(chain.from_iterable(map(self._word_cache.__getitem__, words)))
-        except KeyError:  # compute the new words, then the line runs in C again
-            cache = self._word_cache
-            missing = [word for word in words if word not in cache]
-            if len(cache) + len(missing) >= _CACHE_LIMIT:  # the cache will be cleared
-                return [i for word in words for i in self._word_ids(word)]
-            for word in missing:
-                self._word_ids(word)
-            return list(chain.from_iterable(map(cache.__getitem__, words)))
+        if len(text) > self._capacity:
+            self._reserve(len(text))
+        count = self._line_ids(text, *self._arguments)
+        while count == jit.MISSING:  # characters seen for the first time
+            self._characters.fill(self._missing[1:1 + self._missing[0]].tolist())
+            count = self._line_ids(text, *self._arguments)
+        if count == jit.COMPLEX_LINE:
+            return self._python_ids(text)
+        return self._out[:count].tolist()
 
     def tokenize(self, text: str) -> list[str]:
         """WordPiece tokens of one line of text, as the original returns them."""
@@ -183,48 +255,42 @@ class FullTokenizer:
         return [tokens[i] for i in ids]
 
     def convert_tokens_to_ids(self, tokens: Sequence[str]) -> list[int]:
-        return [self._ids[t] for t in tokens]
+        return [self.vocab[t] for t in tokens]
 
-    def _word_ids(self, word: str) -> tuple[int, ...]:
-        cached = self._word_cache.get(word)
-        if cached is not None:
-            return cached
+    def _python_ids(self, text: str) -> list[int]:
+        """A line holding a character whose output depends on its word: the
+        original's steps word by word, then the same compiled WordPiece."""
         ids: list[int] = []
-        for part in basic_pieces(word, do_lower_case=self.do_lower_case):
-            piece_ids = self._piece_cache.get(part)
-            if piece_ids is None:
-                piece_ids = self._remember(self._piece_cache, part, self._wordpiece(part))
-            ids += piece_ids
-        return self._remember(self._word_cache, word, tuple(ids))
+        for word in split_words(text):
+            for part in basic_pieces(word, do_lower_case=self.do_lower_case):
+                self._piece[:min(len(part), jit.PIECE_CAPACITY)] = [
+                    ord(c) for c in part[:jit.PIECE_CAPACITY]]
+                count = jit.wordpiece(self._piece, len(part), self._slots, self._chars,
+                                      self._params, self._hashes, self._out, 0)
+                ids += self._out[:count].tolist()
+        return ids
 
-    @staticmethod
-    def _remember(cache: dict, key: str, value: tuple[int, ...]) -> tuple[int, ...]:
-        if len(cache) >= _CACHE_LIMIT:
-            cache.clear()
-        cache[key] = value
-        return value
 
-    def _wordpiece(self, piece: str) -> tuple[int, ...]:
-        """Greedy longest-match-first, `##` continuations, `[UNK]` if stuck."""
-        length = len(piece)
-        if length > MAX_INPUT_CHARS_PER_WORD:
-            return self._unk
-        lookup = self._ids.get
-        ids: list[int] = []
-        start = 0
-        while start < length:
-            if start == 0:
-                end, prefix = min(length, self._max_head), ""
-            else:
-                end, prefix = min(length, start + self._max_tail), "##"
-            found = None
-            while end > start:
-                found = lookup(prefix + piece[start:end])
-                if found is not None:
-                    break
-                end -= 1
-            if found is None:
-                return self._unk
-            ids.append(found)
-            start = end
-        return tuple(ids)
+def _wordpiece_table(vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(slots, chars, params) of transforms.jit_tokenization: every token as a
+    key looked up at a word start, and every `##` token's rest as a key
+    looked up after `##`, as the original's `"##" + substr in vocab`. (Flat
+    lists of strings and ints: a tuple per token would make the garbage
+    collector walk all of Beam's objects, ~0.4 s.)"""
+    tokens = list(vocab.ids)
+    ids = list(vocab.ids.values())
+    tails = [i for i, token in enumerate(tokens) if token.startswith("##") and len(token) > 2]
+    keys = tokens + [tokens[i][2:] for i in tails]
+    chars = np.frombuffer("".join(keys).encode("utf-32-le"), dtype=np.uint32).astype(np.int32)
+    lengths = np.array(list(map(len, keys)), dtype=np.int64)
+    starts = np.zeros(len(keys), dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    continuations = np.zeros(len(keys), dtype=np.int64)
+    continuations[len(tokens):] = 1
+    key_ids = np.array(ids + [ids[i] for i in tails], dtype=np.int64)
+    slots = jit.build_slots(chars, starts, lengths, continuations, key_ids)
+    params = np.zeros(3, dtype=np.int64)
+    params[jit.MAX_HEAD] = lengths[:len(tokens)].max()
+    params[jit.MAX_TAIL] = lengths[len(tokens):].max(initial=0)
+    params[jit.UNK] = vocab.unk_id
+    return slots, chars, params
