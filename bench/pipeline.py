@@ -408,6 +408,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{os.cpu_count()} CPUs, {psutil.virtual_memory().total / 2**30:.0f} GiB; flags: "
           + " ".join(FLAGS))
     print(HEADER, flush=True)
+    originals: dict[str, Run] = {}  # per shape, the original's latest run (sizes ascend)
     for shape, size in ((shape, size) for shape in args.shapes for size in args.sizes):
         corpus = corpus_path(size, shape=shape, seed=args.seed)
         if args.dedup:
@@ -435,10 +436,16 @@ def main(argv: list[str] | None = None) -> None:
             print(_row(baseline), flush=True)
             print_ratios(runs[0], baseline)
         if args.reference and size in args.reference_sizes:
-            original = run_original(corpus, args.reference)
+            originals[shape] = original = run_original(corpus, args.reference)
             print(_row(original), flush=True)
             for run in runs:
                 print_ratios(run, original)
+        elif shape in originals:  # a size the original did not run: its rate per core
+            original = originals[shape]
+            for run in runs:
+                print(f"  {shape} {size:g} MB, {run.label}: instances/CPU-s "
+                      f"{run.instances / run.usage.cpu / (original.instances / original.usage.cpu):.2f}x"
+                      f" the original's at {original.megabytes:.3g} MB")
         if 1 in args.workers and len(runs) > 1:
             one = runs[args.workers.index(1)]
             print(f"  {shape} {size:g} MB, wall speed-up over 1 worker: " + ", ".join(
