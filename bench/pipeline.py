@@ -109,6 +109,10 @@ class Run:
     instances: int
     usage: Usage
 
+    @property
+    def cpu(self) -> float:
+        return self.usage.cpu
+
 
 def _tree_rss(root: psutil.Process) -> tuple[int, int]:
     sizes = []
@@ -444,7 +448,7 @@ def main(argv: list[str] | None = None) -> None:
             original = originals[shape]
             for run in runs:
                 print(f"  {shape} {size:g} MB, {run.label}: instances/CPU-s "
-                      f"{run.instances / run.usage.cpu / (original.instances / original.usage.cpu):.2f}x"
+                      f"{run.instances / run.cpu / (original.instances / original.cpu):.2f}x"
                       f" the original's at {original.megabytes:.3g} MB")
         if 1 in args.workers and len(runs) > 1:
             one = runs[args.workers.index(1)]
