@@ -16,7 +16,7 @@ minor and major page faults, and bytes written to files (`ru_oublock`, see
     python bench/pipeline.py --shapes short --sizes 5,20 --reference path/to/bert
     python bench/pipeline.py --sizes 1,5 --reference path/to/bert     # + ratios
     python bench/pipeline.py --sizes 20 --memory-size 200            # several minutes
-    python bench/pipeline.py --sizes 20 --dedup none,exact,near       # the dedup stage's cost
+    python bench/pipeline.py --sizes 20 --dedup none,exact,near --repeat 3   # dedup's cost
     python bench/pipeline.py --sizes 20 --packed                      # + --pack_sequences
     python bench/pipeline.py --sizes 20 --spm_model m.model --reference path/to/bert
 
@@ -31,12 +31,12 @@ handling) beside each WordPiece run, and its stage breakdown.
 
 Runs are `--dedup=none` (the original removes no duplicates, and the bench
 corpora repeat their sources) unless `--dedup` lists modes: then each mode
-runs on each corpus, and, since removing duplicates also removes their work,
-`none` runs again on the documents the mode keeps (written out in their
-order, chosen by the stage's own functions): the stage's cost is the mode's
-CPU time minus that run's, as a share of the `none` run on the whole corpus.
-The mode also runs on those kept documents, a corpus without duplicates,
-beside `none` on them: its cost where it finds nothing to remove.
+runs on each corpus beside `none` (its throughput over the same text, which
+includes the duplicates' work it removes), and both run again on the
+documents the mode keeps (written out in their order, chosen by the stage's
+own functions): a corpus without duplicates, where the mode's extra CPU is
+the stage's own cost. `--repeat N` runs every configuration N times in turns
+and compares medians.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import statistics
 import tempfile
 import time
 
@@ -215,29 +216,47 @@ def kept_corpus(corpus: pathlib.Path, mode: str) -> tuple[pathlib.Path, int, int
     return path, len(documents), len(kept)
 
 
-def print_dedup_costs(corpus: pathlib.Path, modes: list[str]) -> None:
-    """Each mode beside --dedup=none on the same corpus, and its stage's cost."""
-    runs = {mode: run_ours(corpus, 1, label=f"--dedup={mode}", flags=(f"--dedup={mode}",))
-            for mode in ["none", *[m for m in modes if m != "none"]]}
-    for run in runs.values():
-        print(_row(run), flush=True)
-    none = runs["none"]
-    for mode, run in runs.items():
-        if mode == "none":
-            continue
-        kept_path, documents, kept = kept_corpus(corpus, mode)
-        rest = run_ours(kept_path, 1, label=f"none, {mode}-kept")
-        again = run_ours(kept_path, 1, label=f"{mode}, {mode}-kept", flags=(f"--dedup={mode}",))
-        print(_row(rest), flush=True)
-        print(_row(again), flush=True)
-        cost = (run.cpu - rest.cpu) / none.cpu
-        print(f"  {run.shape} {run.megabytes:.3g} MB --dedup={mode}: kept {kept:,} of "
-              f"{documents:,} documents ({1 - kept / documents:.1%} removed); CPU "
-              f"{run.cpu:.1f} s vs {none.cpu:.1f} s without dedup ({run.cpu / none.cpu:.2f}x); "
-              f"the stage's cost ({run.cpu:.1f} s - {rest.cpu:.1f} s for the kept documents "
-              f"alone): {cost:+.1%} of the run without dedup; on the kept documents, which "
-              f"hold no duplicates: {again.cpu:.1f} s vs {rest.cpu:.1f} s without dedup "
-              f"({again.cpu / rest.cpu - 1:+.1%})", flush=True)
+def _cpu_seconds(runs: list[Run]) -> str:
+    return ", ".join(f"{run.cpu:.1f}" for run in runs)
+
+
+def dedup_summary(mode: str, whole: dict[str, list[Run]], on_kept: dict[str, list[Run]],
+                  documents: int, kept: int) -> str:
+    """One line: `--dedup=mode` against `--dedup=none`, the median CPU of each
+    one's repeated runs, on the whole corpus (its throughput over the same
+    text: dedup also removes the duplicates' work) and on the documents the
+    mode keeps (a corpus without duplicates: what the stage itself costs)."""
+    none, run = (statistics.median(r.cpu for r in whole[m]) for m in ("none", mode))
+    base, again = (statistics.median(r.cpu for r in on_kept[m]) for m in ("none", mode))
+    sample = whole[mode][0]
+    return (f"  {sample.shape} {sample.megabytes:.3g} MB --dedup={mode}: kept {kept:,} of "
+            f"{documents:,} documents ({1 - kept / documents:.1%} removed); median CPU of "
+            f"{len(whole[mode])}: {run:.1f} s vs {none:.1f} s without dedup "
+            f"[{_cpu_seconds(whole[mode])} vs {_cpu_seconds(whole['none'])}], throughput "
+            f"{none / run:.2f}x --dedup=none's; on the kept documents, which hold no "
+            f"duplicates: {again:.1f} s vs {base:.1f} s [{_cpu_seconds(on_kept[mode])} vs "
+            f"{_cpu_seconds(on_kept['none'])}], the stage's cost {again / base - 1:+.1%}")
+
+
+def print_dedup_costs(corpus: pathlib.Path, modes: list[str], repeat: int) -> None:
+    """Each mode beside --dedup=none on the same corpus and on the documents the
+    mode keeps, every configuration `repeat` times in turns (a shared machine's
+    speed drifts by more than the differences measured)."""
+    modes = ["none", *[m for m in modes if m != "none"]]
+    kept = {mode: kept_corpus(corpus, mode) for mode in modes[1:]}
+    whole: dict[str, list[Run]] = {mode: [] for mode in modes}
+    on_kept = {mode: {"none": [], mode: []} for mode in modes[1:]}
+    for _ in range(repeat):
+        for mode in modes:
+            whole[mode].append(run_ours(corpus, 1, label=mode, flags=(f"--dedup={mode}",)))
+            print(_row(whole[mode][-1]), flush=True)
+        for mode, (path, _, _) in kept.items():
+            for run_mode in on_kept[mode]:
+                on_kept[mode][run_mode].append(run_ours(
+                    path, 1, label=f"{run_mode}, {mode}-kept", flags=(f"--dedup={run_mode}",)))
+                print(_row(on_kept[mode][run_mode][-1]), flush=True)
+    for mode, (_, documents, kept_documents) in kept.items():
+        print(dedup_summary(mode, whole, on_kept[mode], documents, kept_documents), flush=True)
 
 
 def run_original(corpus: pathlib.Path, reference: pathlib.Path) -> Run:
@@ -259,14 +278,14 @@ def _shape(corpus: pathlib.Path) -> str:
 
 def _row(run: Run) -> str:
     use = run.usage
-    return (f"{run.label:<20}{run.shape:<9}{run.megabytes:>6.1f}{run.instances:>12,}"
+    return (f"{run.label:<28}{run.shape:<9}{run.megabytes:>6.1f}{run.instances:>12,}"
             f"{use.wall:>8.1f}{use.user:>8.1f}{use.system:>7.1f}{use.system / use.cpu:>6.0%}"
             f"{run.instances / use.cpu:>11,.0f}{run.megabytes / use.cpu:>9.3f}"
             f"{use.minor_faults / 1e6:>9.2f}{use.major_faults:>7,}{use.written / 1e9:>9.2f}"
             f"{use.rss_sum / 2**20:>9,.0f}{use.rss_max / 2**20:>9,.0f}{use.load:>6.1f}")
 
 
-HEADER = (f"{'run':<20}{'shape':<9}{'MB':>6}{'instances':>12}{'wall s':>8}{'user s':>8}"
+HEADER = (f"{'run':<28}{'shape':<9}{'MB':>6}{'instances':>12}{'wall s':>8}{'user s':>8}"
           f"{'sys s':>7}{'sys':>6}{'inst/CPU-s':>11}{'MB/CPU-s':>9}{'minflt M':>9}"
           f"{'majflt':>7}{'wrote GB':>9}{'RSS sum':>9}{'RSS max':>9}{'load':>6}  (RSS in MiB)")
 
@@ -407,6 +426,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dedup", type=lambda text: [m.strip() for m in text.split(",")],
                         help="dedup modes to compare with none on each corpus, e.g. "
                              "none,exact,near (1 worker)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="with --dedup: each configuration this many times in turns, "
+                             "medians compared")
     args = parser.parse_args(argv)
 
     print(f"{os.cpu_count()} CPUs, {psutil.virtual_memory().total / 2**30:.0f} GiB; flags: "
@@ -416,7 +438,7 @@ def main(argv: list[str] | None = None) -> None:
     for shape, size in ((shape, size) for shape in args.shapes for size in args.sizes):
         corpus = corpus_path(size, shape=shape, seed=args.seed)
         if args.dedup:
-            print_dedup_costs(corpus, args.dedup)
+            print_dedup_costs(corpus, args.dedup, args.repeat)
             continue
         runs = [run_ours(corpus, workers) for workers in args.workers]
         for run in runs:

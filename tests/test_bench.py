@@ -8,7 +8,7 @@ import pathlib
 
 from bench.corpus import MB, SHAPES, corpus_path, read_documents
 from bench.document_hashes import stage_costs
-from bench.pipeline import STAGES, stage_breakdown
+from bench.pipeline import STAGES, Run, Usage, dedup_summary, stage_breakdown
 from conftest import DATA
 from bert_pretraining_data.pipeline.main import run
 
@@ -59,6 +59,25 @@ def test_document_hash_costs_do_the_stages_work(tmp_path: pathlib.Path):
     assert costs.pop("documents") == len(read_documents(corpus)) > 0
     assert set(costs) == {"hash", "sort+encode", "compare"}
     assert all(spent >= 0 for spent in costs.values())
+
+
+def _runs(label: str, *cpu_seconds: float) -> list[Run]:
+    return [Run(label, "web", 20.0, 1000, Usage(wall=cpu, user=cpu, system=0.0, minor_faults=0,
+                                                major_faults=0, written=0, rss_sum=0, rss_max=0,
+                                                load=0.0))
+            for cpu in cpu_seconds]
+
+
+def test_dedup_summary_compares_medians_of_repeated_runs():
+    whole = {"none": _runs("none", 10.0, 30.0, 11.0), "exact": _runs("exact", 8.0, 9.0, 40.0)}
+    on_kept = {"none": _runs("none", 8.0, 8.0, 9.0), "exact": _runs("exact", 8.4, 50.0, 8.1)}
+
+    line = dedup_summary("exact", whole, on_kept, documents=200, kept=150)
+
+    assert "kept 150 of 200 documents (25.0% removed)" in line
+    assert "9.0 s vs 11.0 s without dedup" in line  # medians, not means or first runs
+    assert "throughput 1.22x --dedup=none's" in line
+    assert "8.4 s vs 8.0 s" in line and "the stage's cost +5.0%" in line
 
 
 def test_shapes_have_the_document_lengths_they_promise(tmp_path: pathlib.Path):
