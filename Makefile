@@ -45,8 +45,9 @@ run: install
 	$(VENV)/bin/create-pretraining-data --input_file=tests/data/sample_text.txt \
 		--vocab_file=tests/data/bert-base-uncased-vocab.txt --output_dir=$(OUT) --overwrite
 
+# Test files spread over the cores (at most 4), each file whole on one worker.
 test: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --maxprocesses=4 --dist loadfile
 
 # Small sizes; bench/README.md has the full runs (200 MB, the original beside).
 bench: install

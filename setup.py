@@ -81,10 +81,11 @@ setuptools.setup(
         # tokenizers: HF's WordPiece trainer, the baseline create-vocab is compared with.
         # psutil: peak RSS of a run's whole process tree (bench/pipeline.py).
         # datasketch: the MinHash the dedup stage's signatures are checked against.
+        # pytest-xdist: make test runs the suite on every core (two on CI's machine).
         # torch: the CPU build CI uses, pinned.
         # transformers: a tiny HF BERT shows packed rows compute what unpacked ones do.
         "test": PIPELINE + PLOT + [
-            "pytest>=8,<10", "hypothesis>=6.100,<7",
+            "pytest>=8,<10", "pytest-xdist>=3.5,<4", "hypothesis>=6.100,<7",
             "gcp-storage-emulator>=2026.7.19,<2027",
             "torch==2.13.0", "tokenizers>=0.20,<1", "psutil>=5.9,<8", "gcsfs>=2024.2,<2028",
             "transformers>=5,<6", "datasketch>=2,<3"],

@@ -18,13 +18,16 @@ from hypothesis import given, strategies as st
 from bench.dedup_eval import build_eval_set, deduplicate, score
 from conftest import UNCASED_VOCAB
 from bert_pretraining_data.pipeline.options import ConfigError, parse_args
-from bert_pretraining_data.transforms.dedup.clusters import (BandRows, ExactRows, KeySet, Node,
-                                                             candidate_pairs, digest_array,
-                                                             exact_groups, near_clusters)
+from bert_pretraining_data.transforms.dedup.clusters import (BandRows, CandidateIndex,
+                                                             ExactRows, KeySet, Node,
+                                                             PairShingles, candidate_pairs,
+                                                             digest_array, exact_groups,
+                                                             near_clusters, verified_pairs)
 from bert_pretraining_data.transforms.dedup.minhash import (band_keys, band_shape,
-                                                            candidate_probability, jaccard,
-                                                            shingle_hashes, shingle_set,
-                                                            signatures)
+                                                            candidate_probability,
+                                                            distinct_shingles, jaccard,
+                                                            jaccards, shingle_hashes,
+                                                            shingle_set, signatures)
 from bert_pretraining_data.transforms.dedup.normalise import normalised_text, text_digest
 from bert_pretraining_data.transforms.dedup.stages import (DOCUMENTS, SUMMARY, Deduplicate,
                                                            Fingerprints)
@@ -166,6 +169,49 @@ def test_key_set_holds_exactly_its_keys():
     assert len(held) == 1000 and len(KeySet([])) == 0
     assert all(key in held for key in keys)
     assert not any(f"file.txt:{i:012d}" in held for i in range(1, 3000, 3))
+
+
+@given(st.lists(st.sets(st.integers(0, 40)), min_size=1, max_size=12), st.data())
+def test_jaccards_of_many_pairs_are_each_pairs_own(sets, data):
+    arrays = [np.array(sorted(values), dtype=np.uint32) for values in sets]
+    pairs = data.draw(st.lists(st.tuples(*[st.integers(0, len(sets) - 1)] * 2), max_size=20))
+    found = jaccards(np.concatenate(arrays), np.array([len(a) for a in arrays]),
+                     np.array([a for a, _ in pairs], dtype=np.int64),
+                     np.array([b for _, b in pairs], dtype=np.int64))
+    for (a, b), similarity in zip(pairs, found):
+        union = sets[a] | sets[b]
+        assert similarity == (len(sets[a] & sets[b]) / len(union) if union else 1.0)
+        assert jaccard(arrays[a], arrays[b]) == similarity
+
+
+def test_pairs_are_verified_from_their_partitions_messages_as_one_by_one():
+    words = LONG + [f"w{i}" for i in range(40)]
+    texts = [" ".join(words[i:i + 30]) for i in range(0, 48, 3)]  # overlapping windows
+    digests = [_digest(text) for text in texts]
+    keys = [f"doc:{i}" for i in range(len(texts))]
+    pairs = {tuple(sorted([(digests[i], 1 + i % 2), (digests[j], 1 + j % 2)]))
+             for i, j in itertools.combinations(range(len(texts)), 2) if j - i <= 3}
+    index = CandidateIndex.of([(a, ca, b, cb) for (a, ca), (b, cb) in pairs], partitions=3)
+    assert len(index) == len(pairs)
+    by_partition: dict[int, list[PairShingles]] = {}
+    for half in (slice(0, None, 2), slice(1, None, 2)):  # two batches, in any order
+        rows = list(range(len(texts)))[half]
+        shingles, counts = distinct_shingles([texts[i] for i in rows], 5)
+        found = index.texts.find(digest_array([digests[i] for i in rows]).view("<u8"))
+        for partition, part in index.messages(found, digest_array([digests[i] for i in rows]),
+                                              [keys[i] for i in rows], shingles, counts):
+            by_partition.setdefault(partition, []).insert(0, part)
+    assert set(by_partition) == {0, 1, 2}
+    candidates, edges = 0, []
+    for parts in by_partition.values():
+        count, verified = verified_pairs(PairShingles.concatenate(parts + parts[:1]), 0.6)
+        candidates, edges = candidates + count, edges + verified  # (a part twice: one copy)
+    node = {d: Node(d, keys[i], 1 + i % 2) for i, d in enumerate(digests)}
+    expected = [(node[a], node[b]) for (a, _), (b, _) in pairs
+                if jaccard(shingle_set(texts[digests.index(a)], 5),
+                           shingle_set(texts[digests.index(b)], 5)) >= 0.6]
+    assert candidates == len(pairs) and 0 < len(expected) < len(pairs)
+    assert sorted(edges, key=repr) == sorted(expected, key=repr)
 
 
 # --- the Beam stage -----------------------------------------------------------------

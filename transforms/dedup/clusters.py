@@ -21,9 +21,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import itertools
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
+
+from bert_pretraining_data.transforms.dedup.minhash import jaccards, ragged_positions
 
 ALL_PAIRS_LIMIT = 8
 
@@ -121,6 +123,117 @@ def _pair(first: tuple[bytes, int], second: tuple[bytes, int]) -> Pair:
     return a, copies_a, b, copies_b
 
 
+def groups_of(labels: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """(label, row indices) of every label that rows have, labels ascending."""
+    order = np.argsort(labels, kind="stable")
+    values, starts = np.unique(labels[order], return_index=True)
+    ends = np.append(starts[1:], len(order))
+    for value, start, end in zip(values, starts, ends):
+        yield int(value), order[start:end]
+
+
+@dataclasses.dataclass(frozen=True)
+class PairShingles:
+    """Shingle sets on their way to the pairs they verify: message i says
+    that text row texts[i] is side sides[i] (0: the smaller digest) of pair
+    pairs[i]; a text row is its digest, the key of its kept document, its
+    documents and its shingle set (counts[row] values of `shingles`)."""
+
+    pairs: np.ndarray  # int64 pair index (CandidateIndex's)
+    sides: np.ndarray  # int8
+    texts: np.ndarray  # int64 text row
+    digests: np.ndarray  # (rows, 16) uint8
+    keys: list[str]
+    copies: np.ndarray  # int64
+    shingles: np.ndarray  # uint32, each row's sorted distinct hashes
+    counts: np.ndarray  # int64
+
+    @classmethod
+    def concatenate(cls, parts: Sequence["PairShingles"]) -> "PairShingles":
+        rows = np.cumsum([0] + [len(part.keys) for part in parts])
+        return cls(np.concatenate([part.pairs for part in parts]),
+                   np.concatenate([part.sides for part in parts]),
+                   np.concatenate([part.texts + row for part, row in zip(parts, rows)]),
+                   np.concatenate([part.digests for part in parts]),
+                   [key for part in parts for key in part.keys],
+                   np.concatenate([part.copies for part in parts]),
+                   np.concatenate([part.shingles for part in parts]),
+                   np.concatenate([part.counts for part in parts]))
+
+
+@dataclasses.dataclass(frozen=True)
+class CandidateIndex:
+    """Every candidate pair and the texts in them, numpy arrays only (the
+    side input of the shingle exchange: ~50 bytes a pair): pair j joins text
+    indices pair_texts[j] (the smaller digest first), text i has copies[i]
+    documents and is in pairs pair_ids[offsets[i]:offsets[i + 1]], and pair
+    j is verified in partition j % partitions. Pairs are numbered in digest
+    order, so the numbering depends on the pairs only."""
+
+    texts: DigestIndex
+    copies: np.ndarray
+    pair_texts: np.ndarray
+    offsets: np.ndarray
+    pair_ids: np.ndarray
+    partitions: int
+
+    @classmethod
+    def of(cls, pairs: Iterable[Pair], partitions: int) -> "CandidateIndex":
+        ordered = sorted(set(pairs))
+        words = digest_words([d for first, _, second, _ in ordered for d in (first, second)])
+        texts = DigestIndex(words)
+        flat = texts.find(words)
+        copies = np.zeros(len(texts), dtype=np.int64)
+        copies[flat] = [count for _, first, _, second in ordered for count in (first, second)]
+        offsets = np.concatenate([[0], np.cumsum(np.bincount(flat, minlength=len(texts)))])
+        pair_ids = np.argsort(flat, kind="stable") // 2
+        return cls(texts, copies, flat.reshape(-1, 2), offsets, pair_ids, partitions)
+
+    def __len__(self) -> int:
+        return len(self.pair_texts)
+
+    def messages(self, texts: np.ndarray, digests: np.ndarray, keys: list[str],
+                 shingles: np.ndarray, counts: np.ndarray) -> Iterator[tuple[int, PairShingles]]:
+        """(partition, its messages) for candidate texts (indices here, their
+        digests (n, 16) uint8, kept keys, and shingle sets as
+        distinct_shingles gives them): one message per pair a text is in."""
+        degree = self.offsets[texts + 1] - self.offsets[texts]
+        pairs = self.pair_ids[ragged_positions(self.offsets[texts], degree)]
+        senders = np.repeat(np.arange(len(texts)), degree)
+        sides = (self.pair_texts[pairs, 1] == texts[senders]).astype(np.int8)
+        starts = np.cumsum(counts) - counts
+        for partition, members in groups_of(pairs % self.partitions):
+            used, rows = np.unique(senders[members], return_inverse=True)
+            yield partition, PairShingles(
+                pairs[members], sides[members], rows.astype(np.int64), digests[used],
+                [keys[i] for i in used], self.copies[texts[used]],
+                shingles[ragged_positions(starts[used], counts[used])], counts[used])
+
+
+def verified_pairs(messages: PairShingles, threshold: float
+                   ) -> tuple[int, list[tuple["Node", "Node"]]]:
+    """(candidate pairs, those whose texts' Jaccard similarity reaches the
+    threshold as (Node, Node), the smaller digest first), from every message
+    of their pairs. Identical texts under one key send a pair the same text
+    twice: it counts once."""
+    order = np.lexsort((messages.sides, messages.pairs))
+    pairs, sides, texts = messages.pairs[order], messages.sides[order], messages.texts[order]
+    once = np.ones(len(pairs), dtype=bool)
+    once[1:] = (pairs[1:] != pairs[:-1]) | (sides[1:] != sides[:-1])
+    pairs, sides, texts = pairs[once], sides[once], texts[once]
+    if (len(pairs) % 2 or (sides[0::2] != 0).any() or (sides[1::2] != 1).any()
+            or (pairs[0::2] != pairs[1::2]).any()):
+        raise ValueError("a candidate pair's verification lacks one of its texts")
+    similarity = jaccards(messages.shingles, messages.counts, texts[0::2], texts[1::2])
+
+    def node(row: int) -> Node:
+        return Node(messages.digests[row].tobytes(), messages.keys[row],
+                    int(messages.copies[row]))
+
+    return len(similarity), [(node(texts[2 * i]), node(texts[2 * i + 1]))
+                             for i in np.flatnonzero(similarity >= threshold)]
+
+
 @dataclasses.dataclass(frozen=True)
 class Node:
     """A text in a near cluster: its digest, the key of its kept document, its documents."""
@@ -177,33 +290,56 @@ def near_clusters(edges: Iterable[tuple[Node, Node]]) -> NearClusters:
     return found
 
 
+class DigestIndex:
+    """Distinct 128-bit values ((n, 2) uint64: digests, hashed keys), sorted
+    and looked up many at once: numpy arrays only, so a side input of millions
+    costs 16 bytes each and Beam's cache sizes it without walking objects."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        ordered = np.unique(np.asarray(values, dtype=np.uint64).reshape(-1, 2), axis=0)
+        self._first, self._second = ordered[:, 0].copy(), ordered[:, 1].copy()
+
+    def __len__(self) -> int:
+        return len(self._first)
+
+    def find(self, values: np.ndarray) -> np.ndarray:
+        """The index of each of `values` in sorted order, -1 where absent."""
+        found = np.full(len(values), -1, dtype=np.int64)
+        if not len(self) or not len(values):
+            return found
+        start = np.searchsorted(self._first, values[:, 0], side="left")
+        end = np.searchsorted(self._first, values[:, 0], side="right")
+        single = np.flatnonzero(end - start == 1)
+        match = single[self._second[start[single]] == values[single, 1]]
+        found[match] = start[match]
+        for index in np.flatnonzero(end - start > 1):  # 64-bit halves that collide: ~never
+            hits = np.flatnonzero(self._second[start[index]:end[index]] == values[index, 1])
+            if hits.size:
+                found[index] = start[index] + hits[0]
+        return found
+
+
+def digest_words(digests: Sequence[bytes]) -> np.ndarray:
+    """16-byte digests as (n, 2) uint64, DigestIndex's values."""
+    return digest_array(digests).view("<u8")
+
+
 class KeySet:
     """A set of document keys held as 16 bytes each (blake2b of the key),
     sorted for lookup: the side input a worker holds is 16 bytes per key."""
 
     def __init__(self, keys: Iterable[str]) -> None:
-        hashed = np.unique(key_hashes(list(keys)), axis=0)
-        self._first, self._second = hashed[:, 0].copy(), hashed[:, 1].copy()
+        self._index = DigestIndex(key_hashes(list(keys)))
 
     def __len__(self) -> int:
-        return len(self._first)
+        return len(self._index)
 
     def __contains__(self, key: str) -> bool:
         return bool(self.holds([key])[0])
 
     def holds(self, keys: Sequence[str]) -> np.ndarray:
         """Which of `keys` the set holds (booleans), looked up at once."""
-        if not len(self) or not keys:
-            return np.zeros(len(keys), dtype=bool)
-        hashed = key_hashes(keys)
-        start = np.searchsorted(self._first, hashed[:, 0], side="left")
-        end = np.searchsorted(self._first, hashed[:, 0], side="right")
-        found = end > start
-        single = found & (end - start == 1)
-        found[single] = self._second[start[single]] == hashed[single, 1]
-        for index in np.flatnonzero(end - start > 1):  # 64-bit halves that collide: ~never
-            found[index] = (self._second[start[index]:end[index]] == hashed[index, 1]).any()
-        return found
+        return self._index.find(key_hashes(keys)) >= 0
 
 
 def key_hashes(keys: Sequence[str]) -> np.ndarray:

@@ -100,14 +100,21 @@ def shingle_hashes(texts: Sequence[str], ngram: int) -> tuple[np.ndarray, np.nda
     return shingles, np.where(counts > 0, np.maximum(counts - ngram + 1, 1), 0)
 
 
-def shingle_sets(texts: Sequence[str], ngram: int) -> list[np.ndarray]:
-    """The sorted distinct shingle hashes of each normalised text."""
+def distinct_shingles(texts: Sequence[str], ngram: int) -> tuple[np.ndarray, np.ndarray]:
+    """(values, counts): the sorted distinct shingle hashes of every
+    normalised text, concatenated in text order, and how many each has."""
     hashes, counts = shingle_hashes(texts, ngram)
     # One sort for the batch: (text index, hash) as one 64-bit value.
     tagged = np.unique(np.repeat(np.arange(len(texts), dtype=np.uint64), counts) << np.uint64(32)
                        | hashes.astype(np.uint64))
-    bounds = np.searchsorted(tagged >> np.uint64(32), np.arange(1, len(texts), dtype=np.uint64))
-    return [part.astype(np.uint32) for part in np.split(tagged, bounds)]
+    distinct = np.bincount((tagged >> np.uint64(32)).astype(np.int64), minlength=len(texts))
+    return tagged.astype(np.uint32), distinct
+
+
+def shingle_sets(texts: Sequence[str], ngram: int) -> list[np.ndarray]:
+    """The sorted distinct shingle hashes of each normalised text."""
+    values, counts = distinct_shingles(texts, ngram)
+    return np.split(values, np.cumsum(counts)[:-1]) if len(texts) else []
 
 
 def shingle_set(text: str, ngram: int) -> np.ndarray:
@@ -190,10 +197,36 @@ def band_keys(signatures_: np.ndarray, bands: int, rows: int) -> np.ndarray:
 
 def jaccard(first: np.ndarray, second: np.ndarray) -> float:
     """Jaccard similarity of two sorted sets of distinct shingle hashes."""
-    if not first.size or not second.size:
-        return 1.0 if first.size == second.size else 0.0
-    found = np.searchsorted(second, first)
-    found[found == second.size] = 0
-    shared = int(np.count_nonzero(second[found] == first))
-    union = first.size + second.size - shared
-    return shared / union
+    values = np.concatenate([first, second])
+    return float(jaccards(values, np.array([first.size, second.size]), np.array([0]),
+                          np.array([1]))[0])
+
+
+def jaccards(values: np.ndarray, counts: np.ndarray, firsts: np.ndarray,
+             seconds: np.ndarray) -> np.ndarray:
+    """Jaccard similarity of many pairs of sets at once: the sets are
+    `values` cut into runs of `counts` (each run's values distinct), pair i
+    is sets firsts[i] and seconds[i]. One sort of every pair's values tagged
+    with the pair's index: a value both sets hold appears twice in a row.
+    Two empty sets are alike (1.0)."""
+    firsts, seconds = np.asarray(firsts, dtype=np.int64), np.asarray(seconds, dtype=np.int64)
+    counts = np.asarray(counts, dtype=np.int64)
+    starts = np.cumsum(counts) - counts
+    pair = np.arange(len(firsts), dtype=np.uint64)
+    tagged = []
+    for side in (firsts, seconds):
+        positions = ragged_positions(starts[side], counts[side])
+        tagged.append(np.repeat(pair, counts[side]) << np.uint64(32)
+                      | values[positions].astype(np.uint64))
+    merged = np.sort(np.concatenate(tagged))
+    twice = merged[1:][merged[1:] == merged[:-1]] >> np.uint64(32)
+    shared = np.bincount(twice.astype(np.int64), minlength=len(firsts))
+    union = counts[firsts] + counts[seconds] - shared
+    return np.divide(shared, union, out=np.ones(len(firsts)), where=union > 0)
+
+
+def ragged_positions(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The positions start..start+length-1 of every run, concatenated."""
+    ends = np.cumsum(lengths)
+    return np.arange(int(ends[-1]) if len(ends) else 0) + np.repeat(starts - (ends - lengths),
+                                                                     lengths)

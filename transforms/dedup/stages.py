@@ -5,8 +5,9 @@
                                       -> band rows (band key, digest) per partition (near)
     exact rows -> GroupByKey -> GroupCopies -> one ExactGroups (keys to drop, counts)
     band rows  -> GroupByKey -> FindCandidates -> candidate pairs (a side input)
-    batches + candidates -> ShareShingles -> (pair, shingle set) -> GroupByKey
-               -> VerifyPairs -> edges -> GroupByKey (one key) -> ClusterNearCopies
+    batches + candidates -> ShareShingles -> (pair partition, shingle sets)
+               -> GroupByKey -> VerifyPairs -> edges -> GroupByKey (one key)
+               -> ClusterNearCopies
     ExactGroups + near clusters -> Decide -> Decisions (a side input)
     batches + Decisions -> DropCopies -> documents, each text once (identical
                texts under one key, possible with hash-keyed formats, meet in a
@@ -15,12 +16,15 @@
 What is shuffled: the exact rows (16 bytes and the key per document), the
 band rows (24 bytes per band per document, near only), both in per-bundle
 numpy batches split by partition, not one element per document; the shingle
-sets of candidate texts only; the verified pairs. The batches of documents
+sets of candidate texts only, once per pair, in one element per batch and
+partition of pairs (one partition per ~8 MiB of input), all of a partition's
+pairs verified at once in numpy; the verified pairs. The batches of documents
 are read twice (fingerprints, then the drops), so the runner materializes them
 once. What a worker holds: a batch of documents (~1 MiB of text) and its
 rows; one partition's rows (the input is split into one partition per
-~64 MiB); the side inputs (16 bytes per dropped document, the candidate
-pairs); and, on one worker, the verified pairs to cluster.
+~64 MiB); one partition of pairs' shingle sets; the side inputs (16 bytes
+per dropped document, ~50 bytes per candidate pair, numpy arrays only);
+and, on one worker, the verified pairs to cluster.
 
 Every decision depends on texts and keys only (transforms.dedup.clusters), so
 the output does not depend on bundles, workers or runner.
@@ -29,6 +33,7 @@ the output does not depend on bundles, workers or runner.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from typing import Iterable, Iterator
 
@@ -37,14 +42,17 @@ import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 
 from bert_pretraining_data.transforms.counters import counter
-from bert_pretraining_data.transforms.dedup.clusters import (BandRows, ExactGroups, ExactRows,
-                                                             KeySet, NearClusters, Node, Pair,
-                                                             candidate_pairs, digest_array,
-                                                             exact_groups, near_clusters,
-                                                             partitions_of)
+from bert_pretraining_data.transforms.dedup.clusters import (BandRows, CandidateIndex,
+                                                             ExactGroups, ExactRows, KeySet,
+                                                             NearClusters, Node, Pair,
+                                                             PairShingles, candidate_pairs,
+                                                             digest_array, digest_words,
+                                                             exact_groups,
+                                                             groups_of, near_clusters,
+                                                             partitions_of, verified_pairs)
 from bert_pretraining_data.transforms.dedup.minhash import (band_keys, band_shape,
-                                                            shingle_hashes, shingle_sets,
-                                                            signatures, jaccard)
+                                                            distinct_shingles, shingle_hashes,
+                                                            signatures)
 from bert_pretraining_data.transforms.dedup.normalise import normalised_text, text_digest
 
 DEDUP_MODES = ("none", "exact", "near")
@@ -54,6 +62,9 @@ SUMMARY = "summary"
 BATCH_CHARACTERS = 1 << 20
 # One partition of fingerprint rows per this many bytes of input.
 PARTITION_INPUT_BYTES = 64 << 20
+# One partition of the shingle sets exchanged to verify candidate pairs per
+# this many bytes of input (at most a few times its text in shingles).
+PAIR_PARTITION_INPUT_BYTES = 8 << 20
 _EXACT, _BANDS, _REPEATED = "exact", "bands", "repeated"
 
 # (key, lines, digest of the normalised text; None when it is empty)
@@ -81,6 +92,11 @@ class Fingerprints:
     def bands(self) -> tuple[int, int]:
         return band_shape(self.threshold)
 
+    @property
+    def pair_partitions(self) -> int:
+        """Partitions of the candidate pairs' verification."""
+        return self.partitions * (PARTITION_INPUT_BYTES // PAIR_PARTITION_INPUT_BYTES)
+
 
 def fingerprint_batch(documents: list[tuple[str, list[str]]], fingerprints: Fingerprints
                       ) -> tuple[list[BatchedDocument], dict[int, ExactRows], dict[int, BandRows]]:
@@ -97,7 +113,7 @@ def fingerprint_batch(documents: list[tuple[str, list[str]]], fingerprints: Fing
         return batch, exact, bands
     digest_rows = digest_array([digests[i] for i in present])
     keys = [documents[i][0] for i in present]
-    for partition, members in _split(partitions_of(digest_rows, fingerprints.partitions)):
+    for partition, members in groups_of(partitions_of(digest_rows, fingerprints.partitions)):
         exact[partition] = ExactRows(digest_rows[members], [keys[i] for i in members])
     if fingerprints.mode == "near":
         band_count, rows = fingerprints.bands
@@ -105,18 +121,9 @@ def fingerprint_batch(documents: list[tuple[str, list[str]]], fingerprints: Fing
         keys_by_band = band_keys(signatures(shingles, counts, band_count * rows), band_count, rows)
         flat_keys = keys_by_band.reshape(-1)
         flat_digests = np.repeat(digest_rows, band_count, axis=0)
-        for partition, members in _split(partitions_of(flat_keys, fingerprints.partitions)):
+        for partition, members in groups_of(partitions_of(flat_keys, fingerprints.partitions)):
             bands[partition] = BandRows(flat_keys[members], flat_digests[members])
     return batch, exact, bands
-
-
-def _split(partitions: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
-    """(partition, row indices) of every partition that has rows."""
-    order = np.argsort(partitions, kind="stable")
-    values, starts = np.unique(partitions[order], return_index=True)
-    ends = np.append(starts[1:], len(order))
-    for value, start, end in zip(values, starts, ends):
-        yield int(value), order[start:end]
 
 
 class FingerprintDocuments(beam.DoFn):
@@ -178,64 +185,59 @@ def merge_groups(parts: Iterable[ExactGroups]) -> ExactGroups:
     return merged
 
 
-def find_candidates(element: tuple[int, Iterable[BandRows]]) -> Iterator[Pair]:
-    yield from candidate_pairs(_band_rows(element[1]))
+def find_candidates(element: tuple[int, Iterable[BandRows]]) -> set[Pair]:
+    """One partition's candidate pairs, as one element."""
+    return candidate_pairs(_band_rows(element[1]))
 
 
-@dataclasses.dataclass(frozen=True)
-class CandidateIndex:
-    """The side input of ShareShingles: each candidate text's documents and partners."""
-
-    partners: dict[bytes, tuple[int, list[bytes]]]
-
-    @classmethod
-    def of(cls, pairs: Iterable[Pair]) -> "CandidateIndex":
-        partners: dict[bytes, tuple[int, list[bytes]]] = {}
-        for first, first_copies, second, second_copies in pairs:
-            partners.setdefault(first, (first_copies, []))[1].append(second)
-            partners.setdefault(second, (second_copies, []))[1].append(first)
-        return cls(partners)
+def index_candidates(parts: Iterable[set[Pair]], partitions: int) -> CandidateIndex:
+    """Every partition's candidate pairs as one index."""
+    return CandidateIndex.of(itertools.chain.from_iterable(parts), partitions)
 
 
 class ShareShingles(beam.DoFn):
-    """A batch -> (pair, (Node, shingle set)) for the kept document of each
-    candidate text, one per candidate pair it is in."""
+    """A batch -> (partition, PairShingles): the shingle set of the kept
+    document of each candidate text, to every pair it is in, one element
+    per partition of pairs."""
 
     def __init__(self, *, ngram: int) -> None:
         self._ngram = ngram
 
     def process(self, batch: list[BatchedDocument], candidates: CandidateIndex,
-                exact_drops: KeySet) -> Iterator[tuple[tuple[bytes, bytes], tuple[Node, np.ndarray]]]:
-        chosen = [(key, lines, digest, candidates.partners[digest])
-                  for key, lines, digest in batch if digest in candidates.partners]
-        kept = ~exact_drops.holds([key for key, _, _, _ in chosen])
-        chosen = [candidate for candidate, keep in zip(chosen, kept) if keep]
-        shingles = shingle_sets([normalised_text(lines) for _, lines, _, _ in chosen],
-                                self._ngram)
-        for (key, _, digest, (copies, partners)), text_shingles in zip(chosen, shingles):
-            node = Node(digest, key, copies)
-            for partner in partners:
-                yield (min(digest, partner), max(digest, partner)), (node, text_shingles)
+                exact_drops: KeySet) -> Iterator[tuple[int, PairShingles]]:
+        present = [document for document in batch if document[2]]
+        if not present or not len(candidates):
+            return
+        texts = candidates.texts.find(digest_words([digest for _, _, digest in present]))
+        chosen = [i for i in np.flatnonzero(texts >= 0)]
+        kept = ~exact_drops.holds([present[i][0] for i in chosen])
+        chosen = [i for i, keep in zip(chosen, kept) if keep]
+        if not chosen:
+            return
+        shingles, counts = distinct_shingles(
+            [normalised_text(present[i][1]) for i in chosen], self._ngram)
+        yield from candidates.messages(
+            texts[chosen], digest_array([present[i][2] for i in chosen]),
+            [present[i][0] for i in chosen], shingles, counts)
 
 
 class VerifyPairs(beam.DoFn):
-    """(pair, its two texts' shingle sets) -> an edge when their Jaccard
-    similarity reaches the threshold."""
+    """(partition, its PairShingles) -> an edge for each pair whose texts'
+    Jaccard similarity reaches the threshold."""
 
     def __init__(self, *, threshold: float) -> None:
         self._threshold = threshold
         self._candidates = counter("near_duplicate_candidate_pairs")
         self._verified = counter("near_duplicate_verified_pairs")
 
-    def process(self, element) -> Iterator[tuple[None, tuple[Node, Node]]]:
-        _, messages = element
-        texts = {node.digest: (node, shingles) for node, shingles in messages}
-        (first, first_set), (second, second_set) = sorted(texts.values(),
-                                                          key=lambda text: text[0].digest)
-        self._candidates.inc()
-        if jaccard(first_set, second_set) >= self._threshold:
-            self._verified.inc()
-            yield None, (first, second)
+    def process(self, element: tuple[int, Iterable[PairShingles]]
+                ) -> Iterator[tuple[None, tuple[Node, Node]]]:
+        candidates, edges = verified_pairs(PairShingles.concatenate(list(element[1])),
+                                           self._threshold)
+        self._candidates.inc(candidates)
+        self._verified.inc(len(edges))
+        for edge in edges:
+            yield None, edge
 
 
 class DropCopies(beam.DoFn):
@@ -326,26 +328,32 @@ class Deduplicate(beam.PTransform):
             FingerprintDocuments(fingerprints=fingerprints)).with_outputs(
                 _EXACT, _BANDS, main=DOCUMENTS)
         batches = fingerprinted[DOCUMENTS]
-        exact = (fingerprinted[_EXACT]
-                 | "GroupExactRows" >> beam.GroupByKey()
-                 | "GroupCopies" >> beam.Map(group_copies)
-                 | "CollectCopies" >> beam.combiners.ToList()
-                 | "MergeCopies" >> beam.Map(merge_groups))
+        # Global combines without defaults: Beam would otherwise pass each
+        # result through a side input and walk its objects to size it (0.17 s
+        # for 130,000 dropped keys). The empty groups make exactly one result.
+        partitions = (fingerprinted[_EXACT]
+                      | "GroupExactRows" >> beam.GroupByKey()
+                      | "GroupCopies" >> beam.Map(group_copies))
+        exact = ((partitions, documents.pipeline | "NoCopies" >> beam.Create([ExactGroups()]))
+                 | "AllCopies" >> beam.Flatten()
+                 | "MergeCopies" >> beam.CombineGlobally(merge_groups).without_defaults())
         near = None
         if fingerprints.mode == "near":
+            pair_partitions = fingerprints.pair_partitions
             candidates = (fingerprinted[_BANDS]
                           | "GroupBandRows" >> beam.GroupByKey()
-                          | "FindCandidates" >> beam.FlatMap(find_candidates)
-                          | "CollectCandidates" >> beam.combiners.ToList()
-                          | "IndexCandidates" >> beam.Map(CandidateIndex.of))
+                          | "FindCandidates" >> beam.Map(find_candidates)
+                          | "CollectCandidates" >> beam.combiners.ToList().without_defaults()
+                          | "IndexCandidates" >> beam.Map(index_candidates, pair_partitions))
             exact_drops = exact | "ExactDrops" >> beam.Map(lambda groups: KeySet(groups.drops))
             near = beam.pvalue.AsSingleton(
                 batches
                 | "ShareShingles" >> beam.ParDo(
                     ShareShingles(ngram=fingerprints.ngram),
-                    candidates=beam.pvalue.AsSingleton(candidates),
+                    candidates=beam.pvalue.AsSingleton(
+                        candidates, default_value=CandidateIndex.of([], pair_partitions)),
                     exact_drops=beam.pvalue.AsSingleton(exact_drops))
-                | "GroupPairs" >> beam.GroupByKey()
+                | "GroupPairPartitions" >> beam.GroupByKey()
                 | "VerifyPairs" >> beam.ParDo(VerifyPairs(threshold=fingerprints.threshold))
                 | "GatherEdges" >> beam.GroupByKey()
                 | "ClusterNearCopies" >> beam.Map(lambda element: near_clusters(element[1])),
