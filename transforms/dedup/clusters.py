@@ -339,6 +339,8 @@ class KeySet:
 
     def holds(self, keys: Sequence[str]) -> np.ndarray:
         """Which of `keys` the set holds (booleans), looked up at once."""
+        if not len(self):  # most batches of a corpus without copies: nothing to hash
+            return np.zeros(len(keys), dtype=bool)
         return self._index.find(key_hashes(keys)) >= 0
 
 
