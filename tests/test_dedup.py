@@ -21,7 +21,8 @@ from bert_pretraining_data.pipeline.options import ConfigError, parse_args
 from bert_pretraining_data.transforms.dedup.clusters import (BandRows, CandidateIndex,
                                                              ExactRows, KeySet, Node,
                                                              PairShingles, candidate_pairs,
-                                                             digest_array, exact_groups,
+                                                             digest_array, digest_words,
+                                                             exact_groups,
                                                              near_clusters, verified_pairs)
 from bert_pretraining_data.transforms.dedup.minhash import (band_keys, band_shape,
                                                             candidate_probability,
@@ -197,8 +198,9 @@ def test_pairs_are_verified_from_their_partitions_messages_as_one_by_one():
     for half in (slice(0, None, 2), slice(1, None, 2)):  # two batches, in any order
         rows = list(range(len(texts)))[half]
         shingles, counts = distinct_shingles([texts[i] for i in rows], 5)
-        found = index.texts.find(digest_array([digests[i] for i in rows]).view("<u8"))
-        for partition, part in index.messages(found, digest_array([digests[i] for i in rows]),
+        batch_digests = digest_array([digests[i] for i in rows])
+        found = index.texts.find(digest_words(batch_digests))
+        for partition, part in index.messages(found, batch_digests,
                                               [keys[i] for i in rows], shingles, counts):
             by_partition.setdefault(partition, []).insert(0, part)
     assert set(by_partition) == {0, 1, 2}

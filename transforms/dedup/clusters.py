@@ -51,10 +51,16 @@ def digest_array(digests: Sequence[bytes]) -> np.ndarray:
     return np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(len(digests), 16)
 
 
+def digest_words(rows: np.ndarray) -> np.ndarray:
+    """An (n, 16) uint8 digest array as (n, 2) uint64: DigestIndex's values,
+    and the first word a partition's hash."""
+    return np.ascontiguousarray(rows).view("<u8")
+
+
 def partitions_of(values: np.ndarray, count: int) -> np.ndarray:
     """The partition (0..count-1) of each band key (uint64) or digest ((n, 16) uint8)."""
     if values.ndim == 2:
-        values = np.ascontiguousarray(values).view("<u8")[:, 0]
+        values = digest_words(values)[:, 0]
     return (values % np.uint64(count)).astype(np.int64)
 
 
@@ -94,7 +100,7 @@ Pair = tuple[bytes, int, bytes, int]
 def candidate_pairs(rows: BandRows) -> set[Pair]:
     """Pairs of distinct texts that share a band key, each with its number
     of documents (every copy of a text has the same bands)."""
-    digests = np.ascontiguousarray(rows.digests).view("<u8")
+    digests = digest_words(rows.digests)
     order = np.lexsort((digests[:, 1], digests[:, 0], rows.keys))
     keys, digests = rows.keys[order], digests[order]
     # Distinct (band, text) rows and the documents of each.
@@ -180,7 +186,8 @@ class CandidateIndex:
     @classmethod
     def of(cls, pairs: Iterable[Pair], partitions: int) -> "CandidateIndex":
         ordered = sorted(set(pairs))
-        words = digest_words([d for first, _, second, _ in ordered for d in (first, second)])
+        words = digest_words(digest_array([d for first, _, second, _ in ordered
+                                           for d in (first, second)]))
         texts = DigestIndex(words)
         flat = texts.find(words)
         copies = np.zeros(len(texts), dtype=np.int64)
@@ -317,11 +324,6 @@ class DigestIndex:
             if hits.size:
                 found[index] = start[index] + hits[0]
         return found
-
-
-def digest_words(digests: Sequence[bytes]) -> np.ndarray:
-    """16-byte digests as (n, 2) uint64, DigestIndex's values."""
-    return digest_array(digests).view("<u8")
 
 
 class KeySet:

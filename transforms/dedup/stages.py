@@ -208,17 +208,16 @@ class ShareShingles(beam.DoFn):
         present = [document for document in batch if document[2]]
         if not present or not len(candidates):
             return
-        texts = candidates.texts.find(digest_words([digest for _, _, digest in present]))
-        chosen = [i for i in np.flatnonzero(texts >= 0)]
-        kept = ~exact_drops.holds([present[i][0] for i in chosen])
-        chosen = [i for i, keep in zip(chosen, kept) if keep]
-        if not chosen:
+        digests = digest_array([digest for _, _, digest in present])
+        texts = candidates.texts.find(digest_words(digests))
+        chosen = np.flatnonzero(texts >= 0)
+        chosen = chosen[~exact_drops.holds([present[i][0] for i in chosen])]
+        if not len(chosen):
             return
         shingles, counts = distinct_shingles(
             [normalised_text(present[i][1]) for i in chosen], self._ngram)
-        yield from candidates.messages(
-            texts[chosen], digest_array([present[i][2] for i in chosen]),
-            [present[i][0] for i in chosen], shingles, counts)
+        yield from candidates.messages(texts[chosen], digests[chosen],
+                                       [present[i][0] for i in chosen], shingles, counts)
 
 
 class VerifyPairs(beam.DoFn):
