@@ -27,6 +27,7 @@ from bert_pretraining_data.transforms.sharding import (RawRecords, RecordBatch, 
                                                        shard_of, shard_path, split_by_shard,
                                                        write_shard_file)
 from bert_pretraining_data.transforms.randomness import stable_hash as shuffle_key
+from bert_pretraining_data.transforms import tfrecord
 from bert_pretraining_data.transforms.tfrecord import (frame_record, read_records,
                                                        read_tfrecord_file, write_record)
 
@@ -38,6 +39,18 @@ def tf_read(path: str, compression_type: str = "") -> list[bytes]:
 
 
 # --- TFRecord framing ----------------------------------------------------------------
+
+
+def test_the_compiled_crc32c_is_the_librarys_and_the_tables_are_too():
+    import google_crc32c
+    import numpy as np
+    rng = random.Random(7)
+    data = np.frombuffer(bytes(rng.getrandbits(8) for _ in range(3000)), dtype=np.uint8)
+    assert tfrecord._crc32c is tfrecord._crc32c_library  # the wheel's library loaded here
+    for start, end in [(0, 0), (0, 1), (3, 10), (5, 13), (1, 760), (0, 3000), (999, 2998)]:
+        expected = google_crc32c.value(data[start:end].tobytes())
+        assert tfrecord._crc32c_library(data, start, end) == expected
+        assert tfrecord._crc32c_tables(data, start, end) == expected
 
 
 def test_write_record_is_read_by_tf_data(tmp_path):

@@ -7,20 +7,25 @@ by hand lets the shard writer go through `apache_beam.io.filesystems`
 
 A record is: uint64 little-endian length, masked crc32c of those 8 bytes, the
 data, masked crc32c of the data. The pipeline frames its records in compiled
-code (`frame`, table-driven crc32c, called from the record kernels);
-`masked_crc32c` (google_crc32c) serves readers, which verify every record.
+code (`frame`, called from the record kernels), whose crc32c is the C library
+google_crc32c's wheel bundles (the CPU's crc32 instruction: 0.09 us a 752-byte
+record, against 0.6 us table-driven, a sixth of the records' encoding), or
+table-driven where that library is not there; `masked_crc32c` (google_crc32c)
+serves readers, which verify every record.
 """
 
 from __future__ import annotations
 
 import functools
+import pathlib
 import struct
 from collections.abc import Iterator
 from typing import BinaryIO
 
 import google_crc32c
 import numpy as np
-from numba import njit
+from llvmlite import binding
+from numba import njit, types
 
 _LENGTH = struct.Struct("<Q")
 _CRC = struct.Struct("<I")
@@ -57,7 +62,7 @@ _U8, _U16, _U24, _BYTE = np.uint32(8), np.uint32(16), np.uint32(24), np.uint32(0
 
 
 @njit(cache=True)
-def _crc32c(data: np.ndarray, start: int, end: int) -> int:
+def _crc32c_tables(data: np.ndarray, start: int, end: int) -> int:
     """crc32c of data[start:end] (uint8), eight bytes a step; uint32
     throughout (numba turns mixed signed/unsigned arithmetic into floats)."""
     t = _TABLES
@@ -75,6 +80,34 @@ def _crc32c(data: np.ndarray, start: int, end: int) -> int:
         crc = t[(crc ^ data[i]) & _BYTE] ^ (crc >> _U8)
         i += 1
     return np.int64(crc ^ np.uint32(0xFFFFFFFF))
+
+
+def _load_crc32c_library() -> bool:
+    """Loads the crc32c library of google_crc32c's wheel (it dispatches to the
+    CPU's crc32 instruction) so that compiled code can call it by name;
+    false where there is none (a source build, another platform)."""
+    package = pathlib.Path(google_crc32c.__file__).parent
+    for path in sorted(package.parent.glob("google_crc32c.libs/libcrc32c*.so*")):
+        try:
+            binding.load_library_permanently(str(path))
+        except RuntimeError:
+            continue
+        return True
+    return False
+
+
+# crc32c_extend(crc, data pointer, length) of crc32c/crc32c.h; the pointer
+# passed as the address it is (numba's arrays give theirs as an integer).
+_extend = types.ExternalFunction("crc32c_extend",
+                                 types.uint32(types.uint32, types.uintp, types.uintp))
+
+
+@njit(cache=True)
+def _crc32c_library(data: np.ndarray, start: int, end: int) -> int:
+    return np.int64(_extend(np.uint32(0), data.ctypes.data + start, end - start))
+
+
+_crc32c = _crc32c_library if _load_crc32c_library() else _crc32c_tables
 
 
 @njit(cache=True)
