@@ -62,7 +62,7 @@ def test_sample_equals_cpythons_both_methods(seed, n, k):
     assert population.tolist() == list(range(100, 100 + n))
 
 
-@pytest.mark.parametrize("count", [1, 5, 40])
+@pytest.mark.parametrize("count", [1, 5, 40, 64])
 def test_seeding_many_keys_at_once_equals_one_at_a_time(count):
     digests = b"".join(hashlib.sha256(bytes([i, count])).digest()[:16] for i in range(count))
     digests = bytes(12) + digests[12:]  # a short key (one word) among them
@@ -71,14 +71,18 @@ def test_seeding_many_keys_at_once_equals_one_at_a_time(count):
     for c in range(count):
         words, lengths[c] = jr.seed_words(int.from_bytes(digests[16 * c:16 * c + 16], "big"))
         keys[c, :lengths[c]] = words
-    states = np.zeros((jr.N + 1, count + 3), dtype=np.int64)  # spare columns stay untouched
-    jr.seed_states(keys, lengths, states)
-    assert not states[:, count:].any()
+    lanes = np.zeros((jr.N, count + 3), dtype=np.uint32)  # spare columns stay untouched
+    jr.seed_lanes(keys, lengths, lanes)
+    assert not lanes[:, count:].any()
     for c in range(count):
-        column = np.ascontiguousarray(states[:, c])
-        assert (column == seeded(int.from_bytes(digests[16 * c:16 * c + 16], "big"))).all()
-        theirs = random.Random(int.from_bytes(digests[16 * c:16 * c + 16], "big"))
-        assert [jr.random(column) for _ in range(3)] == [theirs.random() for _ in range(3)]
+        seed = int.from_bytes(digests[16 * c:16 * c + 16], "big")
+        assert (lanes[:, c] == seeded(seed)[:jr.N]).all()
+        mt = jr.new_state()
+        jr.twisted_state(lanes, c, mt)
+        theirs = random.Random(seed)  # past the first twist too
+        assert [jr.genrand_uint32(mt) for _ in range(jr.N + 5)] == [
+            theirs.getrandbits(32) for _ in range(jr.N + 5)]
+        assert [jr.random(mt) for _ in range(3)] == [theirs.random() for _ in range(3)]
 
 
 def test_randbelow_refuses_what_needs_more_than_32_bits():

@@ -36,14 +36,17 @@ from bert_pretraining_data.transforms import masking
 from bert_pretraining_data.transforms.full_sequences import create_sequences, next_target
 from bert_pretraining_data.transforms.instances import (NEXT_SENTENCE_OBJECTIVES, NONE,
                                                         InstanceConfig, create_instances)
-from bert_pretraining_data.transforms.jit_random import (N, SEED_WORDS, generator_state, new_state,
-                                                         seed_genrand, seed_state, seed_states,
-                                                         seed_words, shuffle)
+from bert_pretraining_data.transforms.jit_random import (SEED_WORDS, generator_state, lanes,
+                                                         new_state, seed_genrand, seed_lanes,
+                                                         seed_state, seed_words, shuffle,
+                                                         twisted_state)
 from bert_pretraining_data.transforms.compact_documents import read_compact
 from bert_pretraining_data.transforms.seeds import INSTANCES, seed_key
 
-# Generators seeded together (jit_random.seed_states); 256 states take 1.3 MB.
-_SEED_BATCH = 256
+# Generators seeded together (jit_random.seed_lanes), the copies of many
+# documents: 64 take 160 KB, and more gain nothing (at 10 a key costs 0.6 us
+# more, at 128 the lanes outgrow the cache).
+_SEED_BATCH = 64
 
 
 class Settings(NamedTuple):
@@ -70,6 +73,7 @@ class Workspace(NamedTuple):
     masking: masking.MaskingScratch
     keys: np.ndarray
     key_lengths: np.ndarray
+    lanes: np.ndarray
     state: np.ndarray
     lengths: np.ndarray  # reference mode: the n-gram lengths' global generator
     boundary: np.ndarray
@@ -108,19 +112,30 @@ def workspace(max_seq_length: int, max_ngram_size: int = 1) -> Workspace:
         output=np.empty(max_seq_length, dtype=np.int32),
         masking=masking.scratch(max_seq_length, max_ngram_size),
         keys=np.empty((_SEED_BATCH, SEED_WORDS), dtype=np.int64),
-        key_lengths=np.empty(_SEED_BATCH, dtype=np.int64),
+        key_lengths=np.empty(_SEED_BATCH, dtype=np.int64), lanes=lanes(_SEED_BATCH),
         state=new_state(), lengths=new_state(),
         boundary=np.zeros(max_seq_length, dtype=np.uint8),
         marks=np.zeros(max_seq_length, dtype=np.uint8))  # all 0 unless segmented
 
 
 @njit(cache=True)
-def _seed_generators(seed_lo, seed_hi, dupes, states, keys, key_lengths):
-    """Seeds states[:, c] for copy dupes[c] (position (INSTANCES, dupe, 0) of
-    the document's draws, transforms.seeds), in lockstep."""
-    for c in range(len(dupes)):
-        key_lengths[c] = seed_key(seed_lo, seed_hi, INSTANCES, dupes[c], 0, keys[c])
-    seed_states(keys[:len(dupes)], key_lengths[:len(dupes)], states)
+def _seed_generators(seeds, dupe_starts, dupe_ends, u, dupe, w):
+    """Seeds the generators of the next copies from copy `dupe` of document
+    u on, across documents, up to _SEED_BATCH of them, in w.lanes: copy d
+    of a document draws from position (INSTANCES, d, 0) of its draws
+    (transforms.seeds). Returns how many."""
+    count = 0
+    while u < len(dupe_starts) and count < _SEED_BATCH:
+        while dupe < dupe_ends[u] and count < _SEED_BATCH:
+            w.key_lengths[count] = seed_key(seeds[u, 0], seeds[u, 1], INSTANCES, dupe, 0,
+                                            w.keys[count])
+            count += 1
+            dupe += 1
+        u += 1
+        if u < len(dupe_starts):
+            dupe = dupe_starts[u]
+    seed_lanes(w.keys[:count], w.key_lengths[:count], w.lanes)
+    return count
 
 
 @njit(cache=True)
@@ -149,25 +164,23 @@ def unit_entries(documents, document_bounds, seeds, dupe_starts, dupe_ends, owns
     pos = 0
     count = 0
     mt = w.state
+    seeded = taken = 0  # generators in w.lanes, and how many of them are used
     for u in range(len(owns)):
         tokens, bounds = read_compact(documents[document_bounds[u]:document_bounds[u + 1]])
         seed_lo, seed_hi = seeds[u, 0], seeds[u, 1]
-        dupes = np.arange(dupe_starts[u], dupe_ends[u])
-        for first in range(0, len(dupes), _SEED_BATCH):
-            last = min(len(dupes), first + _SEED_BATCH)
-            states = np.empty((N + 1, last - first), dtype=np.int64)  # columns side by side
-            _seed_generators(seed_lo, seed_hi, dupes[first:last], states, w.keys, w.key_lengths)
-            for c in range(first, last):
-                mt[:] = states[:, c - first]
-                if s.next_sentence == NONE:
-                    _, out, pos, entry_bounds, keys, count = create_sequences(
-                        mt, tokens, bounds, next_target(mt, s.max_seq_length), seed_lo,
-                        seed_hi, dupes[c], s, w, out, pos, entry_bounds, keys, count, stats)
-                else:
-                    out, pos, entry_bounds, keys, count = create_instances(
-                        mt, tokens, bounds, sample_tokens, sample_bounds, sample_documents,
-                        owns[u], seed_lo, seed_hi, dupes[c], s, w, out, pos, entry_bounds,
-                        keys, count, stats)
+        for dupe in range(dupe_starts[u], dupe_ends[u]):
+            if taken == seeded:
+                seeded, taken = _seed_generators(seeds, dupe_starts, dupe_ends, u, dupe, w), 0
+            twisted_state(w.lanes, taken, mt)
+            taken += 1
+            if s.next_sentence == NONE:
+                _, out, pos, entry_bounds, keys, count = create_sequences(
+                    mt, tokens, bounds, next_target(mt, s.max_seq_length), seed_lo, seed_hi,
+                    dupe, s, w, out, pos, entry_bounds, keys, count, stats)
+            else:
+                out, pos, entry_bounds, keys, count = create_instances(
+                    mt, tokens, bounds, sample_tokens, sample_bounds, sample_documents, owns[u],
+                    seed_lo, seed_hi, dupe, s, w, out, pos, entry_bounds, keys, count, stats)
     return out[:pos], entry_bounds[:count + 1], keys[:count], stats
 
 
