@@ -15,6 +15,7 @@ then every token id at the typecode's width.
 
 from __future__ import annotations
 
+import sys
 from array import array
 from itertools import accumulate
 from typing import Iterator, Sequence
@@ -28,6 +29,7 @@ _NARROW, _WIDE = "H", "i"
 _HEADER = "i"
 _HEADER_SIZE = array(_HEADER).itemsize
 _WIDE_CODE = ord(_WIDE)
+_ITEM_SIZES = {ord(code): array(code).itemsize for code in (_NARROW, _WIDE)}  # by typecode byte
 
 
 def compact_document(sentences: Sequence[Sequence[int]]) -> CompactDocument:
@@ -46,7 +48,7 @@ def compact_document(sentences: Sequence[Sequence[int]]) -> CompactDocument:
 
 def _layout(compact: CompactDocument) -> tuple[int, int]:
     """(sentence count, offset of the first token id)."""
-    count = array(_HEADER, compact[1:1 + _HEADER_SIZE])[0]
+    count = int.from_bytes(compact[1:1 + _HEADER_SIZE], sys.byteorder, signed=True)
     return count, 1 + _HEADER_SIZE * (1 + count)
 
 
@@ -106,7 +108,7 @@ def expand_document(compact: CompactDocument) -> list[list[int]]:
 def compact_token_count(compact: CompactDocument) -> int:
     """Tokens in a compact document, without expanding it."""
     _, body = _layout(compact)
-    return (len(compact) - body) // array(compact[:1].decode()).itemsize
+    return (len(compact) - body) // _ITEM_SIZES[compact[0]]
 
 
 class CompactView:

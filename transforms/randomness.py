@@ -18,6 +18,11 @@ def _encode_part(part: object) -> bytes:
     Not repr(): repr of a str depends on the Unicode database's idea of
     printable characters, which changes between Python versions.
     """
+    kind = type(part)  # the common exact types first: this runs for every document
+    if kind is str:
+        return b"s" + part.encode("utf-8", "surrogatepass")
+    if kind is int:
+        return b"i" + str(part).encode("ascii")
     if part is None:
         return b"n"
     if isinstance(part, bool):
@@ -39,8 +44,7 @@ def _encode_part(part: object) -> bytes:
 
 def encode_parts(parts: Iterable[object]) -> bytes:
     """Each part length-prefixed, so ('ab', 'c') and ('a', 'bc') differ."""
-    encoded = [_encode_part(p) for p in parts]
-    return b"".join(len(e).to_bytes(8, "big") + e for e in encoded)
+    return b"".join([len(e).to_bytes(8, "big") + e for e in map(_encode_part, parts)])
 
 
 def stable_hash(*parts: object) -> int:
