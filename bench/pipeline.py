@@ -48,6 +48,7 @@ import heapq
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import statistics
@@ -182,6 +183,13 @@ def _entry(checkout: pathlib.Path) -> tuple[list[str], pathlib.Path]:
     return module, site
 
 
+def _flags_of(checkout: pathlib.Path) -> set[str]:
+    """The flags a checkout's pipeline defines (`add("--name"` in its options)."""
+    options = checkout / "pipeline" / "options.py"
+    text = options.read_text(encoding="utf-8") if options.exists() else ""
+    return set(re.findall(r'add\("(--[a-z_]+)"', text))
+
+
 def run_ours(corpus: pathlib.Path, workers: int, *, checkout: pathlib.Path = ROOT,
              label: str = "ours", flags: tuple[str, ...] = ()) -> Run:
     mode = ("--direct_running_mode=in_memory" if workers == 1
@@ -192,10 +200,11 @@ def run_ours(corpus: pathlib.Path, workers: int, *, checkout: pathlib.Path = ROO
         command = [*entry, f"--input_file={corpus}", f"--output_dir={out}",
                    f"--vocab_file={VOCAB}", *FLAGS, mode, f"--direct_num_workers={workers}",
                    *flags]
-        if checkout == ROOT:  # an older checkout (--baseline) has neither flag
+        known = _flags_of(checkout)  # an older checkout (--baseline) may lack them
+        if "--progress" in known:
             command.append("--progress=none")
-            if not any(flag.startswith("--dedup=") for flag in flags):
-                command.append("--dedup=none")
+        if "--dedup" in known and not any(flag.startswith("--dedup=") for flag in flags):
+            command.append("--dedup=none")
         usage = measure(command, pathlib.Path(tmp) / "log", cwd=cwd)
         instances = json.loads((out / "manifest.json").read_text())["total_instances"]
     return Run(f"{label}, {workers} worker{'s' * (workers > 1)}", _shape(corpus),
