@@ -1,7 +1,7 @@
 """The pipeline, narrated as the design card draws it.
 
     ReadDocuments -> Deduplicate -> Tokenize -> SampleRandomDocuments (side input)
-                              -> BatchDocuments -> SpreadDocuments -> FanOutDupes
+                              -> BatchDocuments -> SpreadDocuments (--shuffle=runner) -> FanOutDupes
                               -> CreateRecords -> WriteShards -> ListShards
 
 Deduplicate (`--dedup`, transforms.dedup) keeps each text once;
@@ -83,13 +83,17 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
     nsp_sample = tokenized_docs | "SampleRandomDocuments" >> SampleDocuments(
         seed=seed, size=config.nsp_sample_size, max_bytes=config.nsp_sample_max_bytes,
         max_tokens_per_document=SAMPLE_DOCUMENT_SEQUENCES * config.max_seq_length)
-    # Spread documents over workers before the fan-out multiplies the work: a
-    # runner holding shuffled data in memory (the DirectRunner) then holds the
-    # tokenized corpus once, not dupe_factor times. In batches: the runner's
-    # work per element would cost more than a short document's own.
-    spread = (tokenized_docs
-              | "BatchDocuments" >> beam.ParDo(BatchDocuments())
-              | "SpreadDocuments" >> beam.Reshuffle())
+    # In batches: the runner's work per element would cost more than a short
+    # document's own. Through the runner's shuffle (Dataflow), the batches are
+    # spread over workers before the fan-out multiplies the work. Not on the
+    # DirectRunner (`--shuffle=files`): its GroupByKey holds its input decoded
+    # in memory, the tokenized corpus as Python objects (200 MB more peak RSS
+    # on 200 MB of one-line documents), and the batches are materialized
+    # anyway, since CreateRecords' side input (the sample) needs all of them
+    # first; its workers share that buffer as they share a shuffle's.
+    spread = tokenized_docs | "BatchDocuments" >> beam.ParDo(BatchDocuments())
+    if config.shuffle == "runner":
+        spread = spread | "SpreadDocuments" >> beam.Reshuffle()
     records = (spread
                | "FanOutDupes" >> beam.FlatMap(fan_out_batch, config.dupe_factor)
                | "CreateRecords" >> beam.ParDo(

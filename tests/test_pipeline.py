@@ -76,6 +76,27 @@ def test_output_is_byte_identical_across_runners_and_splits(reference_run, tmp_p
     assert len(_shard_bytes(out)) == 3
 
 
+@pytest.mark.parametrize("shuffle, spread", [("files", False), ("runner", True)])
+def test_documents_are_reshuffled_only_through_the_runners_shuffle(tmp_path, shuffle, spread):
+    """The DirectRunner's GroupByKey would hold the tokenized corpus decoded in
+    memory; the byte-identity tests above run both graphs."""
+    import apache_beam as beam
+
+    from bert_pretraining_data.pipeline.build import build_pipeline
+    from bert_pretraining_data.pipeline.options import parse_args
+    from bert_pretraining_data.pipeline.prepare import prepare
+
+    config, beam_args = parse_args(_flags(input_file=SMALL_INPUTS, output_dir=tmp_path / "out",
+                                          vocab_file=UNCASED_VOCAB, shuffle=shuffle))
+    run_ = prepare(config, beam_args)
+    pipeline = beam.Pipeline()
+    build_pipeline(pipeline, config=config, stages=run_.stages, patterns=run_.patterns,
+                   layout=run_.layout)
+    labels = {t.unique_name for t in pipeline.to_runner_api().components.transforms.values()}
+    assert ("SpreadDocuments" in labels) == spread
+    assert {"BatchDocuments", "FanOutDupes", "CreateRecords"} <= labels
+
+
 @pytest.mark.slow
 def test_output_reads_with_run_pretraining_spec_and_manifest_counts(reference_run):
     manifest = json.loads((reference_run / "manifest.json").read_text())
