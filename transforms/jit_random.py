@@ -174,28 +174,22 @@ def seed_lanes(keys: np.ndarray, key_lengths: np.ndarray, lanes: np.ndarray) -> 
 
 @njit(cache=True)
 def twisted_state(lanes: np.ndarray, c: int, mt: np.ndarray) -> None:
-    """mt = the generator of column c of `lanes` (seed_lanes) after the
-    twist its first draw makes: the same draws, and the column is read once
-    instead of being copied and then twisted in place."""
-    _twist_into(lanes[:, c], mt)
+    """mt = the generator of column c of `lanes` (seed_lanes), twisted as its
+    first draw would twist it: the same draws."""
+    for k in range(N):
+        mt[k] = lanes[k, c]
+    _twist(mt)
 
 
 @njit(cache=True)
 def _twist(mt: np.ndarray) -> None:
-    _twist_into(mt, mt)
-
-
-@njit(cache=True)
-def _twist_into(old: np.ndarray, mt: np.ndarray) -> None:
-    """The Mersenne Twister's twist of the words `old` into mt (`old` may be
-    mt itself): each word is read before it is overwritten, as in place."""
     for k in range(N - _M):
-        y = (old[k] & _UPPER) | (old[k + 1] & _LOWER)
-        mt[k] = old[k + _M] ^ (y >> 1) ^ (_MATRIX_A if y & 1 else 0)
+        y = (mt[k] & _UPPER) | (mt[k + 1] & _LOWER)
+        mt[k] = mt[k + _M] ^ (y >> 1) ^ (_MATRIX_A if y & 1 else 0)
     for k in range(N - _M, N - 1):
-        y = (old[k] & _UPPER) | (old[k + 1] & _LOWER)
+        y = (mt[k] & _UPPER) | (mt[k + 1] & _LOWER)
         mt[k] = mt[k + _M - N] ^ (y >> 1) ^ (_MATRIX_A if y & 1 else 0)
-    y = (old[N - 1] & _UPPER) | (mt[0] & _LOWER)
+    y = (mt[N - 1] & _UPPER) | (mt[0] & _LOWER)
     mt[N - 1] = mt[_M - 1] ^ (y >> 1) ^ (_MATRIX_A if y & 1 else 0)
     mt[N] = 0
 
