@@ -18,19 +18,16 @@ def _encode_part(part: object) -> bytes:
     Not repr(): repr of a str depends on the Unicode database's idea of
     printable characters, which changes between Python versions.
     """
-    kind = type(part)  # the common exact types first: this runs for every document
-    if kind is str:
+    # The common types first (this runs for every document); bool before int,
+    # which it subclasses.
+    if isinstance(part, str):
         return b"s" + part.encode("utf-8", "surrogatepass")
-    if kind is int:
-        return b"i" + str(part).encode("ascii")
-    if part is None:
-        return b"n"
     if isinstance(part, bool):
         return b"?1" if part else b"?0"
     if isinstance(part, int):
         return b"i" + str(part).encode("ascii")
-    if isinstance(part, str):
-        return b"s" + part.encode("utf-8", "surrogatepass")
+    if part is None:
+        return b"n"
     if isinstance(part, (bytes, bytearray)):
         return b"b" + bytes(part)
     if isinstance(part, float):
