@@ -100,54 +100,70 @@ def split_documents(lines: Iterable[tuple[int, bytes]], *,
     not ours and are skipped. `claim(offset)` is asked before each document
     starts; the first refusal ends the iteration (a range tracker's
     try_claim). Pure: no Beam, no I/O.
+
+    Every line of a corpus passes through here (one-line documents make it
+    most of reading), so the common line (no lone CR, valid UTF-8, short)
+    takes an inline path and the repairs are counted in locals.
     """
     stats = stats if stats is not None else DecodeStats()
     doc: list[str] | None = None
     doc_offset = 0
     claimed_line = -1
     continuing = not after_blank
-    for line_offset, raw in lines:
-        if line_offset == 0 and raw[:3] == _BOM:
-            raw = raw[3:]
-            stats.bom_removed += 1
-        for offset, piece, after_cr in _logical_lines(line_offset, raw):
-            text, dropped = _decode(piece)
-            text = text.strip()
-            if not text:
-                if doc is not None:
-                    yield doc_offset, doc
-                    doc = None
-                continuing = False
-                continue
-            if doc is None:
-                if continuing:
+    undecodable = lone_cr = 0
+    try:
+        for line_offset, raw in lines:
+            if line_offset == 0 and raw[:3] == _BOM:
+                raw = raw[3:]
+                stats.bom_removed += 1
+            if raw[-1:] == b"\n":
+                raw = raw[:-1]
+            if raw[-1:] == b"\r":
+                raw = raw[:-1]
+            pieces = (((line_offset, raw, False),) if b"\r" not in raw
+                      else _logical_lines(line_offset, raw))
+            for offset, piece, after_cr in pieces:
+                try:
+                    text, dropped = piece.decode("utf-8").strip(), 0
+                except UnicodeDecodeError:
+                    text, dropped = _decode(piece)
+                    text = text.strip()
+                if not text:
+                    if doc is not None:
+                        yield doc_offset, doc
+                        doc = None
+                    continuing = False
                     continue
-                # Claims are physical line starts: the split points a reader
-                # starting mid-file can find.
-                if claim is not None and line_offset != claimed_line:
-                    if not claim(line_offset):
-                        return
-                    claimed_line = line_offset
-                doc, doc_offset = [], offset
-            doc.extend(_cut_long_line(text, stats))
-            stats.undecodable_bytes += dropped
-            stats.lone_cr_breaks += after_cr
-    if doc is not None:
-        yield doc_offset, doc
+                if doc is None:
+                    if continuing:
+                        continue
+                    # Claims are physical line starts: the split points a reader
+                    # starting mid-file can find.
+                    if claim is not None and line_offset != claimed_line:
+                        if not claim(line_offset):
+                            return
+                        claimed_line = line_offset
+                    doc, doc_offset = [], offset
+                if len(text) > MAX_SENTENCE_CHARS:
+                    doc.extend(_cut_long_line(text, stats))
+                else:
+                    doc.append(text)
+                undecodable += dropped
+                lone_cr += after_cr
+        if doc is not None:
+            yield doc_offset, doc
+    finally:
+        stats.undecodable_bytes += undecodable
+        stats.lone_cr_breaks += lone_cr
 
 
 def _logical_lines(offset: int, raw: bytes) -> Iterator[tuple[int, bytes, bool]]:
-    """A physical line (ending in \n) split at lone carriage returns:
-    (offset, bytes, whether a lone CR came right before).
+    """A physical line without its line ending, split at lone carriage
+    returns: (offset, bytes, whether a lone CR came right before).
 
-    CRLF ends a line like \n; a lone CR (old Mac files, or a CR left inside a
+    CRLF ends a line like \\n; a lone CR (old Mac files, or a CR left inside a
     line) also ends one, rather than gluing two sentences together.
     """
-    raw = raw[:-1] if raw.endswith(b"\n") else raw
-    raw = raw[:-1] if raw.endswith(b"\r") else raw
-    if b"\r" not in raw:
-        yield offset, raw, False
-        return
     start = 0
     for index, part in enumerate(raw.split(b"\r")):
         yield offset + start, part, index > 0
@@ -155,11 +171,9 @@ def _logical_lines(offset: int, raw: bytes) -> Iterator[tuple[int, bytes, bool]]
 
 
 def _cut_long_line(text: str, stats: DecodeStats) -> list[str]:
-    """Lines over MAX_SENTENCE_CHARS become several sentences, cut at a space
+    """A line over MAX_SENTENCE_CHARS becomes several sentences, cut at a space
     where there is one: a sentence that long is a dump, not a sentence, and
     tokenizing it whole would hold millions of tokens for one instance."""
-    if len(text) <= MAX_SENTENCE_CHARS:
-        return [text]
     stats.long_lines_cut += 1
     pieces = []
     while len(text) > MAX_SENTENCE_CHARS:
@@ -226,8 +240,7 @@ def _line_before_is_blank(f: BinaryIO, line_start: int) -> bool:
 
 
 def _read_lines(f: BinaryIO, offset: int) -> Iterator[tuple[int, bytes]]:
-    readline = f.readline
-    while line := readline():
+    for line in iter(f.readline, b""):  # CompressedFile has readline, not __iter__
         yield offset, line
         offset += len(line)
 
