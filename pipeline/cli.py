@@ -40,6 +40,9 @@ def _main(prog: str, module: str) -> None:
     if importlib.util.find_spec("apache_beam") is None:
         print(missing_pipeline(prog, sys.version_info[:2]), file=sys.stderr)
         sys.exit(2)
+    # From the imports on: this process runs the pipeline, or drives its workers.
+    from bert_pretraining_data.transforms.worker_memory import tune_worker_memory
+    tune_worker_memory()
     importlib.import_module(module).main()
 
 

@@ -15,7 +15,7 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 
-from bert_pretraining_data.transforms.allocator import reuse_large_buffers
+from bert_pretraining_data.transforms.worker_memory import tune_worker_memory
 from bert_pretraining_data.transforms.counters import BundleCounters, CountingDoFn, counter
 from bert_pretraining_data.transforms.fast_records import (Engine, FlatSample, RecordStats,
                                                            WorkUnit, unit_records, warm_up)
@@ -70,7 +70,7 @@ class TokenizeDocument(CountingDoFn):
                                      "control_characters")
 
     def setup(self) -> None:
-        reuse_large_buffers()
+        tune_worker_memory()
         tokenizer = self._tokenizer.tokenizer()
         # A line's ids, with segmented words marked (transforms.segmentation).
         self._line_ids = line_ids(tokenizer, self._segmenter)
@@ -185,7 +185,7 @@ class CreateRecords(CountingDoFn):
         self._count = BundleCounters(*names)
 
     def setup(self) -> None:
-        reuse_large_buffers()
+        tune_worker_memory()
         self._engine = Engine.of(*self._configs)
         warm_up(self._engine)
         self._sample_source: object = None

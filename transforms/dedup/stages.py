@@ -54,6 +54,7 @@ from bert_pretraining_data.transforms.dedup.minhash import (band_keys, band_shap
                                                             distinct_shingles, shingle_hashes,
                                                             signatures)
 from bert_pretraining_data.transforms.dedup.normalise import normalised_text, text_digest
+from bert_pretraining_data.transforms.worker_memory import tune_worker_memory
 
 DEDUP_MODES = ("none", "exact", "near")
 DOCUMENTS = "documents"
@@ -132,6 +133,9 @@ class FingerprintDocuments(beam.DoFn):
 
     def __init__(self, *, fingerprints: Fingerprints) -> None:
         self._fingerprints = fingerprints
+
+    def setup(self) -> None:
+        tune_worker_memory()
 
     def start_bundle(self) -> None:
         self._documents: list[tuple[str, list[str]]] = []
