@@ -9,6 +9,7 @@ import pathlib
 from bench.corpus import MB, SHAPES, corpus_path, read_documents
 from bench.document_hashes import stage_costs
 from bench.pipeline import STAGES, Run, Usage, dedup_summary, stage_breakdown
+from bench.workers import timed_runs
 from conftest import DATA
 from bert_pretraining_data.pipeline.main import run
 
@@ -113,3 +114,19 @@ def test_scale_model_counts_what_the_emulator_test_counts():
     assert large["runner"]["instances"] == 16 * small["runner"]["instances"]
     longer = model(Job(gigabytes=1, mean_document_bytes=20_000))["runner"]
     assert longer["instances"] < small["runner"]["instances"]  # fewer instances per byte
+
+
+def test_worker_timeline_times_the_runners_stages_and_its_workers(tmp_path: pathlib.Path):
+    corpus = corpus_path(0.05, seed=0, cache_dir=tmp_path / "cache")
+
+    (summary,), cores = timed_runs(corpus, 2)
+
+    names = " ".join(name for name, _, _ in summary["stages"])
+    assert "CreateRecords" in names and "WriteShard" in names
+    assert all(0 <= began <= summary["wall"] and took >= 0
+               for _, began, took in summary["stages"])
+    assert len(summary["stops"]) == 2  # both worker processes, stopped after the stages
+    last = max(began + took for _, began, took in summary["stages"])
+    assert all(stopped >= last for stopped, _ in summary["stops"])
+    assert summary["workers_cpu"] > summary["driver_cpu"] > 0
+    assert cores.samples and all(0 <= busy <= 64 for _, busy in cores.samples)
