@@ -8,8 +8,9 @@ input, so memory is bounded by the sample, never by the corpus.
 
 from __future__ import annotations
 
+import functools
 import random
-from typing import Sequence
+from typing import Callable, Sequence
 
 import apache_beam as beam
 
@@ -17,13 +18,18 @@ from bert_pretraining_data.transforms.instances import random_document
 from bert_pretraining_data.transforms.jit_random import generator_state
 from bert_pretraining_data.transforms.compact_documents import (
     CompactDocument, CompactView, compact_document, compact_token_count, expand_document)
-from bert_pretraining_data.transforms.randomness import stable_hash
+from bert_pretraining_data.transforms.randomness import stable_hasher
 
 SampledDocument = tuple[str, CompactDocument]
 
 
 def sample_rank(seed: int, doc_key: str) -> int:
-    return stable_hash("nsp-sample", seed, doc_key)
+    return _rank(seed)(doc_key)
+
+
+@functools.lru_cache(maxsize=None)
+def _rank(seed: int) -> Callable[[object], int]:
+    return stable_hasher("nsp-sample", seed)
 
 
 def cap_document(document: CompactDocument, max_tokens: int) -> CompactDocument:
