@@ -7,6 +7,7 @@ sizes and element order. Builtin `hash()` is salted per process, so hashlib.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 from collections.abc import Callable, Iterable
@@ -49,11 +50,13 @@ def encode_parts(parts: Iterable[object]) -> bytes:
     return b"".join([_framed(e) for e in map(_encode_part, parts)])
 
 
+@functools.lru_cache(maxsize=None)
 def prefixed_digest(new_hash: Callable[[], Any], *prefix: object) -> Callable[[object], bytes]:
     """`key -> new_hash()` digest of encode_parts((*prefix, key)), the same
     bytes as hashing the parts whole, with the constant prefix encoded and
     hashed once: per-document hashes (a seed, a sample rank) run a million
-    times a run on short documents, and the prefix was half their cost."""
+    times a run on short documents, and the prefix was half their cost.
+    One hasher per prefix (cached), so callers ask for it per key."""
     base = new_hash()
     base.update(encode_parts(prefix))
 
@@ -84,6 +87,7 @@ def stable_hash(*parts: object) -> int:
     return _hash_key(hasher.digest())
 
 
+@functools.lru_cache(maxsize=None)
 def stable_hasher(*prefix: object) -> Callable[[object], int]:
     """`key -> stable_hash(*prefix, key)`, the prefix hashed once (prefixed_digest)."""
     digest = prefixed_digest(_blake2b_64, *prefix)

@@ -8,9 +8,8 @@ input, so memory is bounded by the sample, never by the corpus.
 
 from __future__ import annotations
 
-import functools
 import random
-from typing import Callable, Sequence
+from typing import Sequence
 
 import apache_beam as beam
 
@@ -24,12 +23,7 @@ SampledDocument = tuple[str, CompactDocument]
 
 
 def sample_rank(seed: int, doc_key: str) -> int:
-    return _rank(seed)(doc_key)
-
-
-@functools.lru_cache(maxsize=None)
-def _rank(seed: int) -> Callable[[object], int]:
-    return stable_hasher("nsp-sample", seed)
+    return stable_hasher("nsp-sample", seed)(doc_key)
 
 
 def cap_document(document: CompactDocument, max_tokens: int) -> CompactDocument:

@@ -17,10 +17,8 @@ different documents start from independent sha256 outputs.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import random
-from typing import Callable
 
 import numpy as np
 from numba import njit
@@ -40,13 +38,8 @@ _WORD = np.uint64(0xFFFFFFFF)
 def document_seed(random_seed: int, doc_key: str) -> tuple[int, int]:
     """The document's 128-bit seed as two 64-bit words (lo, hi): sha256 of
     (random_seed, doc_key), the only hash computed per document."""
-    digest = _document_digest(random_seed)(doc_key)
+    digest = prefixed_digest(hashlib.sha256, "document", random_seed)(doc_key)
     return int.from_bytes(digest[:8], "little"), int.from_bytes(digest[8:16], "little")
-
-
-@functools.lru_cache(maxsize=None)
-def _document_digest(random_seed: int) -> Callable[[object], bytes]:
-    return prefixed_digest(hashlib.sha256, "document", random_seed)
 
 
 @njit(cache=True)
