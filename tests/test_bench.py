@@ -8,6 +8,7 @@ import pathlib
 
 from bench.corpus import MB, SHAPES, corpus_path, read_documents
 from bench.document_hashes import stage_costs
+from bench.kernel_cost import measure_round
 from bench.pipeline import STAGES, Run, Usage, dedup_summary, stage_breakdown
 from bench.workers import timed_runs
 from conftest import DATA
@@ -130,3 +131,11 @@ def test_worker_timeline_times_the_runners_stages_and_its_workers(tmp_path: path
     assert all(stopped >= last for stopped, _ in summary["stops"])
     assert summary["workers_cpu"] > summary["driver_cpu"] > 0
     assert cores.samples and all(0 <= busy <= 64 for _, busy in cores.samples)
+
+
+def test_kernel_cost_writes_and_touches_then_leaves_nothing(tmp_path: pathlib.Path):
+    measured = measure_round(tmp_path, 16 << 20)
+
+    assert list(tmp_path.iterdir()) == []  # the file written is deleted
+    assert measured.write >= 0 and measured.touch >= 0
+    assert measured.write_wall > 0  # 16 MiB took some time to write

@@ -37,7 +37,8 @@ _WORD = np.uint64(0xFFFFFFFF)
 
 def document_seed(random_seed: int, doc_key: str) -> tuple[int, int]:
     """The document's 128-bit seed as two 64-bit words (lo, hi): sha256 of
-    (random_seed, doc_key), the only hash computed per document."""
+    (random_seed, doc_key); every draw of the document's copies derives from
+    it in compiled code (`seed_key`), so no further hash runs per copy."""
     digest = prefixed_digest(hashlib.sha256, "document", random_seed)(doc_key)
     return int.from_bytes(digest[:8], "little"), int.from_bytes(digest[8:16], "little")
 
