@@ -42,7 +42,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bert_pretraining_data.transforms.documents import (  # noqa: E402
+from bert_pretraining_data.transforms.read.documents import (  # noqa: E402
     document_key, key_root, split_documents)
 from bert_pretraining_data.transforms.randomness import derive_rng  # noqa: E402
 

@@ -155,7 +155,7 @@ class Decisions:
 def deduplicate(documents: list[tuple[str, list[str]]], *, mode: str, threshold: float = 0.8,
                 ngram: int = 5) -> Decisions:
     """The stage's decisions in one process, by its own functions
-    (transforms.dedup.stages runs the same ones in Beam)."""
+    (transforms.dedup.beam runs the same ones in Beam)."""
     texts = {key: normalised_text(lines) for key, lines in documents}
     digests = {key: text_digest(text) for key, text in texts.items()}
     keys = [key for key, _ in documents]

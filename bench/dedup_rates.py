@@ -20,8 +20,8 @@ sys.path[:0] = [str(ROOT)]
 
 from bench.corpus import read_documents  # noqa: E402
 from bench.dedup_eval import deduplicate  # noqa: E402
-from bert_pretraining_data.transforms.formats import text_document  # noqa: E402
-from bert_pretraining_data.transforms.wikipedia import (  # noqa: E402
+from bert_pretraining_data.transforms.read.tables import text_document  # noqa: E402
+from bert_pretraining_data.transforms.read.wikipedia import (  # noqa: E402
     ARTICLE_NAMESPACE, dump_pages, plain_text)
 
 TEXT_SUFFIXES = (".txt",)

@@ -1,4 +1,4 @@
-"""What recording a version's documents costs a refresh (transforms/document_hashes.py).
+"""What recording a version's documents costs a refresh (transforms/hashes/document_hashes.py).
 
 Not a test: it prints figures, on a corpus of each shape (bench/corpus.py).
 
@@ -34,10 +34,10 @@ sys.path[:0] = [str(ROOT)]  # for bench.*
 
 from bench.corpus import MB, SHAPES, corpus_path, read_documents  # noqa: E402
 from bench.pipeline import FLAGS, VOCAB, measure, stage_breakdown  # noqa: E402
-from bert_pretraining_data.transforms.document_hashes import (  # noqa: E402
+from bert_pretraining_data.transforms.hashes.document_hashes import (  # noqa: E402
     WriteDocumentHashes, _HashDocumentsFn, count_changes, decode, document_hash, encode,
     file_of, hash_files_for)
-from bert_pretraining_data.transforms.documents import DOCUMENTS, ReadDocuments  # noqa: E402
+from bert_pretraining_data.transforms.read.documents import DOCUMENTS, ReadDocuments  # noqa: E402
 
 
 def stage_costs(corpus: pathlib.Path) -> dict[str, float]:

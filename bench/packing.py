@@ -43,7 +43,7 @@ from bench.corpus import SHAPES, corpus_path  # noqa: E402
 from bert_pretraining_data.loaders.manifest import read_manifest  # noqa: E402
 from bert_pretraining_data.loaders.records import read_instances  # noqa: E402
 from bert_pretraining_data.pipeline.main import run  # noqa: E402
-from bert_pretraining_data.transforms.packing.histogram import pack_histogram  # noqa: E402
+from bert_pretraining_data.transforms.pack.histogram import pack_histogram  # noqa: E402
 
 VOCAB = ROOT / "tests" / "data" / "bert-base-uncased-vocab.txt"
 WIKIPEDIA = ROOT.parent / "shared" / "data" / "wikipedia" / "enwiki-excerpt-pages-articles.xml.bz2"

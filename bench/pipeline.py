@@ -64,11 +64,11 @@ from bench.corpus import MB, SHAPES, corpus_path, jsonl_path, read_documents  # 
 from bench.dedup_eval import deduplicate  # noqa: E402
 from bert_pretraining_data.pipeline.build import SAMPLE_DOCUMENT_SEQUENCES  # noqa: E402
 from bert_pretraining_data.pipeline.options import Stages, parse_args  # noqa: E402
-from bert_pretraining_data.transforms.sampling import (  # noqa: E402
+from bert_pretraining_data.transforms.instances.sample import (  # noqa: E402
     bound_sample, cap_document, sample_rank)
-from bert_pretraining_data.transforms.sharding import (  # noqa: E402
+from bert_pretraining_data.transforms.write.shuffle_entries import (  # noqa: E402
     scan_entries, split_by_shard)
-from bert_pretraining_data.transforms.stages import (  # noqa: E402
+from bert_pretraining_data.transforms.instances.beam import (  # noqa: E402
     BatchDocuments, CreateRecords, TokenizeDocument, fan_out_batch)
 
 VOCAB = ROOT / "tests" / "data" / "bert-base-uncased-vocab.txt"

@@ -22,7 +22,7 @@ MiB = 1 << 20
 # max_seq_length 128, max_predictions_per_seq 20, 1 worker): mean document
 # bytes of the shape -> (instances per MB of text, CPU microseconds per
 # instance less the run's 3.4 CPU-s of start-up, shuffle bytes per instance:
-# the entry of a masked instance, transforms.compact_instances, on 1 MB).
+# the entry of a masked instance, transforms.instances.instance_bytes, on 1 MB).
 MEASURED = {
     334: (48_368, 15.0, 240),  # short: 1-5 sentences
     3_145: (27_268, 15.2, 320),  # web-like: median 2 KB
@@ -45,7 +45,7 @@ UPLOAD_CHUNK = 16 * MiB  # Beam's GCS writer uploads in chunks of this size
 SAMPLE_MAX_BYTES = 256 * MiB
 WORKER_START_SECONDS = 180  # a Dataflow VM from request to running (modelled)
 KERNEL_COMPILE_SECONDS = 12  # per worker process without the template image (measured here)
-FLUSH_BYTES = 64 * MiB  # the bucket path's buffer (transforms/sharding.py)
+FLUSH_BYTES = 64 * MiB  # the bucket path's buffer (transforms/write/shuffle_entries.py)
 OBJECT_WRITE_SECONDS = 0.05  # one small GCS object created, written and closed (modelled)
 
 

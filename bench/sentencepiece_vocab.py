@@ -24,12 +24,12 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests")]
 
-from vocab_baselines import split_lines, spm_train_directly  # noqa: E402
+from helpers.vocab_baselines import split_lines, spm_train_directly  # noqa: E402
 from bert_pretraining_data.pipeline import create_vocab  # noqa: E402
-from bert_pretraining_data.transforms.subword.sentencepiece_model import parse_model  # noqa: E402
-from bert_pretraining_data.transforms.subword.sentencepiece_text import (  # noqa: E402
+from bert_pretraining_data.transforms.tokenize.sentencepiece_model import parse_model  # noqa: E402
+from bert_pretraining_data.transforms.tokenize.sentencepiece_text import (  # noqa: E402
     SentencePieceTokenizer)
-from bert_pretraining_data.transforms.subword.sentencepiece_training import (  # noqa: E402
+from bert_pretraining_data.transforms.vocab.sentencepiece import (  # noqa: E402
     SentencePieceLearning, line_stats)
 
 DEFAULT_CONFIGS = ("unigram:2000:lower,unigram:4000:lower,unigram:8000:lower,"

@@ -33,10 +33,10 @@ from typing import Callable
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from oracle_tokenization import OracleTokenizer  # noqa: E402
-from bert_pretraining_data.transforms.subword.tokenizers import TokenizerSpec  # noqa: E402
-from bert_pretraining_data.transforms.tokenization import FullTokenizer  # noqa: E402
-from bert_pretraining_data.transforms.vocabulary import Vocabulary, parse_vocabulary  # noqa: E402
+from helpers.oracle_tokenization import OracleTokenizer  # noqa: E402
+from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec  # noqa: E402
+from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer  # noqa: E402
+from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary, parse_vocabulary  # noqa: E402
 
 Ids = Callable[[str], list]
 

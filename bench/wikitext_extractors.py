@@ -13,7 +13,7 @@ without redirects, and runs every candidate over every article:
   section);
 - `mwph-careful`: mwparserfromhell with a node walker that applies explicit
   rules (the ones WIKITEXT_EXTRACTORS.md recommends; see `MwphCareful`);
-- `project`: the pipeline's own `transforms.wikipedia.plain_text`, when this
+- `project`: the pipeline's own `transforms.read.wikipedia.plain_text`, when this
   checkout has it;
 - `wikiextractor`: `wikiextractor.extract.Extractor.clean_text` used as a
   library (its `clean` + `compact`), no template expansion, no HTML escaping;
@@ -659,7 +659,7 @@ def make_project():
     """What the pipeline itself runs today, if this checkout has it."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from bert_pretraining_data.transforms.wikipedia import plain_text
+    from bert_pretraining_data.transforms.read.wikipedia import plain_text
 
     def extract(text: str, title: str = "") -> str:
         return _clean_lines(plain_text(text))
@@ -718,7 +718,7 @@ CANDIDATES = [
     Candidate("mwph-careful", "mwparserfromhell", make_mwph_careful,
               "node walker with the recommended rules"),
     Candidate("project", "mwparserfromhell", make_project,
-              "transforms.wikipedia.plain_text of this checkout (mwparserfromhell)"),
+              "transforms.read.wikipedia.plain_text of this checkout (mwparserfromhell)"),
     Candidate("wikiextractor", "wikiextractor", make_wikiextractor,
               "Extractor.clean_text (clean + compact), no expansion"),
     Candidate("wikitextparser", "wikitextparser", make_wikitextparser, "parse(text).plain_text()"),

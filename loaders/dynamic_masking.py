@@ -1,7 +1,7 @@
 """Dynamic masking: the instances of a dataset written with `--masking=none`
 are masked as they are loaded, differently each epoch.
 
-The masking is the pipeline's own (`transforms.masking.mask_tokens`: the same
+The masking is the pipeline's own (`transforms.instances.masking.mask_tokens`: the same
 budget, 80/10/10, whole-word and n-gram options, from the flags the manifest
 records), drawn from an RNG derived from (seed, epoch, example index): an epoch
 is reproducible whatever the number of workers or ranks. It needs only the base
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from bert_pretraining_data.loaders.manifest import Manifest, read_vocabulary
 from bert_pretraining_data.loaders.records import Instance
-from bert_pretraining_data.transforms.masking import (Masked, MaskingConfig, mask_tokens,
+from bert_pretraining_data.transforms.instances.masking import (Masked, MaskingConfig, mask_tokens,
                                                       masking_config)
 from bert_pretraining_data.transforms.randomness import derive_rng
 

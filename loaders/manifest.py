@@ -17,8 +17,8 @@ import json
 from typing import Any
 
 from bert_pretraining_data.loaders import files
-from bert_pretraining_data.transforms.subword.tokenizers import TokenizerSpec
-from bert_pretraining_data.transforms.vocabulary import Vocabulary
+from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
+from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
 
 MANIFEST_NAME = "manifest.json"
 # An --output_dir dataset's vocabulary, beside its manifest: its vocab.txt, or
@@ -79,7 +79,7 @@ class Manifest:
         names): v2 names, ALBERT's token_boundary and ELECTRA's layout read
         alike. Manifests older than this record imply the original's."""
         # the writer's, loaded if needed
-        from bert_pretraining_data.transforms.example_writer import RecordLayout
+        from bert_pretraining_data.transforms.write.tf_example import RecordLayout
 
         recorded = self.data.get("features")
         if recorded:

@@ -1,7 +1,7 @@
 """Records of a dataset as unpadded instances, without TensorFlow or Beam.
 
 A PyTorch job reads the shards here: TFRecord framing comes from
-`transforms.tfrecord` (CRCs checked) and `tf.train.Example` is decoded by
+`transforms.write.tfrecord` (CRCs checked) and `tf.train.Example` is decoded by
 hand, with numpy doing the packed varints. Every layout the pipeline writes
 (padded or not, bert or d2l) becomes the same `Instance`: the real tokens and
 predictions only, which is what dynamic padding and dynamic masking start
@@ -19,7 +19,7 @@ import numpy as np
 
 from bert_pretraining_data.loaders import files
 from bert_pretraining_data.loaders.manifest import DatasetError, Manifest, Shard
-from bert_pretraining_data.transforms.tfrecord import read_records
+from bert_pretraining_data.transforms.write.tfrecord import read_records
 
 Features = dict[str, "np.ndarray | list[bytes]"]
 

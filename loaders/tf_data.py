@@ -25,7 +25,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from bert_pretraining_data.loaders import files
-from bert_pretraining_data.transforms.example_writer import RecordLayout
+from bert_pretraining_data.transforms.write.tf_example import RecordLayout
 from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, find_manifest,
                                                     read_manifest)
 

@@ -31,7 +31,7 @@ from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, read
                                                     read_vocabulary_bytes)
 from bert_pretraining_data.loaders.records import (Instance, InstanceDecoder, Row, read_shard,
                                                    sequences_of)
-from bert_pretraining_data.transforms.masking import MaskingConfig
+from bert_pretraining_data.transforms.instances.masking import MaskingConfig
 from bert_pretraining_data.transforms.randomness import derive_rng
 
 IGNORE_INDEX = -100  # labels at unmasked positions, as HuggingFace losses expect

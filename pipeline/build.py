@@ -9,12 +9,12 @@ BatchDocuments groups documents (a few thousand short ones, or one long one);
 FanOutDupes makes units of work of a batch (its documents with the dupe
 indices to make of each: all of them but for huge documents); CreateRecords
 is the design card's CreateInstances, MaskTokens and Encode for every copy
-of a unit, compiled into one step (transforms.fast_records). WriteShards shuffles through the runner or through
-bucket files (`--shuffle`, transforms.sharding).
+of a unit, compiled into one step (transforms.instances.units). WriteShards shuffles through the runner or through
+bucket files (`--shuffle`, transforms.write.shuffle_entries).
 
 A refresh also asks for the documents' hashes (`documents`): RecordDocuments
 hashes the documents as read and writes them beside the shards, compared with
-the previous version's (pipeline.changes, transforms.document_hashes).
+the previous version's (pipeline.changes, transforms.hashes.document_hashes).
 
 `build_pipeline` only adds transforms to `p`; it runs nothing and returns the
 PCollections a test may want to inspect.
@@ -29,15 +29,15 @@ from bert_pretraining_data.pipeline.options import Config, Stages
 from bert_pretraining_data.pipeline.publish import (DEDUP_NAME, PROBLEM_LIST_NAME,
                                                     SHARD_LIST_NAME, OutputLayout,
                                                     write_staging_json)
-from bert_pretraining_data.transforms.dedup.stages import (SUMMARY, Deduplicate, Fingerprints,
+from bert_pretraining_data.transforms.dedup.beam import (SUMMARY, Deduplicate, Fingerprints,
                                                            dedup_partitions)
-from bert_pretraining_data.transforms.document_hashes import WriteDocumentHashes
-from bert_pretraining_data.transforms.documents import DOCUMENTS, PROBLEMS, ReadDocuments
-from bert_pretraining_data.transforms.formats import ReadRecords
-from bert_pretraining_data.transforms.wikipedia import ReadDump
-from bert_pretraining_data.transforms.sampling import SampleDocuments
-from bert_pretraining_data.transforms.sharding import WriteShards
-from bert_pretraining_data.transforms.stages import (BatchDocuments, CreateRecords,
+from bert_pretraining_data.transforms.hashes.document_hashes import WriteDocumentHashes
+from bert_pretraining_data.transforms.read.documents import DOCUMENTS, PROBLEMS, ReadDocuments
+from bert_pretraining_data.transforms.read.tables import ReadRecords
+from bert_pretraining_data.transforms.read.wikipedia import ReadDump
+from bert_pretraining_data.transforms.instances.sample import SampleDocuments
+from bert_pretraining_data.transforms.write.shuffle_entries import WriteShards
+from bert_pretraining_data.transforms.instances.beam import (BatchDocuments, CreateRecords,
                                                      TokenizeDocument, fan_out_batch)
 
 # A sampled document keeps about this many tokens per max_seq_length.
@@ -55,7 +55,7 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
                    input_bytes: int = 0,
                    documents: DocumentPlan | None = None) -> dict[str, beam.PCollection]:
     """The pipeline's graph; `progress_dir` (local runs): where the Tokenize
-    and CreateRecords stages report their progress (transforms.progress);
+    and CreateRecords stages report their progress (transforms.progress_sink);
     `input_bytes` sizes the dedup stage's partitions; `documents`: where the
     documents' hashes go (a refresh's runs)."""
     seed = config.random_seed

@@ -1,7 +1,7 @@
 """What changed since the previous version: a refresh's record of its documents.
 
 A refresh (pipeline/refresh.py) asks its run to keep a `DocumentHistory`: the
-run hashes every document it reads (transforms.document_hashes, a Beam stage
+run hashes every document it reads (transforms.hashes.document_hashes, a Beam stage
 after ReadDocuments), writes the hashes as sorted hash files into staging,
 and compares each with the previous version's hashes of the same range. The
 hash files are published with the shards (the same atomic publish), and the
@@ -26,7 +26,7 @@ from typing import Any, Sequence
 from apache_beam.io.filesystems import FileSystems
 
 from bert_pretraining_data.loaders.manifest import MANIFEST_NAME
-from bert_pretraining_data.transforms.document_hashes import hash_files_for
+from bert_pretraining_data.transforms.hashes.document_hashes import hash_files_for
 
 HASH_LIST_NAME = "document_hashes.json"  # the staging list the publisher reads
 HASH_FILE_PREFIX = "document-hashes"

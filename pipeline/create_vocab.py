@@ -18,7 +18,7 @@ The corpus is read as create-pretraining-data reads it (one sentence per
 line, blank line between documents). Words are counted over the whole corpus
 after BERT's basic tokenization; a stable fraction of the documents is held
 out; the vocabulary is learned from the training documents' word counts
-(transforms.wordpiece_learning) and measured on the held-out ones. The
+(transforms.vocab.wordpiece) and measured on the held-out ones. The
 vocabulary goes to --output_file, ready for `create-pretraining-data
 --vocab_file`, and the measurements to `<output_file>.metrics.json`, both
 only when the run succeeded.
@@ -30,7 +30,7 @@ only when the run succeeded.
     LearnWordPiece + measurements -> Report -> WriteStaged (then the driver publishes)
 
 With `--tokenization=SentencePiece` it learns a SentencePiece model instead
-(unigram or BPE, ALBERT's settings: transforms.subword.sentencepiece_training)
+(unigram or BPE, ALBERT's settings: transforms.vocab.sentencepiece)
 from a sample of the training sentences, ready for `--spm_model_file`; the
 model goes to --output_file (`spm.model`), spm_train's `.vocab` beside it:
 
@@ -55,19 +55,19 @@ from bert_pretraining_data.pipeline.local_runner import new_pipeline
 from bert_pretraining_data.pipeline.options import (ConfigError, OneLineParser, parse_bool,
                                                     split_known_args)
 from bert_pretraining_data.pipeline.publish import OutputLayout, check_writable, remove_tree
-from bert_pretraining_data.transforms.documents import (DOCUMENTS, PROBLEMS, InputError,
+from bert_pretraining_data.transforms.read.documents import (DOCUMENTS, PROBLEMS, InputError,
                                                         ReadDocuments, comma_separated,
                                                         match_inputs)
-from bert_pretraining_data.transforms.subword.sentencepiece_model import parse_model
-from bert_pretraining_data.transforms.subword.sentencepiece_text import SentencePieceTokenizer
-from bert_pretraining_data.transforms.subword.sentencepiece_training import (
+from bert_pretraining_data.transforms.tokenize.sentencepiece_model import parse_model
+from bert_pretraining_data.transforms.tokenize.sentencepiece_text import SentencePieceTokenizer
+from bert_pretraining_data.transforms.vocab.sentencepiece import (
     MODEL_TYPES, SampleSentences, SentencePieceLearning, SentencePieceLearningError,
     chosen_lines, line_stats, train_model, vocab_text)
-from bert_pretraining_data.transforms.subword.tokenizers import SENTENCEPIECE, WORDPIECE
-from bert_pretraining_data.transforms.word_counts import (CountCharacters, CountWords,
+from bert_pretraining_data.transforms.tokenize.tokenizer_spec import SENTENCEPIECE, WORDPIECE
+from bert_pretraining_data.transforms.vocab.word_counts import (CountCharacters, CountWords,
                                                           MeasureVocabulary, SplitHeldOut,
                                                           WordCount, sum_stats)
-from bert_pretraining_data.transforms.wordpiece_learning import (LearningConfig, LearningError,
+from bert_pretraining_data.transforms.vocab.wordpiece import (LearningConfig, LearningError,
                                                                  TokenizationStats, learn_wordpiece,
                                                                  vocabulary_bytes)
 

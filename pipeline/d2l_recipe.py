@@ -24,7 +24,7 @@ d2l's rules (`_read_wiki`, `_get_nsp_data_from_paragraph`,
                         second is a random sentence of a random sampled
                         paragraph; pairs with len(a) + len(b) + 3 > max_len
                         are dropped (and counted)
-    MaskTokens          transforms.masking.mask_tokens: 15%, at least 1,
+    MaskTokens          transforms.instances.masking.mask_tokens: 15%, at least 1,
                         never <cls>/<sep>, 80/10/10 (d2l's rule, and BERT's)
     Encode              padded to max_len (<pad>) and round(max_len * 0.15)
                         predictions, with valid_lens and mlm_weights, under
@@ -69,15 +69,15 @@ from bert_pretraining_data.pipeline.prepare import Prepared, run_to_completion
 from bert_pretraining_data.pipeline.publish import (SHARD_LIST_NAME, OutputLayout, publish,
                                                     read_staging_json, write_staging_json)
 from bert_pretraining_data.transforms.counters import counter
-from bert_pretraining_data.transforms.documents import document_key, key_root
-from bert_pretraining_data.transforms.encoding import encode_features
-from bert_pretraining_data.transforms.masking import MaskingConfig
-from bert_pretraining_data.transforms.compact_documents import compact_document
+from bert_pretraining_data.transforms.read.documents import document_key, key_root
+from bert_pretraining_data.transforms.d2l.example import encode_features
+from bert_pretraining_data.transforms.instances.masking import MaskingConfig
+from bert_pretraining_data.transforms.tokenize.tokenized_documents import compact_document
 from bert_pretraining_data.transforms.randomness import derive_rng
-from bert_pretraining_data.transforms.sampling import (SampleDocuments, random_document_from_sample,
+from bert_pretraining_data.transforms.instances.sample import (SampleDocuments, random_document_from_sample,
                                                        sample_positions)
-from bert_pretraining_data.transforms.sharding import WriteShards
-from bert_pretraining_data.transforms.stages import Instance, MaskTokens, encode, fan_out
+from bert_pretraining_data.transforms.write.shuffle_entries import WriteShards
+from bert_pretraining_data.transforms.instances.beam import Instance, MaskTokens, encode, fan_out
 
 UNK = "<unk>"
 RESERVED_TOKENS = (UNK, "<pad>", "<mask>", "<cls>", "<sep>")  # ids 0..4, as d2l's Vocab

@@ -42,7 +42,7 @@ from bert_pretraining_data.pipeline.prepare import prepare
 from bert_pretraining_data.pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME,
                                                     OutputLayout, dataset_warnings, publish,
                                                     read_dedup_summary, read_staging_json)
-from bert_pretraining_data.transforms.documents import comma_separated
+from bert_pretraining_data.transforms.read.documents import comma_separated
 
 DATAFLOW_RUNNERS = ("DataflowRunner", "TestDataflowRunner")
 

@@ -24,8 +24,8 @@ from typing import Sequence
 
 from bert_pretraining_data.pipeline.build import build_pipeline
 from bert_pretraining_data.pipeline.changes import DocumentHistory
-from bert_pretraining_data.pipeline.progress import local_progress
-from bert_pretraining_data.pipeline.compat import run_compat
+from bert_pretraining_data.pipeline.progress_printer import local_progress
+from bert_pretraining_data.pipeline.reference_run import run_compat
 from bert_pretraining_data.pipeline.dataflow import (check_dataflow_options, dry_run_summary,
                                                      is_dry_run, launch)
 from bert_pretraining_data.pipeline.options import ConfigError, parse_args
@@ -34,8 +34,8 @@ from bert_pretraining_data.pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIS
                                                     PublishError, dataset_warnings, publish,
                                                     read_dedup_summary,
                                                     read_staging_json)
-from bert_pretraining_data.transforms.documents import InputError
-from bert_pretraining_data.transforms.vocabulary import VocabularyError
+from bert_pretraining_data.transforms.read.documents import InputError
+from bert_pretraining_data.transforms.tokenize.vocabulary import VocabularyError
 
 PROG = "create-pretraining-data"
 

@@ -16,20 +16,20 @@ import math
 import pathlib
 from typing import Sequence
 
-from bert_pretraining_data.transforms.example_writer import RecordLayout
-from bert_pretraining_data.transforms.instances import NEXT_SENTENCE_OBJECTIVES, InstanceConfig
-from bert_pretraining_data.transforms.masking import MaskingConfig, masking_config
-from bert_pretraining_data.transforms.packing.plan import prediction_budget
-from bert_pretraining_data.transforms.rows import InstanceRows, PackedRows
+from bert_pretraining_data.transforms.write.tf_example import RecordLayout
+from bert_pretraining_data.transforms.instances.pairs import NEXT_SENTENCE_OBJECTIVES, InstanceConfig
+from bert_pretraining_data.transforms.instances.masking import MaskingConfig, masking_config
+from bert_pretraining_data.transforms.pack.plan import prediction_budget
+from bert_pretraining_data.transforms.write.rows import InstanceRows, PackedRows
 from bert_pretraining_data.transforms.seeds import MAX_DUPE_FACTOR
-from bert_pretraining_data.transforms.dedup.stages import DEDUP_MODES
-from bert_pretraining_data.transforms.formats import INPUT_FORMATS
-from bert_pretraining_data.transforms.segmentation import SEGMENTERS
-from bert_pretraining_data.transforms.sentences import DEFAULT_SPLITTER, SPLITTERS
-from bert_pretraining_data.transforms.sharding import SHUFFLES
-from bert_pretraining_data.transforms.subword.tokenizers import (SENTENCEPIECE, WORDPIECE,
+from bert_pretraining_data.transforms.dedup.beam import DEDUP_MODES
+from bert_pretraining_data.transforms.read.tables import INPUT_FORMATS
+from bert_pretraining_data.transforms.tokenize.chinese_words import SEGMENTERS
+from bert_pretraining_data.transforms.tokenize.sentences import DEFAULT_SPLITTER, SPLITTERS
+from bert_pretraining_data.transforms.write.shuffle_entries import SHUFFLES
+from bert_pretraining_data.transforms.tokenize.tokenizer_spec import (SENTENCEPIECE, WORDPIECE,
                                                                 TokenizerSpec)
-from bert_pretraining_data.transforms.vocabulary import Vocabulary
+from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
 
 DEFAULT_NSP_SAMPLE_SIZE = 10_000
 # Sequences a packed row holds at most (--max_sequences_per_pack): Krell et

@@ -19,9 +19,9 @@ from bert_pretraining_data.pipeline.local_runner import new_pipeline
 from bert_pretraining_data.pipeline.options import Config, Stages
 from bert_pretraining_data.pipeline.publish import OutputLayout, prepare_output
 from bert_pretraining_data.transforms.counters import read_counters
-from bert_pretraining_data.transforms.documents import comma_separated, match_inputs
-from bert_pretraining_data.transforms.formats import check_parquet_schema
-from bert_pretraining_data.transforms.vocabulary import Vocabulary
+from bert_pretraining_data.transforms.read.documents import comma_separated, match_inputs
+from bert_pretraining_data.transforms.read.tables import check_parquet_schema
+from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
 
 
 @dataclasses.dataclass(frozen=True)

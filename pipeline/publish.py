@@ -39,8 +39,8 @@ from bert_pretraining_data.loaders.manifest import VOCAB_NAME, vocabulary_name
 from bert_pretraining_data.pipeline.changes import HASH_LIST_NAME, DocumentPlan, manifest_entries
 from bert_pretraining_data.pipeline.options import (Config, ConfigError, default_num_shards,
                                                     record_layout)
-from bert_pretraining_data.transforms.documents import comma_separated
-from bert_pretraining_data.transforms.sharding import file_digest
+from bert_pretraining_data.transforms.read.documents import comma_separated
+from bert_pretraining_data.transforms.write.shuffle_entries import file_digest
 
 STAGING_NAME = ".staging"
 MANIFEST_NAME = "manifest.json"

@@ -67,8 +67,8 @@ from bert_pretraining_data.pipeline.retention import (apply_retention, release_l
                                                       take_lease)
 from bert_pretraining_data.pipeline.versions import (FINGERPRINT_NAME, LATEST_NAME,
                                                      read_latest, version_name)
-from bert_pretraining_data.transforms.documents import InputError, comma_separated, match_inputs
-from bert_pretraining_data.transforms.vocabulary import VocabularyError
+from bert_pretraining_data.transforms.read.documents import InputError, comma_separated, match_inputs
+from bert_pretraining_data.transforms.tokenize.vocabulary import VocabularyError
 
 PROG = "create-pretraining-data-refresh"
 # Flags that say where the output goes, not what it holds.

@@ -14,22 +14,23 @@ from source when it starts and compiles on first use, once per worker process.
 
 from __future__ import annotations
 
-from bert_pretraining_data.transforms import (compact_documents, jit_records, jit_tokenization,
-                                              rows, sharding)
-from bert_pretraining_data.transforms.example_writer import RecordLayout
-from bert_pretraining_data.transforms.fast_records import Engine, warm_up as warm_up_records
-from bert_pretraining_data.transforms.instances import InstanceConfig
-from bert_pretraining_data.transforms.masking import MaskingConfig
-from bert_pretraining_data.transforms.packing import histogram, plan
-from bert_pretraining_data.transforms.sharding import RawRecords, scan_entries, split_by_shard
-from bert_pretraining_data.transforms.tokenization import FullTokenizer
-from bert_pretraining_data.transforms.vocabulary import parse_vocabulary
+from bert_pretraining_data.transforms.instances import units_kernel
+from bert_pretraining_data.transforms.pack import histogram, plan
+from bert_pretraining_data.transforms.tokenize import tokenized_documents, wordpiece_kernel
+from bert_pretraining_data.transforms.write import rows, shuffle_entries
+from bert_pretraining_data.transforms.write.tf_example import RecordLayout
+from bert_pretraining_data.transforms.instances.units import Engine, warm_up as warm_up_records
+from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
+from bert_pretraining_data.transforms.instances.masking import MaskingConfig
+from bert_pretraining_data.transforms.write.shuffle_entries import RawRecords, scan_entries, split_by_shard
+from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
+from bert_pretraining_data.transforms.tokenize.vocabulary import parse_vocabulary
 
 # The kernels the pipeline calls from Python (each compiles what it calls).
-KERNELS = (jit_records.unit_entries, compact_documents.read_compact, sharding._entries_of,
-           sharding.gather, sharding._scan_entries, sharding._frame_payloads,
+KERNELS = (units_kernel.unit_entries, tokenized_documents.read_compact, shuffle_entries._entries_of,
+           shuffle_entries.gather, shuffle_entries._scan_entries, shuffle_entries._frame_payloads,
            rows._lengths, rows._write_rows, histogram._solve, plan._fill_rows,
-           jit_tokenization.line_ids, jit_tokenization.build_slots, jit_tokenization.wordpiece)
+           wordpiece_kernel.line_ids, wordpiece_kernel.build_slots, wordpiece_kernel.wordpiece)
 
 # Kernel types do not depend on flag values: one small configuration compiles
 # every specialization the pipeline uses.
@@ -48,7 +49,7 @@ def warm_up() -> dict[str, tuple[int, int]]:
         batch = warm_up_records(Engine.of(_INSTANCES, masking))
     for writer in _ROWS:
         list(writer.rows(*scan_entries(batch.entries)).chunks)
-    records = sharding.RecordBatch.of([(3, b"b"), (2, b"a")])
+    records = shuffle_entries.RecordBatch.of([(3, b"b"), (2, b"a")])
     split_by_shard(records, 2)
     list(RawRecords().rows(*scan_entries(records.entries)).chunks)
     vocab = parse_vocabulary(b"[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\n##a\n")

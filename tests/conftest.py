@@ -8,8 +8,8 @@ import pathlib
 import pytest
 from hypothesis import HealthCheck, settings
 
-from bert_pretraining_data.transforms.tokenization import FullTokenizer
-from bert_pretraining_data.transforms.vocabulary import Vocabulary, parse_vocabulary
+from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
+from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary, parse_vocabulary
 
 DATA = pathlib.Path(__file__).parent / "data"
 UNCASED_VOCAB = DATA / "bert-base-uncased-vocab.txt"

@@ -10,10 +10,10 @@ import json
 
 import pytest
 
-from anchors import assert_reference_mode_reproduces, assert_statistics_match
+from helpers.anchors import assert_reference_mode_reproduces, assert_statistics_match
 from conftest import DATA
-from stats_albert import span_stats
-from stats_util import instance_stats
+from helpers.stats_albert import span_stats
+from helpers.stats_util import instance_stats
 
 GOLDEN = DATA / "golden_albert"
 GOLDEN_SENTENCEPIECE = DATA / "golden_albert_sentencepiece"

@@ -12,8 +12,8 @@ import pytest
 from conftest import DATA, UNCASED_VOCAB
 from bert_pretraining_data.pipeline.main import run
 from bert_pretraining_data.pipeline.publish import dataset_warnings
-from records import read_examples
-from bert_pretraining_data.transforms.documents import MAX_SENTENCE_CHARS
+from helpers.records import read_examples
+from bert_pretraining_data.transforms.read.documents import MAX_SENTENCE_CHARS
 
 SENTENCES = [line for line in (DATA / "wiki_small.txt").read_text(encoding="utf-8")
              .splitlines() if line.strip()]

@@ -11,12 +11,12 @@ import json
 
 import pytest
 
-from anchors import assert_reference_mode_reproduces, assert_statistics_match
+from helpers.anchors import assert_reference_mode_reproduces, assert_statistics_match
 from conftest import CHINESE_VOCAB, DATA
-from stats_ngram import span_stats
-from stats_util import instance_stats
-from bert_pretraining_data.transforms.segmentation import MARK, JiebaMarker, continuation_marks
-from bert_pretraining_data.transforms.tokenization import FullTokenizer
+from helpers.stats_ngram import span_stats
+from helpers.stats_util import instance_stats
+from bert_pretraining_data.transforms.tokenize.chinese_words import MARK, JiebaMarker, continuation_marks
+from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
 
 GOLDEN = DATA / "golden_chinese_wwm"
 CASES = json.loads((GOLDEN / "cases.json").read_text())["cases"]

@@ -13,17 +13,17 @@ from apache_beam.testing import test_pipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from conftest import DATA
-from gcs_emulator import gcs  # noqa: F401  (fixture)
+from helpers.gcs_emulator import gcs  # noqa: F401  (fixture)
 from bert_pretraining_data.pipeline.create_vocab import main, parse_args, run
 from bert_pretraining_data.pipeline.main import run as run_pretraining_data
 from bert_pretraining_data.pipeline.options import ConfigError
-from records import read_examples
-from vocab_baselines import corpus_documents
-from bert_pretraining_data.transforms.tokenization import FullTokenizer
-from bert_pretraining_data.transforms.vocabulary import parse_vocabulary
-from bert_pretraining_data.transforms.word_counts import (CountWords, document_word_counts,
+from helpers.records import read_examples
+from helpers.vocab_baselines import corpus_documents
+from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
+from bert_pretraining_data.transforms.tokenize.vocabulary import parse_vocabulary
+from bert_pretraining_data.transforms.vocab.word_counts import (CountWords, document_word_counts,
                                                           is_held_out)
-from bert_pretraining_data.transforms.wordpiece_learning import (RESERVED_TOKENS, TokenizationStats,
+from bert_pretraining_data.transforms.vocab.wordpiece import (RESERVED_TOKENS, TokenizationStats,
                                                                  count_characters, word_stats)
 
 WIKITEXT = DATA / "wikitext2_valid.txt"

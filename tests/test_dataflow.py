@@ -10,7 +10,7 @@ import pytest
 from packaging.requirements import Requirement
 
 from conftest import DATA, UNCASED_VOCAB
-from gcs_emulator import gcs  # noqa: F401  (fixture)
+from helpers.gcs_emulator import gcs  # noqa: F401  (fixture)
 from bert_pretraining_data.pipeline.dataflow import check_dataflow_options, is_dataflow, launch
 from bert_pretraining_data.pipeline.main import main, run
 from bert_pretraining_data.pipeline.options import (WORKER_REQUIREMENTS, ConfigError, parse_args,

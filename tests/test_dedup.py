@@ -30,9 +30,9 @@ from bert_pretraining_data.transforms.dedup.minhash import (band_keys, band_shap
                                                             jaccards, shingle_hashes,
                                                             shingle_set, signatures)
 from bert_pretraining_data.transforms.dedup.normalise import normalised_text, text_digest
-from bert_pretraining_data.transforms.dedup.stages import (DOCUMENTS, SUMMARY, Deduplicate,
+from bert_pretraining_data.transforms.dedup.beam import (DOCUMENTS, SUMMARY, Deduplicate,
                                                            Fingerprints)
-from bert_pretraining_data.transforms.tokenization import split_words
+from bert_pretraining_data.transforms.tokenize.wordpiece import split_words
 
 
 # --- normalisation ----------------------------------------------------------------

@@ -12,7 +12,7 @@ import pathlib
 import pytest
 
 from conftest import DATA, UNCASED_VOCAB
-from gcs_emulator import gcs  # noqa: F401  (fixture)
+from helpers.gcs_emulator import gcs  # noqa: F401  (fixture)
 from bert_pretraining_data.pipeline.main import run
 
 FLAGS = ["--dupe_factor=2", "--num_shards=3", "--max_seq_length=64",

@@ -1,4 +1,4 @@
-"""Document hashes (transforms/document_hashes.py): the hash of a document's text
+"""Document hashes (transforms/hashes/document_hashes.py): the hash of a document's text
 as read, the same in every input format; hash files range-partitioned and
 sorted; what changed between two versions counted as multisets, against a
 Counter over all hashes, across versions with different numbers of files."""
@@ -19,13 +19,13 @@ from apache_beam.testing import test_pipeline
 from hypothesis import given, strategies as st
 
 from conftest import DATA
-from test_formats import DUMP, dump_articles, ewt_documents, write_jsonl, write_parquet
-from bert_pretraining_data.transforms.document_hashes import (
+from test_read_tables import DUMP, dump_articles, ewt_documents, write_jsonl, write_parquet
+from bert_pretraining_data.transforms.hashes.document_hashes import (
     MAX_HASH_FILES, DocumentChanges, WriteDocumentHashes, count_changes, decode,
     document_hash, encode, file_of, files_covering, first_bytes, hash_files_for)
-from bert_pretraining_data.transforms.documents import DOCUMENTS, ReadDocuments
-from bert_pretraining_data.transforms.formats import ReadRecords
-from bert_pretraining_data.transforms.wikipedia import ReadDump
+from bert_pretraining_data.transforms.read.documents import DOCUMENTS, ReadDocuments
+from bert_pretraining_data.transforms.read.tables import ReadRecords
+from bert_pretraining_data.transforms.read.wikipedia import ReadDump
 
 hashes_ = st.lists(st.integers(0, 2**64 - 1), max_size=60)
 

@@ -13,8 +13,8 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.testing import test_pipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from bert_pretraining_data.transforms import documents
-from bert_pretraining_data.transforms.documents import (DecodeStats, DocumentSource, InputError,
+from bert_pretraining_data.transforms.read import documents
+from bert_pretraining_data.transforms.read.documents import (DecodeStats, DocumentSource, InputError,
                                                         ReadDocuments, document_key, key_root,
                                                         match_inputs, split_documents)
 

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from anchors import assert_reference_mode_reproduces, assert_statistics_match
+from helpers.anchors import assert_reference_mode_reproduces, assert_statistics_match
 from conftest import DATA
-from stats_electra import sequence_stats
+from helpers.stats_electra import sequence_stats
 
 GOLDEN = DATA / "golden_electra"
 

@@ -18,9 +18,9 @@ import sys
 import pytest
 
 from conftest import DATA, UNCASED_VOCAB
-from gcs_emulator import gcs  # noqa: F401  (fixture)
+from helpers.gcs_emulator import gcs  # noqa: F401  (fixture)
 from bert_pretraining_data.pipeline.main import run
-from records import read_examples
+from helpers.records import read_examples
 
 FLAGS = ["--dupe_factor=2", "--num_shards=3", "--max_seq_length=64",
          "--max_predictions_per_seq=10"]

@@ -19,8 +19,8 @@ import json
 import pytest
 
 from conftest import DATA, UNCASED_VOCAB
-from gcs_emulator import gcs  # noqa: F401  (fixture)
-from gcs_proxy import proxy
+from helpers.gcs_emulator import gcs  # noqa: F401  (fixture)
+from helpers.gcs_proxy import proxy
 from bert_pretraining_data.pipeline.main import run
 from bert_pretraining_data.pipeline.publish import PublishError
 

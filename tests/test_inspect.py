@@ -14,7 +14,7 @@ import pytest
 from conftest import DATA, UNCASED_VOCAB
 from bert_pretraining_data.pipeline.inspect_data import histogram, main, report
 from bert_pretraining_data.pipeline.main import run
-from records import read_examples
+from helpers.records import read_examples
 
 VOCAB = UNCASED_VOCAB.read_text(encoding="utf-8").split("\n")
 

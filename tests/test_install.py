@@ -39,8 +39,8 @@ import pytest
 from packaging.requirements import Requirement
 
 from conftest import DATA, UNCASED_VOCAB
-from gcs_emulator import gcs  # noqa: F401  (fixture)
-from records import decode_records
+from helpers.gcs_emulator import gcs  # noqa: F401  (fixture)
+from helpers.records import decode_records
 from bert_pretraining_data.loaders.dynamic_masking import dynamic_masking, mask_for_epoch
 from bert_pretraining_data.loaders.manifest import read_manifest
 from bert_pretraining_data.loaders.records import read_instances

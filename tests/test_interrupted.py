@@ -18,14 +18,14 @@ from apache_beam.io.filesystems import FileSystems
 
 from conftest import DATA, UNCASED_VOCAB
 from bert_pretraining_data.pipeline.warm_up import warm_up
-from gcs_emulator import gcs  # noqa: F401  (fixture)
+from helpers.gcs_emulator import gcs  # noqa: F401  (fixture)
 from bert_pretraining_data.pipeline import main as main_module
 from bert_pretraining_data.pipeline.dataflow import publish_in_job
 from bert_pretraining_data.pipeline.publish import PublishError, publish, staged_paths
-from bert_pretraining_data.transforms.instances import InstanceConfig
-from bert_pretraining_data.transforms.masking import MaskingConfig
-from bert_pretraining_data.transforms.compact_documents import compact_document
-from bert_pretraining_data.transforms.stages import (CreateRecords, Instance, MaskTokens,
+from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
+from bert_pretraining_data.transforms.instances.masking import MaskingConfig
+from bert_pretraining_data.transforms.tokenize.tokenized_documents import compact_document
+from bert_pretraining_data.transforms.instances.beam import (CreateRecords, Instance, MaskTokens,
                                                      TokenizeDocument)
 
 FLAGS = [f"--input_file={DATA / 'wikitext2_valid.txt'}", f"--vocab_file={UNCASED_VOCAB}",

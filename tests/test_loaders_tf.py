@@ -13,8 +13,8 @@ from conftest import DATA, UNCASED_VOCAB
 from bert_pretraining_data.loaders.manifest import DatasetError
 from bert_pretraining_data.loaders.tf_data import tf_dataset
 from bert_pretraining_data.pipeline.main import run
-from records import encode_example, read_examples
-from bert_pretraining_data.transforms.encoding import encode_features
+from helpers.records import encode_example, read_examples
+from bert_pretraining_data.transforms.d2l.example import encode_features
 
 SEQ, PREDICTIONS = 64, 10
 INPUTS = f"{DATA / 'sample_text.txt'},{DATA / 'wiki_small.txt'}"

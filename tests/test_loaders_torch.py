@@ -22,7 +22,7 @@ from bert_pretraining_data.loaders.records import decode_example, read_instances
 from bert_pretraining_data.loaders.torch_data import (Collator, PretrainingDataset, make_dataloader,
                                                       plan_reads, slice_bounds)
 from bert_pretraining_data.pipeline.main import run
-from records import read_examples
+from helpers.records import read_examples
 
 SEQ, PREDICTIONS, PROB = 64, 10, 0.15
 CLS, SEP, MASK = 101, 102, 103
@@ -110,7 +110,7 @@ def static(tmp_path_factory) -> str:
 
 
 def _budget(length: int) -> int:
-    """The original's rule, written out independently of transforms.masking."""
+    """The original's rule, written out independently of transforms.instances.masking."""
     return min(PREDICTIONS, max(1, int(round(length * PROB))))
 
 

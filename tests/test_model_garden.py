@@ -10,12 +10,12 @@ import json
 
 import pytest
 
-from anchors import assert_reference_mode_reproduces, assert_statistics_match
+from helpers.anchors import assert_reference_mode_reproduces, assert_statistics_match
 from conftest import DATA
 from bert_pretraining_data.pipeline.main import run
 from bert_pretraining_data.pipeline.options import ConfigError
-from stats_ngram import span_stats
-from stats_util import instance_stats
+from helpers.stats_ngram import span_stats
+from helpers.stats_util import instance_stats
 
 GOLDEN = DATA / "golden_model_garden"
 GOLDEN_SENTENCEPIECE = DATA / "golden_model_garden_sentencepiece"

@@ -23,18 +23,18 @@ from bert_pretraining_data.loaders.records import InstanceDecoder, decoded_recor
 from bert_pretraining_data.pipeline.inspect_data import report
 from bert_pretraining_data.pipeline.main import run
 from bert_pretraining_data.pipeline.options import ConfigError, parse_args
-from bert_pretraining_data.transforms.compact_documents import compact_document
-from bert_pretraining_data.transforms.compact_instances import put_instance
-from bert_pretraining_data.transforms.example_writer import RecordLayout
-from bert_pretraining_data.transforms.fast_records import Engine, FlatSample, unit_records
-from bert_pretraining_data.transforms.instances import InstanceConfig
-from bert_pretraining_data.transforms.masking import MaskingConfig, num_to_predict
-from bert_pretraining_data.transforms.packing.histogram import pack_histogram
-from bert_pretraining_data.transforms.packing.plan import plan_rows, prediction_budget
-from bert_pretraining_data.transforms.rows import InstanceRows, PackedRows
-from bert_pretraining_data.transforms.sharding import RecordBatch, scan_entries
-from bert_pretraining_data.transforms.tfrecord import read_records
-from bert_pretraining_data.transforms.tokenization import FullTokenizer
+from bert_pretraining_data.transforms.tokenize.tokenized_documents import compact_document
+from bert_pretraining_data.transforms.instances.instance_bytes import put_instance
+from bert_pretraining_data.transforms.write.tf_example import RecordLayout
+from bert_pretraining_data.transforms.instances.units import Engine, FlatSample, unit_records
+from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
+from bert_pretraining_data.transforms.instances.masking import MaskingConfig, num_to_predict
+from bert_pretraining_data.transforms.pack.histogram import pack_histogram
+from bert_pretraining_data.transforms.pack.plan import plan_rows, prediction_budget
+from bert_pretraining_data.transforms.write.rows import InstanceRows, PackedRows
+from bert_pretraining_data.transforms.write.shuffle_entries import RecordBatch, scan_entries
+from bert_pretraining_data.transforms.write.tfrecord import read_records
+from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
 
 # --- the planner -------------------------------------------------------------------------
 

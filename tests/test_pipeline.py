@@ -13,8 +13,8 @@ import pytest
 from conftest import DATA, UNCASED_VOCAB
 from bert_pretraining_data.pipeline.main import run
 from bert_pretraining_data.pipeline.options import ConfigError
-from records import read_examples
-from stats_util import instance_stats
+from helpers.records import read_examples
+from helpers.stats_util import instance_stats
 
 GOLDEN = DATA / "golden_pipeline"
 SMALL_INPUTS = f"{DATA / 'sample_text.txt'},{DATA / 'wiki_small.txt'}"

@@ -10,8 +10,8 @@ import pytest
 from conftest import DATA, UNCASED_VOCAB
 from bert_pretraining_data.pipeline import progress
 from bert_pretraining_data.pipeline.main import run
-from bert_pretraining_data.pipeline.progress import progress_line
-from bert_pretraining_data.transforms.progress import ProgressSink, read_progress
+from bert_pretraining_data.pipeline.progress_printer import progress_line
+from bert_pretraining_data.transforms.progress_sink import ProgressSink, read_progress
 
 
 def test_the_line_shows_the_share_rate_and_eta_of_each_phase():

@@ -11,10 +11,10 @@ import tensorflow as tf
 from hypothesis import given
 from hypothesis import strategies as st
 
-from records import encode_example
-from oracle_bert import _candidate_groups, create_instances
-from bert_pretraining_data.transforms.instances import InstanceConfig
-from bert_pretraining_data.transforms.masking import MaskingConfig, mask_tokens, num_to_predict
+from helpers.records import encode_example
+from helpers.oracle_bert import _candidate_groups, create_instances
+from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
+from bert_pretraining_data.transforms.instances.masking import MaskingConfig, mask_tokens, num_to_predict
 from bert_pretraining_data.transforms.randomness import derive_rng
 
 CLS, SEP, MASK = 2, 3, 4  # ids 0..4 are special in the generated vocabularies

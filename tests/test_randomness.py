@@ -7,7 +7,7 @@ import random
 
 from bert_pretraining_data.transforms.randomness import (derive_rng, encode_parts, prefixed_digest,
                                                          stable_hash, stable_hasher)
-from bert_pretraining_data.transforms.sampling import sample_rank
+from bert_pretraining_data.transforms.instances.sample import sample_rank
 from bert_pretraining_data.transforms.seeds import document_seed
 
 

@@ -13,13 +13,13 @@ import shutil
 import pytest
 
 from conftest import DATA, UNCASED_VOCAB
-from gcs_emulator import gcs  # noqa: F401  (fixture)
+from helpers.gcs_emulator import gcs  # noqa: F401  (fixture)
 from bert_pretraining_data.pipeline.options import ConfigError
 from bert_pretraining_data.pipeline.main import run
 from bert_pretraining_data.pipeline.refresh import (FINGERPRINT_NAME, LATEST_NAME, Fingerprint,
                                                     input_states, main, promote, read_latest,
                                                     refresh, version_name)
-from records import read_examples
+from helpers.records import read_examples
 
 FLAGS = ["--dupe_factor=1", "--num_shards=2", "--max_seq_length=64",
          "--max_predictions_per_seq=10"]

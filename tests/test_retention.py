@@ -9,7 +9,7 @@ import pathlib
 
 import pytest
 
-from gcs_emulator import gcs  # noqa: F401  (fixture)
+from helpers.gcs_emulator import gcs  # noqa: F401  (fixture)
 from bert_pretraining_data.pipeline.retention import (LEASE_HOURS, Version, apply_retention,
                                                       expired, is_leased, lease_path,
                                                       list_versions, take_lease)

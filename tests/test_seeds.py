@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bert_pretraining_data.transforms import jit_random as jr
+from bert_pretraining_data.transforms import mersenne_twister as jr
 from bert_pretraining_data.transforms import seeds
 from bert_pretraining_data.transforms.randomness import encode_parts
 

@@ -13,11 +13,11 @@ import pytest
 import sentencepiece
 
 from conftest import DATA
-from bert_pretraining_data.transforms.segmentation import ID_BITS, MARK
-from bert_pretraining_data.transforms.subword.sentencepiece_model import parse_model
-from bert_pretraining_data.transforms.subword.tokenizers import TokenizerSpec
-from bert_pretraining_data.transforms.subword.word_starts import albert_starts_word
-from bert_pretraining_data.transforms.vocabulary import VocabularyError
+from bert_pretraining_data.transforms.tokenize.chinese_words import ID_BITS, MARK
+from bert_pretraining_data.transforms.tokenize.sentencepiece_model import parse_model
+from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
+from bert_pretraining_data.transforms.tokenize.word_starts import albert_starts_word
+from bert_pretraining_data.transforms.tokenize.vocabulary import VocabularyError
 
 MODEL = DATA / "sentencepiece-8k.model"
 GOLDEN = [json.loads(line) for line in

@@ -21,13 +21,13 @@ from bert_pretraining_data.pipeline import create_vocab
 from bert_pretraining_data.pipeline.inspect_data import report
 from bert_pretraining_data.pipeline.main import main, run
 from bert_pretraining_data.pipeline.options import ConfigError, parse_args
-from bert_pretraining_data.transforms.subword.sentencepiece_model import parse_model
-from bert_pretraining_data.transforms.subword.sentencepiece_text import (SentencePieceTokenizer,
+from bert_pretraining_data.transforms.tokenize.sentencepiece_model import parse_model
+from bert_pretraining_data.transforms.tokenize.sentencepiece_text import (SentencePieceTokenizer,
                                                                         preprocess_text)
-from bert_pretraining_data.transforms.subword.sentencepiece_training import (
+from bert_pretraining_data.transforms.vocab.sentencepiece import (
     SentencePieceLearning, line_stats)
-from records import decode_records
-from vocab_baselines import split_lines, spm_train_directly
+from helpers.records import decode_records
+from helpers.vocab_baselines import split_lines, spm_train_directly
 
 MODEL = DATA / "sentencepiece-8k.model"
 WIKITEXT = DATA / "wikitext2_valid.txt"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import DATA
-from bert_pretraining_data.transforms.sentences import cjk_pieces, sentence_splitter
+from bert_pretraining_data.transforms.tokenize.sentences import cjk_pieces, sentence_splitter
 
 
 def gold(name: str, joiner: str) -> list[tuple[str, list[str]]]:

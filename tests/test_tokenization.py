@@ -7,9 +7,9 @@ import json
 import pytest
 
 from conftest import DATA
-from oracle_tokenization import OracleTokenizer
-from bert_pretraining_data.transforms import tokenization
-from bert_pretraining_data.transforms.tokenization import FullTokenizer
+from helpers.oracle_tokenization import OracleTokenizer
+from bert_pretraining_data.transforms.tokenize import wordpiece
+from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
 
 GOLDEN = [json.loads(line) for line in
           (DATA / "tokenization_golden.jsonl").read_text(encoding="ascii").splitlines()]
@@ -107,8 +107,8 @@ def test_a_line_of_many_new_characters_fills_the_table_in_rounds(tokenizers):
 
 
 def test_tokenize_stage_drops_lines_without_tokens(uncased_tokenizer):
-    from bert_pretraining_data.transforms.compact_documents import expand_document
-    from bert_pretraining_data.transforms.stages import TokenizeDocument
+    from bert_pretraining_data.transforms.tokenize.tokenized_documents import expand_document
+    from bert_pretraining_data.transforms.instances.beam import TokenizeDocument
 
     stage = TokenizeDocument(vocab_file=str(DATA / "bert-base-uncased-vocab.txt"),
                              do_lower_case=True)
@@ -133,7 +133,7 @@ def test_special_tokens_in_text_are_not_special(uncased_tokenizer):
 
 def test_chinese_vocabulary_splits_every_ideograph():
     from conftest import CHINESE_VOCAB
-    from bert_pretraining_data.transforms.vocabulary import parse_vocabulary
+    from bert_pretraining_data.transforms.tokenize.vocabulary import parse_vocabulary
 
     vocab = parse_vocabulary(CHINESE_VOCAB.read_bytes())
     fast = FullTokenizer(vocab, do_lower_case=True)

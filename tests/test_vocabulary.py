@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import UNCASED_VOCAB
-from bert_pretraining_data.transforms.vocabulary import (VocabularyError, load_vocabulary,
+from bert_pretraining_data.transforms.tokenize.vocabulary import (VocabularyError, load_vocabulary,
                                                          parse_vocabulary)
 
 SPECIALS = b"[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n"

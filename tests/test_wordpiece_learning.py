@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bert_pretraining_data.transforms.tokenization import FullTokenizer
-from bert_pretraining_data.transforms.vocabulary import parse_vocabulary
-from bert_pretraining_data.transforms.word_counts import document_word_counts
-from bert_pretraining_data.transforms.wordpiece_learning import (RESERVED_TOKENS, LearningConfig,
+from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
+from bert_pretraining_data.transforms.tokenize.vocabulary import parse_vocabulary
+from bert_pretraining_data.transforms.vocab.word_counts import document_word_counts
+from bert_pretraining_data.transforms.vocab.wordpiece import (RESERVED_TOKENS, LearningConfig,
                                                                  LearningError, TokenizationStats,
                                                                  _candidate_gains, _Segmenter,
                                                                  character_tokens, count_characters,

@@ -3,7 +3,7 @@ buffers, and Python's cycle collector runs as often as the pipeline needs.
 
 The allocator. The pipeline allocates buffers of tens of MB per unit of work
 and per shard flush (record entries, shard buffers, bucket reads:
-transforms.jit_records, transforms.sharding). glibc returns every block above
+transforms.instances.units_kernel, transforms.write.shuffle_entries). glibc returns every block above
 its mmap threshold (128 KiB, raised to at most 32 MiB as big blocks are
 freed) to the kernel when it is freed, and shrinks its heap above a trim
 threshold, so the next unit's buffer is fresh memory that the kernel maps and

@@ -1,6 +1,6 @@
 """Which documents go: exact groups, candidate pairs, transitive clusters.
 
-Plain functions on plain data; transforms.dedup.stages runs them in Beam.
+Plain functions on plain data; transforms.dedup.beam runs them in Beam.
 
 - Exact: documents with the same digest (transforms.dedup.normalise) form a
   group; the one with the smallest key is kept. For text input a key is

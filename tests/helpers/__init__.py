@@ -1,0 +1,1 @@
+"""What the tests share: oracles, statistics, golden data, GCS and anchor helpers."""

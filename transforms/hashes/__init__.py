@@ -1,0 +1,1 @@
+"""Document hashes: what a corpus holds, 8 bytes a document, and how two versions differ."""

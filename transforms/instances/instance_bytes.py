@@ -1,0 +1,113 @@
+"""Instances in flight between the record kernels and the shard writer.
+
+The kernels (transforms.instances.pairs, transforms.instances.full_sequences) make and mask
+each instance; the record it becomes is written only when its shard is
+written (transforms.write.rows), after the global shuffle. So what travels through
+the shuffle (Dataflow Shuffle, or the DirectRunner's bucket files) is the
+instance itself, about a third of its padded `tf.train.Example`: no padding,
+no feature names, 2 bytes a token id. And the shard writer, which sees a
+shard's instances together, can pack several into one row
+(`--pack_sequences`) without ever parsing an Example.
+
+Layout of one instance (little-endian):
+  flags    uint8   bit 0: ids and positions are 4 bytes (else 2);
+                   bit 1: a token_boundary byte per token follows
+  label    uint8   the sentence-pair label (1 = random next or swapped)
+  n        uint32  tokens, [CLS] and [SEP]s included
+  b_start  uint32  where segment B starts (n when there is none)
+  k        uint32  masked-LM predictions
+  ids[n], positions[k], labels[k] (2 or 4 bytes each), boundary[n] (bytes)
+`ids` are the masked tokens, `labels` the original ids at `positions`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+HEADER_SIZE = 14
+_WIDE = 1
+_BOUNDARY = 2
+
+
+@njit(cache=True)
+def max_instance_size(tokens: int, predictions: int) -> int:
+    """Bytes an instance of this many tokens and predictions can take."""
+    return HEADER_SIZE + 5 * tokens + 8 * predictions
+
+
+@njit(cache=True, inline="always")
+def _put(out, pos, value, width):
+    for b in range(width):
+        out[pos + b] = (value >> (8 * b)) & 0xFF
+    return pos + width
+
+
+@njit(cache=True, inline="always")
+def _get(data, pos, width):
+    value = 0
+    for b in range(width):
+        value |= np.int64(data[pos + b]) << (8 * b)
+    return value
+
+
+@njit(cache=True)
+def put_instance(out, pos, tokens, b_start, label, positions, labels, boundary,
+                 with_boundary) -> int:
+    """Writes an instance at out[pos:] (`max_instance_size` bytes must fit);
+    returns its end. `boundary` is read only `with_boundary`."""
+    n = len(tokens)
+    k = len(positions)
+    wide = n > 0xFFFF
+    for t in range(n):
+        if tokens[t] > 0xFFFF:
+            wide = True
+    for c in range(k):
+        if labels[c] > 0xFFFF:
+            wide = True
+    width = 4 if wide else 2
+    out[pos] = (_WIDE if wide else 0) | (_BOUNDARY if with_boundary else 0)
+    out[pos + 1] = label
+    pos = _put(out, pos + 2, n, 4)
+    pos = _put(out, pos, b_start, 4)
+    pos = _put(out, pos, k, 4)
+    for t in range(n):
+        pos = _put(out, pos, tokens[t], width)
+    for c in range(k):
+        pos = _put(out, pos, positions[c], width)
+    for c in range(k):
+        pos = _put(out, pos, labels[c], width)
+    if with_boundary:
+        out[pos:pos + n] = boundary[:n]
+        pos += n
+    return pos
+
+
+@njit(cache=True)
+def instance_header(data, pos):
+    """(n, b_start, k, label) of the instance at data[pos:], without reading it."""
+    return (_get(data, pos + 2, 4), _get(data, pos + 6, 4), _get(data, pos + 10, 4),
+            np.int64(data[pos + 1]))
+
+
+@njit(cache=True)
+def read_instance(data, pos, offset, tokens, boundary, positions, ids):
+    """Copies the instance at data[pos:] into a row whose first `offset`
+    tokens are taken: its tokens (and token_boundary) to tokens[offset:]
+    (boundary[offset:]), its predictions to positions/ids[:k] as row
+    positions. Returns (n, b_start, k, label), b_start relative to it."""
+    n, b_start, k, label = instance_header(data, pos)
+    width = 4 if data[pos] & _WIDE else 2
+    at = pos + HEADER_SIZE
+    for t in range(n):
+        tokens[offset + t] = _get(data, at, width)
+        at += width
+    for c in range(k):
+        positions[c] = offset + _get(data, at, width)
+        at += width
+    for c in range(k):
+        ids[c] = _get(data, at, width)
+        at += width
+    if data[pos] & _BOUNDARY:
+        boundary[offset:offset + n] = data[at:at + n]
+    return n, b_start, k, label

@@ -1,0 +1,113 @@
+"""Documents' copies to shuffle entries through the compiled kernels.
+
+Python is left with one sha256 per document (transforms.seeds) and one
+kernel call (transforms.instances.units_kernel.unit_entries) for a unit of work (many
+documents, all their copies), so a short document costs little more than
+its tokens.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+import numpy as np
+
+from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
+from bert_pretraining_data.transforms.instances.units_kernel import (Settings, Workspace, settings,
+                                                          unit_entries, workspace)
+from bert_pretraining_data.transforms.instances.masking import MaskingConfig
+from bert_pretraining_data.transforms.tokenize.tokenized_documents import (CompactDocument, compact_arrays,
+                                                                compact_document)
+from bert_pretraining_data.transforms.instances.sample import SampledDocument
+from bert_pretraining_data.transforms.seeds import document_seed
+from bert_pretraining_data.transforms.write.shuffle_entries import RecordBatch
+
+
+@dataclasses.dataclass(frozen=True)
+class Engine:
+    """The kernels' settings and a workspace, built once per worker
+    (`DoFn.setup`) from the flags' configs. Without a masking config
+    (`--masking=none`) records carry no predictions."""
+
+    instances: InstanceConfig
+    masking: MaskingConfig | None
+    settings: Settings
+    workspace: Workspace
+
+    @classmethod
+    def of(cls, instances: InstanceConfig, masking: MaskingConfig | None, *,
+           reference: bool = False) -> "Engine":
+        return cls(instances=instances, masking=masking,
+                   settings=settings(instances, masking, reference=reference),
+                   workspace=workspace(instances.max_seq_length,
+                                       masking.max_ngram_size if masking else 1))
+
+
+@dataclasses.dataclass(frozen=True)
+class FlatSample:
+    """The random-document sample as flat arrays, materialized once per worker."""
+
+    tokens: np.ndarray
+    bounds: np.ndarray  # token bounds of every sentence of every document
+    documents: np.ndarray  # sentence bounds of every document
+    index: dict[str, int]  # doc_key -> position in the sample
+
+    @classmethod
+    def of(cls, sample: Sequence[SampledDocument]) -> "FlatSample":
+        tokens, bounds, documents = [], [np.zeros(1, dtype=np.int64)], [0]
+        offset = 0
+        for _, document in sample:
+            document_tokens, document_bounds = compact_arrays(document)
+            tokens.append(document_tokens)
+            bounds.append(document_bounds[1:] + offset)
+            offset += len(document_tokens)
+            documents.append(documents[-1] + len(document_bounds) - 1)
+        return cls(tokens=np.concatenate(tokens or [np.zeros(0, dtype=np.int32)]),
+                   bounds=np.concatenate(bounds),
+                   documents=np.array(documents, dtype=np.int64),
+                   index={key: i for i, (key, _) in enumerate(sample)})
+
+
+def warm_up(engine: Engine) -> RecordBatch:
+    """Loads the kernels now (compiling them once per machine, ~41 s, cached
+    beside the module), so that no element pays for it; returns the records
+    it made."""
+    document = compact_document([[0, 0], [0]])
+    return unit_records([("warm-up", document, (0, 1))],
+                        sample=FlatSample.of([("sampled", document)]), engine=engine,
+                        seed=0)[0]
+
+
+@dataclasses.dataclass
+class RecordStats:
+    """What a document's copies gave, for CreateRecords' counters (the manifest's)."""
+
+    instances: int = 0
+    random_next_instances: int = 0
+    truncated_tokens: int = 0
+    random_next_unavailable: int = 0
+    masked_tokens: int = 0
+
+
+# A unit of work: documents with the dupe indices to make of each, as
+# (first, end): plain ints cross stages with Beam's fast coder (a `range`
+# would be pickled, once per document).
+WorkUnit = list[tuple[str, CompactDocument, tuple[int, int]]]
+
+
+def unit_records(unit: WorkUnit, *, sample: FlatSample, engine: Engine, seed: int
+                 ) -> tuple[RecordBatch, RecordStats]:
+    """The shuffle entries of every copy of every document of a unit, document
+    by document, copy by copy, instance by instance: one kernel call."""
+    documents = b"".join(document for _, document, _ in unit)
+    document_bounds = np.zeros(len(unit) + 1, dtype=np.int64)
+    np.cumsum([len(document) for _, document, _ in unit], out=document_bounds[1:])
+    seeds = np.array([document_seed(seed, key) for key, _, _ in unit], dtype=np.uint64)
+    entries, bounds, keys, stats = unit_entries(
+        np.frombuffer(documents, dtype=np.uint8), document_bounds, seeds.reshape(-1, 2),
+        np.array([first for _, _, (first, _) in unit], dtype=np.int64),
+        np.array([end for _, _, (_, end) in unit], dtype=np.int64),
+        np.array([sample.index.get(key, -1) for key, _, _ in unit], dtype=np.int64),
+        sample.tokens, sample.bounds, sample.documents, engine.settings, engine.workspace)
+    return RecordBatch(keys=keys, entries=entries, bounds=bounds), RecordStats(*stats.tolist())

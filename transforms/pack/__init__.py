@@ -1,0 +1,1 @@
+"""Sequence packing: several whole instances a row, planned from their lengths."""

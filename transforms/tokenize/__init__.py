@@ -1,0 +1,1 @@
+"""Tokenizing documents: WordPiece (FullTokenizer-exact), SentencePiece, Chinese whole words, sentences."""

@@ -1,0 +1,103 @@
+"""The one tokenizer interface: which tokenizer the flags name, loaded alike by
+the pipeline, reference mode, the loaders and the tools.
+
+Three spellings, as the anchors' scripts take them:
+
+    --vocab_file=vocab.txt                          BERT's WordPiece (default)
+    --spm_model_file=30k-clean.model                ALBERT's SentencePiece (ALBERT
+        [--vocab_file=30k-clean.vocab]              passes --vocab_file too; unread)
+    --tokenization=SentencePiece --sp_model_file=m  the Model Garden's SentencePiece
+
+`TokenizerSpec.of(flags)` reads them from a run's flags or from a dataset's
+manifest; its vocabulary and tokenizer have one interface whatever the kind:
+`tokenize_to_ids(line)`, `tokenize`, `convert_ids_to_tokens`,
+`convert_tokens_to_ids`, `vocabulary` (a transforms.tokenize.vocabulary.Vocabulary:
+tokens in id order, the [CLS] [SEP] [MASK] and unknown ids, word starts).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Mapping, Protocol, Sequence
+
+from bert_pretraining_data.transforms.tokenize.sentencepiece_model import load_model, parse_model
+from bert_pretraining_data.transforms.tokenize.sentencepiece_text import (SentencePieceTokenizer,
+                                                                        preprocess_text)
+from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
+from bert_pretraining_data.transforms.tokenize.vocabulary import (Vocabulary, load_vocabulary,
+                                                        parse_vocabulary)
+
+WORDPIECE, SENTENCEPIECE = "WordPiece", "SentencePiece"  # --tokenization's values
+
+
+class Tokenizer(Protocol):
+    vocabulary: Vocabulary
+
+    def tokenize_to_ids(self, text: str) -> list[int]: ...
+
+    def tokenize(self, text: str) -> list[str]: ...
+
+    def convert_ids_to_tokens(self, ids: Sequence[int]) -> list[str]: ...
+
+    def convert_tokens_to_ids(self, tokens: Sequence[str]) -> list[int]: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenizerSpec:
+    """What to load: a WordPiece vocab.txt, or a SentencePiece model with the
+    text handling of the anchor whose flags named it ("albert" or
+    "model_garden"). Small and picklable: a DoFn takes it and loads in setup."""
+
+    vocab_file: str | None
+    do_lower_case: bool = True
+    sp_model_file: str | None = None
+    anchor: str | None = None  # whose SentencePiece flags; None: WordPiece
+
+    @classmethod
+    def of(cls, flags: Mapping[str, object]) -> "TokenizerSpec":
+        """From flags by the anchors' names (a Config's, a manifest's); flags
+        recorded before SentencePiece existed are WordPiece's."""
+        lower = bool(flags.get("do_lower_case", True))
+        if flags.get("spm_model_file"):
+            return cls(flags.get("vocab_file"), lower, str(flags["spm_model_file"]), "albert")
+        if flags.get("tokenization", WORDPIECE) == SENTENCEPIECE:
+            return cls(flags.get("vocab_file"), lower, str(flags.get("sp_model_file") or ""),
+                       "model_garden")
+        return cls(flags.get("vocab_file"), lower)
+
+    @property
+    def sentencepiece(self) -> bool:
+        return self.anchor is not None
+
+    @property
+    def path(self) -> str | None:
+        """The file the vocabulary is read from: the model, or vocab.txt."""
+        return self.sp_model_file if self.sentencepiece else self.vocab_file
+
+    def parse_vocabulary(self, data: bytes, *, source: str) -> Vocabulary:
+        """The vocabulary of these bytes (a model's, or a vocab.txt's), validated."""
+        if self.sentencepiece:
+            return parse_model(data, anchor=self.anchor, source=source)
+        return parse_vocabulary(data, source=source)
+
+    def load_vocabulary(self) -> Vocabulary:
+        """Reads and validates the vocabulary at `path` (local or gs://)."""
+        if self.sentencepiece:
+            return load_model(self.path, anchor=self.anchor)
+        return load_vocabulary(self.path)
+
+    def tokenizer(self, vocabulary: Vocabulary | None = None) -> Tokenizer:
+        """The tokenizer, over `vocabulary` if it is loaded already."""
+        vocabulary = vocabulary or self.load_vocabulary()
+        if self.sentencepiece:
+            return SentencePieceTokenizer(vocabulary, do_lower_case=self.do_lower_case)
+        return FullTokenizer(vocabulary, do_lower_case=self.do_lower_case)
+
+    def is_blank(self, line: str) -> bool:
+        """Whether the anchor's reader takes a line for a document break: BERT's
+        when it strips to nothing, ALBERT's and the Model Garden's when
+        `preprocess_text` leaves nothing (a line of combining marks does)."""
+        if not self.sentencepiece:
+            return not line.strip()
+        text = preprocess_text(line, lower=False)
+        return not (text.strip() if self.anchor == "model_garden" else text)

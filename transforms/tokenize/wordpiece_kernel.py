@@ -1,0 +1,225 @@
+"""The tokenizer's compiled core: one call turns a line of text into WordPiece ids.
+
+`transforms.tokenize.wordpiece` defines what the original's BasicTokenizer does to
+each character (in Python, with Python's own Unicode database, as the
+original); it writes that into a per-code-point table (`kinds`, `outputs`)
+the first time a character is seen. This module only reads the table:
+
+- `kinds[cp]`, low bits: UNKNOWN (not in the table yet: the line is
+  returned with its unknown characters for the caller to add), DROP (deleted
+  by the original's cleaning), SPACE (ends a word), CJK (a word of its own),
+  NORMAL, SIGMA (U+03A3 in a lower-casing table: its lower case depends on
+  its word, Python's Final_Sigma rule), COMPLEX (its output must be computed
+  per word, by the caller's Python path: the 38 characters that keep a
+  combining class, which NFD may reorder); high bits: the character's class
+  for the Final_Sigma rule (case-ignorable, cased).
+- `outputs[cp]`: [count, c1, c2, c3], the characters it becomes in its word
+  (lower-cased, NFD-decomposed, marks stripped, or itself), each flagged
+  PUNCT when the original splits it off as punctuation.
+
+WordPiece is the original's greedy longest-match-first with `##`
+continuations over an open-addressing hash table of the vocabulary (`slots`:
+[hash, id, key start, key length * 2 + is-continuation] rows over the keys'
+code points `chars`), an over-long piece or a stuck match giving `[UNK]`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+from numba.cpython.unicode import _get_code_point
+
+UNKNOWN, DROP, SPACE, CJK, NORMAL, SIGMA, COMPLEX = range(7)
+KIND_BITS = 0x7
+# The Final_Sigma rule's classes of a character (Python's handle_capital_sigma).
+CASE_IGNORABLE = 0x8
+CASED = 0x10
+PUNCT = 1 << 24  # on an output character: the original's punctuation, a piece of its own
+CHAR_BITS = PUNCT - 1
+MAX_OUTPUTS = 3  # characters an `outputs` row holds (Hangul syllables need 3)
+SMALL_SIGMA, FINAL_SIGMA = 0x3C3, 0x3C2
+MAX_INPUT_CHARS_PER_WORD = 200  # longer pieces are [UNK], as in the original
+PIECE_CAPACITY = MAX_INPUT_CHARS_PER_WORD + 1
+# `line_ids` results besides an id count; `missing` then holds [count, code points...].
+MISSING, COMPLEX_LINE = -1, -2
+# params: the vocabulary's longest key at a word start and after `##`, and [UNK]'s id.
+MAX_HEAD, MAX_TAIL, UNK = range(3)
+_FNV_BASIS = np.int64(-3750763034362895579)  # 14695981039346656037 as int64
+_FNV_PRIME = np.int64(1099511628211)
+_HASH, _ID, _START, _KEY = range(4)
+
+
+@njit(cache=True, inline="always")
+def _step(h, code):
+    return (h ^ code) * _FNV_PRIME
+
+
+@njit(cache=True, inline="always")
+def _basis(continuation):
+    return _FNV_BASIS ^ continuation
+
+
+@njit(cache=True)
+def build_slots(chars, starts, lengths, continuations, ids):
+    """The hash table of vocabulary keys (key k: chars[starts[k]:][:lengths[k]],
+    looked up after `##` if continuations[k]), twice as many slots as keys."""
+    size = 1
+    while size < 2 * len(ids):
+        size *= 2
+    slots = np.zeros((size, 4), dtype=np.int64)
+    slots[:, _ID] = -1
+    mask = size - 1
+    for k in range(len(ids)):
+        h = _basis(continuations[k])
+        for i in range(starts[k], starts[k] + lengths[k]):
+            h = _step(h, chars[i])
+        slot = h & mask
+        while slots[slot, _ID] != -1:
+            slot = (slot + 1) & mask
+        slots[slot, _HASH] = h
+        slots[slot, _ID] = ids[k]
+        slots[slot, _START] = starts[k]
+        slots[slot, _KEY] = 2 * lengths[k] + continuations[k]
+    return slots
+
+
+@njit(cache=True, inline="always")
+def _lookup(slots, chars, piece, start, stop, h, continuation):
+    mask = len(slots) - 1
+    key = 2 * (stop - start) + continuation
+    slot = h & mask
+    while slots[slot, _ID] != -1:
+        if slots[slot, _HASH] == h and slots[slot, _KEY] == key:
+            first = slots[slot, _START] - start
+            same = True
+            for i in range(start, stop):
+                if chars[first + i] != piece[i]:
+                    same = False
+                    break
+            if same:
+                return slots[slot, _ID]
+        slot = (slot + 1) & mask
+    return -1
+
+
+@njit(cache=True, inline="always")
+def wordpiece(piece, length, slots, chars, params, hashes, out, n):
+    """Appends the WordPiece ids of piece[:length] to out[n:]; returns the new n."""
+    if length > MAX_INPUT_CHARS_PER_WORD:
+        out[n] = params[UNK]
+        return n + 1
+    first = n
+    start = 0
+    while start < length:
+        continuation = 1 if start > 0 else 0
+        stop = min(length, start + (params[MAX_TAIL] if continuation else params[MAX_HEAD]))
+        h = _basis(continuation)
+        for i in range(start, stop):  # the hash of piece[start:i + 1] for every end
+            h = _step(h, piece[i])
+            hashes[i - start] = h
+        found = -1
+        end = stop
+        while end > start:
+            found = _lookup(slots, chars, piece, start, end, hashes[end - start - 1], continuation)
+            if found >= 0:
+                break
+            end -= 1
+        if found < 0:  # no piece matches here: the whole word is [UNK]
+            out[first] = params[UNK]
+            return first + 1
+        out[n] = found
+        n += 1
+        start = end
+    return n
+
+
+@njit(cache=True, inline="always")
+def _final_sigma(text, i, kinds, cased_before):
+    """Python's Final_Sigma rule for the U+03A3 at text[i]: a cased character
+    before it in its word (case-ignorables skipped) and none after it."""
+    if not cased_before:
+        return False
+    for j in range(i + 1, len(text)):
+        kind = kinds[_get_code_point(text, j)]
+        if kind & KIND_BITS == DROP:  # deleted before the original lower-cases
+            continue
+        if kind & KIND_BITS == SPACE or kind & KIND_BITS == CJK:  # the word ends
+            return True
+        if not kind & CASE_IGNORABLE:
+            return not kind & CASED
+    return True
+
+
+@njit(cache=True)
+def line_ids(text, kinds, outputs, slots, chars, params, piece, hashes, out, missing):
+    """The ids of one line into out[:n]; returns n (out holds MAX_OUTPUTS ids
+    per character). MISSING: characters not in the table yet are listed in
+    missing ([count, code points...]); COMPLEX_LINE: the line holds a
+    character whose output depends on its whole word."""
+    n = 0
+    length = 0  # of the piece being read (it may run past its buffer)
+    cased_before = False  # Final_Sigma: the word so far ends in a cased character
+    missing[0] = 0
+    for i in range(len(text)):
+        cp = _get_code_point(text, i)
+        kind = kinds[cp]
+        base = kind & KIND_BITS
+        if base == DROP:
+            continue
+        if base == UNKNOWN:
+            if missing[0] < len(missing) - 1:
+                missing[0] += 1
+                missing[missing[0]] = cp
+            continue
+        if base == COMPLEX:
+            return COMPLEX_LINE
+        if missing[0]:  # only the rest of the table is filled in this pass
+            continue
+        if base == SPACE or base == CJK:
+            if length:
+                n = wordpiece(piece, length, slots, chars, params, hashes, out, n)
+                length = 0
+            cased_before = False
+            if base == SPACE:
+                continue
+        if base == SIGMA:
+            piece_char = FINAL_SIGMA if _final_sigma(text, i, kinds, cased_before) else SMALL_SIGMA
+            if length < PIECE_CAPACITY:
+                piece[length] = piece_char
+            length += 1
+        else:
+            for j in range(outputs[cp, 0]):
+                char = outputs[cp, 1 + j]
+                if char & PUNCT:
+                    if length:
+                        n = wordpiece(piece, length, slots, chars, params, hashes, out, n)
+                        length = 0
+                    piece[0] = char & CHAR_BITS
+                    n = wordpiece(piece, 1, slots, chars, params, hashes, out, n)
+                else:
+                    if length < PIECE_CAPACITY:
+                        piece[length] = char
+                    length += 1
+        if not kind & CASE_IGNORABLE:
+            cased_before = (kind & CASED) != 0
+        if base == CJK:
+            if length:
+                n = wordpiece(piece, length, slots, chars, params, hashes, out, n)
+                length = 0
+            cased_before = False
+    if missing[0]:
+        return MISSING
+    if length:
+        n = wordpiece(piece, length, slots, chars, params, hashes, out, n)
+    return n
+
+
+def direct(dispatcher, *arguments):
+    """Calls a compiled function once through its dispatcher (compiling it,
+    or loading it from numba's cache), then returns its compiled entry point,
+    which skips the dispatcher's per-call typing of the arguments (~3 µs with
+    a str argument: more than tokenizing a short line). Every later call must
+    pass arguments of the same types."""
+    dispatcher(*arguments)
+    overload = dispatcher.overloads.get(dispatcher.signatures[-1])
+    return getattr(overload, "entry_point", dispatcher)

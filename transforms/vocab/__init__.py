@@ -1,0 +1,1 @@
+"""Learning vocabularies: WordPiece from word counts, SentencePiece from a sentence sample."""

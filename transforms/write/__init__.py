@@ -1,0 +1,1 @@
+"""Writing shards: shuffle entries, a shard's rows as tf.train.Example, TFRecord framing."""

@@ -1,0 +1,171 @@
+"""A shard's records, made from its instances when the shard is written.
+
+The shuffle carries instances (transforms.instances.instance_bytes); the worker that
+writes a shard (transforms.write.shuffle_entries.WriteShards) hands its entries to a row
+writer, which orders them and writes each row as a `tf.train.Example`
+(transforms.write.tf_example), framed as a TFRecord record:
+
+- `InstanceRows`: a row per instance, the original's records, in shuffle-key
+  order (ties by the record's bytes);
+- `PackedRows` (`--pack_sequences`): up to `max_sequences` whole instances a
+  row (transforms.packing), rows in the order of a hash of their instances'
+  keys.
+
+Both read the same entries and write rows with the same compiled loop, so a
+packed row holds exactly the instances the unpacked run writes, each
+unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Iterator, NamedTuple
+
+import numpy as np
+from numba import njit
+
+from bert_pretraining_data.transforms.instances.instance_bytes import instance_header, read_instance
+from bert_pretraining_data.transforms.write.tf_example import (RecordLayout, encode, layout_arrays,
+                                                             scratch_size)
+from bert_pretraining_data.transforms.instances.pairs import grow
+from bert_pretraining_data.transforms.pack.plan import plan_rows
+from bert_pretraining_data.transforms.write.shuffle_entries import (ENTRY_HEADER, WRITE_CHUNK_BYTES, ShardRows,
+                                                       chunked, key_order, payload)
+from bert_pretraining_data.transforms.write.tfrecord import FOOTER_SIZE, HEADER_SIZE, frame
+
+
+class RowSettings(NamedTuple):
+    """What the compiled row loop needs of a layout."""
+
+    names: np.ndarray
+    name_bounds: np.ndarray
+    fields: np.ndarray
+    padded: bool
+    max_seq_length: int
+    max_predictions: int
+    max_sequences: int
+
+
+class RowWorkspace(NamedTuple):
+    """One row's arrays and the writer's scratch, allocated once per writer."""
+
+    tokens: np.ndarray
+    boundary: np.ndarray
+    starts: np.ndarray
+    b_starts: np.ndarray
+    labels: np.ndarray
+    positions: np.ndarray
+    ids: np.ndarray
+    scratch: np.ndarray
+    field_starts: np.ndarray
+
+
+@njit(cache=True)
+def _lengths(entries, bounds, order):
+    """The token count of each instance in `order`."""
+    lengths = np.empty(len(order), dtype=np.int64)
+    for j in range(len(order)):
+        lengths[j] = instance_header(entries, bounds[order[j]] + ENTRY_HEADER)[0]
+    return lengths
+
+
+@njit(cache=True)
+def _write_rows(entries, bounds, members, member_bounds, s, w):
+    """Rows r (instances members[member_bounds[r]:member_bounds[r + 1]], side
+    by side) as framed TFRecord records, concatenated."""
+    out = np.empty(max(1024, 3 * (bounds[-1] // max(1, len(bounds) - 1))
+                       * (member_bounds[-1] - member_bounds[0])), dtype=np.uint8)
+    pos = 0
+    for r in range(len(member_bounds) - 1):
+        n = 0
+        k = 0
+        m = 0
+        for j in range(member_bounds[r], member_bounds[r + 1]):
+            length, b_start, predictions, label = read_instance(
+                entries, bounds[members[j]] + ENTRY_HEADER, n, w.tokens, w.boundary,
+                w.positions[k:], w.ids[k:])
+            w.starts[m] = n
+            w.b_starts[m] = n + b_start
+            w.labels[m] = label
+            n += length
+            k += predictions
+            m += 1
+        out = grow(out, pos + HEADER_SIZE + len(w.scratch) + FOOTER_SIZE)
+        end = encode(out, pos + HEADER_SIZE, s.names, s.name_bounds, s.fields, s.padded,
+                     w.tokens[:n], w.boundary, w.starts[:m], w.b_starts[:m], w.labels[:m],
+                     w.positions[:k], w.ids[:k], s.max_seq_length, s.max_predictions,
+                     s.max_sequences, w.scratch, w.field_starts)
+        pos = frame(out, pos, end - pos - HEADER_SIZE)
+    return out[:pos]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Rows:
+    """A row layout and its limits; the compiled settings and workspace are
+    built on first use in each process (never pickled)."""
+
+    layout: RecordLayout
+    max_seq_length: int
+    max_predictions: int
+    max_sequences: int = 1
+
+    @functools.cached_property
+    def _compiled(self) -> tuple[RowSettings, RowWorkspace]:
+        names, name_bounds, fields = layout_arrays(self.layout.features())
+        settings = RowSettings(names, name_bounds, fields, self.layout.padded,
+                               self.max_seq_length, self.max_predictions, self.max_sequences)
+        length, predictions, sequences = (self.max_seq_length, self.max_predictions,
+                                          self.max_sequences)
+        workspace = RowWorkspace(
+            tokens=np.empty(length, dtype=np.int64), boundary=np.zeros(length, dtype=np.uint8),
+            starts=np.empty(sequences, dtype=np.int64),
+            b_starts=np.empty(sequences, dtype=np.int64),
+            labels=np.empty(sequences, dtype=np.int64),
+            positions=np.empty(predictions, dtype=np.int64),
+            ids=np.empty(predictions, dtype=np.int64),
+            scratch=np.empty(scratch_size(length, predictions, sequences), dtype=np.uint8),
+            field_starts=np.empty(len(fields) + 1, dtype=np.int64))
+        return settings, workspace
+
+    def write(self, entries: np.ndarray, bounds: np.ndarray, members: np.ndarray,
+              member_bounds: np.ndarray) -> np.ndarray:
+        """Rows as framed records (see `_write_rows`)."""
+        return _write_rows(entries, bounds, members, member_bounds, *self._compiled)
+
+    def chunks(self, entries: np.ndarray, bounds: np.ndarray, members: np.ndarray,
+               member_bounds: np.ndarray) -> Iterator[memoryview]:
+        """The rows' records in chunks of about WRITE_CHUNK_BYTES."""
+        rows = len(member_bounds) - 1
+        per_row = 3 * int(bounds[-1]) // max(1, len(bounds) - 1) * len(members) // max(1, rows)
+        return chunked(rows, WRITE_CHUNK_BYTES // max(1, per_row), lambda start, stop: self.write(
+            entries, bounds, members, member_bounds[start:stop + 1]))
+
+
+class InstanceRows(_Rows):
+    """A record per instance, in shuffle-key order: the original's records."""
+
+    def rows(self, entries: np.ndarray, keys: np.ndarray, bounds: np.ndarray) -> ShardRows:
+        single = np.arange(2, dtype=np.int64)
+        order = key_order(keys, lambda i: self.write(
+            entries, bounds, np.array([i], dtype=np.int64), single).tobytes())
+        return ShardRows(len(order), self.chunks(entries, bounds, order,
+                                                 np.arange(len(order) + 1, dtype=np.int64)))
+
+
+class PackedRows(_Rows):
+    """Rows of up to `max_sequences` whole instances (`--pack_sequences`);
+    `max_predictions` is the row's masked-LM budget
+    (transforms.pack.plan.prediction_budget). The shard's entry in the
+    manifest gets its instances, tokens and rows by depth."""
+
+    def rows(self, entries: np.ndarray, keys: np.ndarray, bounds: np.ndarray) -> ShardRows:
+        order = key_order(keys, lambda i: payload(entries, bounds, i))
+        lengths = _lengths(entries, bounds, order)
+        members, member_bounds = plan_rows(lengths, keys[order], max_length=self.max_seq_length,
+                                           depth=self.max_sequences)
+        depths = np.bincount(np.diff(member_bounds), minlength=self.max_sequences + 1)
+        stats = {"instances": len(order), "tokens": int(lengths.sum()),
+                 "rows_by_depth": depths[1:].tolist()}
+        return ShardRows(len(member_bounds) - 1,
+                         self.chunks(entries, bounds, order[members], member_bounds), stats)
