@@ -26,19 +26,18 @@ import apache_beam as beam
 
 from bert_pretraining_data.pipeline.changes import HASH_LIST_NAME, DocumentPlan
 from bert_pretraining_data.pipeline.options import Config, Stages
-from bert_pretraining_data.pipeline.publish import (DEDUP_NAME, PROBLEM_LIST_NAME,
-                                                    SHARD_LIST_NAME, OutputLayout,
-                                                    write_staging_json)
-from bert_pretraining_data.transforms.dedup.beam import (SUMMARY, Deduplicate, Fingerprints,
-                                                           dedup_partitions)
+from bert_pretraining_data.pipeline.publish import (DEDUP_NAME, PROBLEM_LIST_NAME, SHARD_LIST_NAME,
+                                                    OutputLayout, write_staging_json)
+from bert_pretraining_data.transforms.dedup.beam import Deduplicate
+from bert_pretraining_data.transforms.dedup.decisions import SUMMARY, Fingerprints, dedup_partitions
 from bert_pretraining_data.transforms.hashes.document_hashes import WriteDocumentHashes
+from bert_pretraining_data.transforms.instances.beam import (BatchDocuments, CreateRecords,
+                                                             TokenizeDocument, fan_out_batch)
+from bert_pretraining_data.transforms.instances.sample import SampleDocuments
 from bert_pretraining_data.transforms.read.documents import DOCUMENTS, PROBLEMS, ReadDocuments
 from bert_pretraining_data.transforms.read.tables import ReadRecords
 from bert_pretraining_data.transforms.read.wikipedia import ReadDump
-from bert_pretraining_data.transforms.instances.sample import SampleDocuments
-from bert_pretraining_data.transforms.write.shuffle_entries import WriteShards
-from bert_pretraining_data.transforms.instances.beam import (BatchDocuments, CreateRecords,
-                                                     TokenizeDocument, fan_out_batch)
+from bert_pretraining_data.transforms.write.beam import WriteShards
 
 # A sampled document keeps about this many tokens per max_seq_length.
 SAMPLE_DOCUMENT_SEQUENCES = 8

@@ -69,15 +69,16 @@ from bert_pretraining_data.pipeline.prepare import Prepared, run_to_completion
 from bert_pretraining_data.pipeline.publish import (SHARD_LIST_NAME, OutputLayout, publish,
                                                     read_staging_json, write_staging_json)
 from bert_pretraining_data.transforms.counters import counter
-from bert_pretraining_data.transforms.read.documents import document_key, key_root
 from bert_pretraining_data.transforms.d2l.example import encode_features
-from bert_pretraining_data.transforms.instances.masking import MaskingConfig
-from bert_pretraining_data.transforms.tokenize.tokenized_documents import compact_document
-from bert_pretraining_data.transforms.randomness import derive_rng
-from bert_pretraining_data.transforms.instances.sample import (SampleDocuments, random_document_from_sample,
-                                                       sample_positions)
-from bert_pretraining_data.transforms.write.shuffle_entries import WriteShards
 from bert_pretraining_data.transforms.instances.beam import Instance, MaskTokens, encode, fan_out
+from bert_pretraining_data.transforms.instances.masking import MaskingConfig
+from bert_pretraining_data.transforms.instances.sample import (SampleDocuments,
+                                                               random_document_from_sample,
+                                                               sample_positions)
+from bert_pretraining_data.transforms.randomness import derive_rng
+from bert_pretraining_data.transforms.read.documents import document_key, key_root
+from bert_pretraining_data.transforms.tokenize.tokenized_documents import compact_document
+from bert_pretraining_data.transforms.write.beam import WriteShards
 
 UNK = "<unk>"
 RESERVED_TOKENS = (UNK, "<pad>", "<mask>", "<cls>", "<sep>")  # ids 0..4, as d2l's Vocab

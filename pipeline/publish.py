@@ -40,7 +40,7 @@ from bert_pretraining_data.pipeline.changes import HASH_LIST_NAME, DocumentPlan,
 from bert_pretraining_data.pipeline.options import (Config, ConfigError, default_num_shards,
                                                     record_layout)
 from bert_pretraining_data.transforms.read.documents import comma_separated
-from bert_pretraining_data.transforms.write.shuffle_entries import file_digest
+from bert_pretraining_data.transforms.write.beam import file_digest
 
 STAGING_NAME = ".staging"
 MANIFEST_NAME = "manifest.json"

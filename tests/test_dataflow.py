@@ -15,7 +15,8 @@ from bert_pretraining_data.pipeline.dataflow import check_dataflow_options, is_d
 from bert_pretraining_data.pipeline.main import main, run
 from bert_pretraining_data.pipeline.options import (WORKER_REQUIREMENTS, ConfigError, parse_args,
                                                     requirement_lines, with_worker_requirements)
-from bert_pretraining_data.pipeline.refresh import LATEST_NAME, refresh
+from bert_pretraining_data.pipeline.refresh import refresh
+from bert_pretraining_data.pipeline.versions import LATEST_NAME
 
 # The design card's stages, as labelled in build.py (CreateRecords is
 # instance creation, masking and encoding compiled into one step), and the

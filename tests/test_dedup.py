@@ -13,26 +13,24 @@ import numpy as np
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
+from bench.dedup_eval import build_eval_set, deduplicate, score
 from hypothesis import given, strategies as st
 
-from bench.dedup_eval import build_eval_set, deduplicate, score
-from conftest import UNCASED_VOCAB
 from bert_pretraining_data.pipeline.options import ConfigError, parse_args
-from bert_pretraining_data.transforms.dedup.clusters import (BandRows, CandidateIndex,
-                                                             ExactRows, KeySet, Node,
-                                                             PairShingles, candidate_pairs,
-                                                             digest_array, digest_words,
-                                                             exact_groups,
+from bert_pretraining_data.transforms.dedup.beam import DOCUMENTS, Deduplicate
+from bert_pretraining_data.transforms.dedup.clusters import (BandRows, CandidateIndex, ExactRows,
+                                                             KeySet, Node, PairShingles,
+                                                             candidate_pairs, digest_array,
+                                                             digest_words, exact_groups,
                                                              near_clusters, verified_pairs)
+from bert_pretraining_data.transforms.dedup.decisions import SUMMARY, Fingerprints
 from bert_pretraining_data.transforms.dedup.minhash import (band_keys, band_shape,
                                                             candidate_probability,
-                                                            distinct_shingles, jaccard,
-                                                            jaccards, shingle_hashes,
-                                                            shingle_set, signatures)
+                                                            distinct_shingles, jaccard, jaccards,
+                                                            shingle_hashes, shingle_set, signatures)
 from bert_pretraining_data.transforms.dedup.normalise import normalised_text, text_digest
-from bert_pretraining_data.transforms.dedup.beam import (DOCUMENTS, SUMMARY, Deduplicate,
-                                                           Fingerprints)
 from bert_pretraining_data.transforms.tokenize.wordpiece import split_words
+from conftest import UNCASED_VOCAB
 
 
 # --- normalisation ----------------------------------------------------------------

@@ -16,9 +16,11 @@ from conftest import DATA, UNCASED_VOCAB
 from helpers.gcs_emulator import gcs  # noqa: F401  (fixture)
 from bert_pretraining_data.pipeline.options import ConfigError
 from bert_pretraining_data.pipeline.main import run
-from bert_pretraining_data.pipeline.refresh import (FINGERPRINT_NAME, LATEST_NAME, Fingerprint,
-                                                    input_states, main, promote, read_latest,
-                                                    refresh, version_name)
+from bert_pretraining_data.pipeline.refresh import Fingerprint, input_states, main, promote, refresh
+from bert_pretraining_data.pipeline.versions import FINGERPRINT_NAME
+from bert_pretraining_data.pipeline.versions import LATEST_NAME
+from bert_pretraining_data.pipeline.versions import read_latest
+from bert_pretraining_data.pipeline.versions import version_name
 from helpers.records import read_examples
 
 FLAGS = ["--dupe_factor=1", "--num_shards=2", "--max_seq_length=64",

@@ -10,7 +10,7 @@ import pytest
 
 from helpers.oracle_bert import (create_instances, mask_tokens, random_document_from_sample,
                          truncate_seq_pair)
-from bert_pretraining_data.transforms.instances import sample
+from bert_pretraining_data.transforms.instances import sample as sample_module
 from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig, num_to_predict
 from bert_pretraining_data.transforms.tokenize.tokenized_documents import (
@@ -111,8 +111,8 @@ def test_no_other_document_never_pairs_a_document_with_itself():
 def test_chooser_from_sample_skips_the_own_document():
     sample = [("own", compact_document([[1]])), ("other", compact_document([[2]]))]
     def choose(sample, key, rng):
-        own = sampling.sample_positions(sample).get(key, -1)
-        return sampling.random_document_from_sample(sample, own, rng)
+        own = sample_module.sample_positions(sample).get(key, -1)
+        return sample_module.random_document_from_sample(sample, own, rng)
 
     assert all(list(choose(sample, "own", random.Random(s))[0:]) == [[2]] for s in range(50))
     alone = [("own", compact_document([[1]]))]
@@ -128,8 +128,8 @@ def test_compiled_chooser_draws_as_the_readable_one(own):
         sample = [(f"d{i}", compact_document([[i + 1]])) for i in range(size)]
         for seed in range(200):
             ours, theirs = random.Random(seed), random.Random(seed)
-            mine = sampling.random_document_from_sample(
-                sample, sampling.sample_positions(sample).get(own, -1), ours)
+            mine = sample_module.random_document_from_sample(
+                sample, sample_module.sample_positions(sample).get(own, -1), ours)
             expected = random_document_from_sample(sample, own)(theirs)
             assert (None if mine is None else list(mine)) == (
                 None if expected is None else list(expected))

@@ -146,12 +146,12 @@ def test_chinese_vocabulary_splits_every_ideograph():
 
 @pytest.mark.parametrize("lower", [True, False])
 def test_the_originals_interface_runs_code_written_against_it(lower):
-    """As create_pretraining_data.py and run_classifier.py use tokenization.py:
+    """As create_pretraining_data.py and run_classifier.py use wordpiece.py:
     built from a vocab file path by keyword, tokens, ids both ways, the
     vocab dict's keys as the word list."""
     path = DATA / "bert-base-uncased-vocab.txt"
     lines = path.read_text(encoding="utf-8").split("\n")[:-1]
-    tokenizer = tokenization.FullTokenizer(vocab_file=str(path), do_lower_case=lower)
+    tokenizer = wordpiece.FullTokenizer(vocab_file=str(path), do_lower_case=lower)
     assert list(tokenizer.vocab.keys()) == lines
     for case in GOLDEN[::7]:
         tokens = tokenizer.tokenize(case["text"])

@@ -19,17 +19,17 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing import test_pipeline
 from apache_beam.testing.util import BeamAssertException, assert_that, equal_to
 
-from helpers.records import encode_example
-from bert_pretraining_data.transforms.write import shuffle_entries
-from bert_pretraining_data.transforms.write.shuffle_entries import (RawRecords, RecordBatch, WriteShards,
-                                                       _DeleteBucketsFn, _WriteShardFn, bucket_dir,
-                                                       bucket_path, file_digest, scan_entries,
-                                                       shard_of, shard_path, split_by_shard,
-                                                       write_shard_file)
 from bert_pretraining_data.transforms.randomness import stable_hash as shuffle_key
-from bert_pretraining_data.transforms.write import tfrecord
+from bert_pretraining_data.transforms.write import rows as rows_module, tfrecord
+from bert_pretraining_data.transforms.write.beam import (WriteShards, _DeleteBucketsFn,
+                                                         _WriteShardFn, bucket_dir, bucket_path,
+                                                         file_digest, shard_path, write_shard_file)
+from bert_pretraining_data.transforms.write.rows import RawRecords
+from bert_pretraining_data.transforms.write.shuffle_entries import (RecordBatch, scan_entries,
+                                                                    shard_of, split_by_shard)
 from bert_pretraining_data.transforms.write.tfrecord import (frame_record, read_records,
-                                                       read_tfrecord_file, write_record)
+                                                             read_tfrecord_file, write_record)
+from helpers.records import encode_example
 
 RECORDS = [b"", b"x", b"hello world", bytes(range(256)) * 40, b"\x00" * 70000]
 
@@ -185,7 +185,7 @@ def entries(pairs) -> bytes:
 
 
 def test_entries_sort_by_key_then_record_and_truncation_is_detected(monkeypatch):
-    monkeypatch.setattr(sharding, "WRITE_CHUNK_BYTES", 7)  # a record a chunk
+    monkeypatch.setattr(rows_module, "WRITE_CHUNK_BYTES", 7)  # a record a chunk
     pairs = [(5, b"b"), (2**63 - 1, b""), (5, b"a"), (0, bytes(range(256)) * 300), (5, b"a")]
     data = entries(pairs)
     rows = RawRecords().rows(*scan_entries(data))

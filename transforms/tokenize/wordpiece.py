@@ -32,7 +32,6 @@ from typing import Sequence
 import numpy as np
 
 from bert_pretraining_data.transforms.tokenize import wordpiece_kernel as jit
-from bert_pretraining_data.transforms.tokenize.wordpiece_kernel import MAX_INPUT_CHARS_PER_WORD
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary, load_vocabulary
 
 # The original's CJK blocks (Unified Ideographs, extensions A-E, compatibility).

@@ -20,18 +20,17 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Iterator, NamedTuple
+from typing import Any, Callable, Iterator, NamedTuple, Protocol
 
 import numpy as np
 from numba import njit
 
 from bert_pretraining_data.transforms.instances.instance_bytes import instance_header, read_instance
-from bert_pretraining_data.transforms.write.tf_example import (RecordLayout, encode, layout_arrays,
-                                                             scratch_size)
 from bert_pretraining_data.transforms.instances.pairs import grow
 from bert_pretraining_data.transforms.pack.plan import plan_rows
-from bert_pretraining_data.transforms.write.shuffle_entries import (ENTRY_HEADER, WRITE_CHUNK_BYTES, ShardRows,
-                                                       chunked, key_order, payload)
+from bert_pretraining_data.transforms.write.shuffle_entries import ENTRY_HEADER, key_order, payload
+from bert_pretraining_data.transforms.write.tf_example import (RecordLayout, encode, layout_arrays,
+                                                               scratch_size)
 from bert_pretraining_data.transforms.write.tfrecord import FOOTER_SIZE, HEADER_SIZE, frame
 
 
@@ -169,3 +168,64 @@ class PackedRows(_Rows):
                  "rows_by_depth": depths[1:].tolist()}
         return ShardRows(len(member_bounds) - 1,
                          self.chunks(entries, bounds, order[members], member_bounds), stats)
+
+
+@dataclasses.dataclass
+class ShardRows:
+    """What a row writer makes of a shard: its record count, its framed
+    records in chunks (bytes-like, written and hashed without another copy),
+    and statistics for the shard's manifest entry."""
+
+    records: int
+    chunks: Iterator[memoryview]
+    stats: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+class RowWriter(Protocol):
+    """Turns a shard's entries, in any order, into its records in shard
+    order (transforms.write.rows: one record per entry, or packed rows)."""
+
+    def rows(self, entries: np.ndarray, keys: np.ndarray, bounds: np.ndarray) -> ShardRows:
+        ...
+
+
+# Bytes of framed records a row writer hands to the file at a time.
+WRITE_CHUNK_BYTES = 1 << 20
+
+
+@njit(cache=True)
+def _frame_payloads(entries, bounds, order):
+    """The payloads of entries `order`, each framed as a TFRecord record."""
+    size = 0
+    for i in order:
+        size += bounds[i + 1] - bounds[i] - ENTRY_HEADER + HEADER_SIZE + FOOTER_SIZE
+    out = np.empty(size, dtype=np.uint8)
+    pos = 0
+    for i in order:
+        length = bounds[i + 1] - bounds[i] - ENTRY_HEADER
+        out[pos + HEADER_SIZE:pos + HEADER_SIZE + length] = entries[
+            bounds[i] + ENTRY_HEADER:bounds[i + 1]]
+        pos = frame(out, pos, length)
+    return out
+
+
+def chunked(count: int, per_chunk: int, chunk: Callable[[int, int], np.ndarray]
+            ) -> Iterator[memoryview]:
+    """chunk(start, stop) for consecutive ranges of about `per_chunk` of `count` items."""
+    step = max(1, per_chunk)
+    for start in range(0, count, step):
+        yield memoryview(chunk(start, min(count, start + step)))
+
+
+@dataclasses.dataclass(frozen=True)
+class RawRecords:
+    """The row writer of entries whose payloads are serialized records (the
+    d2l recipe's, written in Python): each is framed as it is, in key order,
+    ties by the record."""
+
+    def rows(self, entries: np.ndarray, keys: np.ndarray, bounds: np.ndarray) -> ShardRows:
+        order = key_order(keys, lambda i: payload(entries, bounds, i))
+        per_record = int(bounds[-1]) // max(1, len(order)) + HEADER_SIZE + FOOTER_SIZE
+        return ShardRows(len(order), chunked(
+            len(order), WRITE_CHUNK_BYTES // per_record,
+            lambda start, stop: _frame_payloads(entries, bounds, order[start:stop])))

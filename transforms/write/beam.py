@@ -1,0 +1,312 @@
+"""WriteShards: a deterministic global shuffle of entries into N shard files.
+
+Entries (transforms.write.shuffle_entries) go to shard `key % N`; a shard's
+row writer (transforms.write.rows) orders them and makes its records.
+
+Each bundle collects its entries per shard (`_ShardBuffersFn`, flushed at a
+byte budget), and the collected blobs reach their shard one of two ways
+(`--shuffle`):
+
+- `runner`: through the runner's GroupByKey, keyed by shard (the TFDS
+  writer's pattern). On Dataflow this is the Shuffle service, built for
+  exactly this data; storage sees only the shard files. The default on every
+  runner but the DirectRunner.
+- `files`: each blob goes to a temporary *bucket file* and only the small
+  (shard, path) pairs are grouped. The DirectRunner keeps a GroupByKey's
+  input in memory, so it takes this path by
+  default. On a distributed runner it would create a storage object per
+  bundle and shard.
+
+Either way one worker then writes each shard: it concatenates the shard's
+blobs and hands them to the row writer, which sorts them and writes framed
+records in ~1 MB chunks. Memory: one bundle's buffer while collecting; about
+the shard's entries plus a chunk while writing, so choose the number of
+shards so that a shard's entries fit a worker twice.
+
+Retries (`files`): a failed bundle's bucket files are never emitted, so they
+are only garbage; each shard's bucket directory is swept after the shard is
+written. The sweep runs after a Reshuffle (a checkpoint), so a retried shard
+write still finds its buckets.
+
+Layout under `staging_dir`:
+  buckets/shard-00003/<uuid>.bucket   temporary (`files`), deleted by WriteShards
+  <shard_name>                        one TFRecord file per shard
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import apache_beam as beam
+import numpy as np
+from apache_beam.io.filesystem import BeamIOError, CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.transforms.window import GlobalWindows
+
+from bert_pretraining_data.transforms.counters import counter
+from bert_pretraining_data.transforms.write.rows import RawRecords, RowWriter
+from bert_pretraining_data.transforms.write.shuffle_entries import (SHUFFLES, RecordBatch,
+                                                                    scan_entries, split_by_shard)
+
+
+
+_BUCKETS = "buckets"
+
+
+_BUCKET_SUFFIX = ".bucket"
+
+
+# Bytes a bundle collects before it flushes: each flush is one bucket file per
+# shard (`files`), or one GroupByKey value per shard (`runner`, where only
+# memory and the number of values count).
+FILES_BUFFER_BYTES = 64 << 20
+
+
+RUNNER_BUFFER_BYTES = 16 << 20
+
+
+_COMPRESSION = {None: CompressionTypes.UNCOMPRESSED, "gzip": CompressionTypes.GZIP}
+
+
+def bucket_root(staging_dir: str) -> str:
+    """The directory of all temporary bucket files of a run."""
+    return FileSystems.join(staging_dir, _BUCKETS)
+
+
+def bucket_dir(staging_dir: str, shard_index: int) -> str:
+    """The directory of one shard's temporary bucket files."""
+    return FileSystems.join(bucket_root(staging_dir), f"shard-{shard_index:05d}")
+
+
+def bucket_path(staging_dir: str, shard_index: int, token: str) -> str:
+    """One bucket file; `token` (a uuid hex) makes every bundle's file unique."""
+    return FileSystems.join(bucket_dir(staging_dir, shard_index), token + _BUCKET_SUFFIX)
+
+
+def bucket_glob(staging_dir: str, shard_index: int) -> str:
+    """Matches every bucket file of a shard, including those of failed bundles."""
+    return FileSystems.join(bucket_dir(staging_dir, shard_index), "*" + _BUCKET_SUFFIX)
+
+
+def shard_path(staging_dir: str, shard_name: str) -> str:
+    """Where WriteShards writes the shard named `shard_name`."""
+    return FileSystems.join(staging_dir, shard_name)
+
+
+def read_file(path: str) -> bytes:
+    """A file's stored bytes."""
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+        return handle.read()
+
+
+def write_shard_file(path: str, chunks: Iterable[bytes | memoryview], *, records: int,
+                     compression: str | None = None) -> dict[str, Any]:
+    """Writes framed records (in chunks) as a TFRecord file; returns its record
+    count, size and sha256.
+
+    Beam's gzip writer (zlib with a gzip wrapper) puts no timestamp or file
+    name in the header, so equal records give equal file bytes. The size and
+    digest are of the bytes in the file: computed while writing when
+    uncompressed, read back from the (much smaller) file when gzipped.
+    """
+    compression_type = _compression_type(compression)
+    digest = hashlib.sha256()
+    size = 0
+    with FileSystems.create(path, compression_type=compression_type) as handle:
+        for chunk in chunks:
+            handle.write(chunk)
+            if compression is None:
+                digest.update(chunk)
+                size += len(chunk)
+    if compression is not None:
+        size, sha256 = file_digest(path)
+    else:
+        sha256 = digest.hexdigest()
+    return {"records": records, "bytes": size, "sha256": sha256}
+
+
+def file_digest(path: str) -> tuple[int, str]:
+    """(size, sha256 hex) of a file's stored bytes, without decompressing."""
+    digest = hashlib.sha256()
+    size = 0
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return size, digest.hexdigest()
+
+
+def delete_files(paths: Iterable[str]) -> None:
+    """Deletes files; ones already gone (an earlier attempt deleted them) are fine."""
+    paths = sorted(set(paths))
+    if not paths:
+        return
+    try:
+        FileSystems.delete(paths)
+    except BeamIOError as err:
+        still_there = [p for p in err.exception_details if FileSystems.exists(p)]
+        if still_there:
+            raise
+
+
+def _compression_type(compression: str | None) -> str:
+    if compression not in _COMPRESSION:
+        raise ValueError(f"compression must be None or 'gzip', got {compression!r}")
+    return _COMPRESSION[compression]
+
+
+class _ShardBuffersFn(beam.DoFn):
+    """Collects a bundle's entries per shard; emits (shard, entries) at the
+    bundle's end, and early when the buffer passes the byte budget."""
+
+    def __init__(self, *, num_shards: int, max_buffer_bytes: int):
+        self._num_shards = num_shards
+        self._max_buffer_bytes = max_buffer_bytes
+
+    def start_bundle(self) -> None:
+        self._buffers: dict[int, list[np.ndarray]] = {}
+        self._buffered_bytes = 0
+
+    def process(self, batch: RecordBatch) -> Iterator[tuple[int, bytes]]:
+        for shard_index, entries in split_by_shard(batch, self._num_shards):
+            self._buffers.setdefault(shard_index, []).append(entries)
+            self._buffered_bytes += len(entries)
+        if self._buffered_bytes >= self._max_buffer_bytes:
+            yield from self._flush()
+
+    def finish_bundle(self) -> Iterator[Any]:
+        for shard_and_entries in self._flush():
+            yield GlobalWindows.windowed_value(shard_and_entries)
+
+    def _flush(self) -> Iterator[tuple[int, bytes]]:
+        buffers, self._buffers, self._buffered_bytes = self._buffers, {}, 0
+        for shard_index in sorted(buffers):  # one copy, into the bytes that move on
+            yield shard_index, b"".join(buffers[shard_index])
+
+
+class _WriteBucketFn(beam.DoFn):
+    """(shard, entries) -> (shard, path of the bucket file now holding them);
+    emitted only once the file is complete."""
+
+    def __init__(self, *, staging_dir: str):
+        self._staging_dir = staging_dir
+        self._bucket_files = counter("bucket_files")
+
+    def process(self, element: tuple[int, bytes]) -> Iterator[tuple[int, str]]:
+        shard_index, entries = element
+        path = bucket_path(self._staging_dir, shard_index, uuid.uuid4().hex)
+        with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+            handle.write(entries)
+        self._bucket_files.inc()
+        yield shard_index, path
+
+
+class _WriteShardFn(beam.DoFn):
+    """Writes one shard from its grouped values: entries (`runner`), bucket
+    file paths (`files`), and the None marker every shard gets."""
+
+    def __init__(self, *, staging_dir: str, shard_names: Sequence[str],
+                 compression: str | None, rows: RowWriter):
+        self._staging_dir = staging_dir
+        self._shard_names = tuple(shard_names)
+        self._compression = compression
+        self._rows = rows
+        self._records_written = counter("records_written")
+
+    def process(self, element: tuple[int, Iterable[bytes | str | None]]
+                ) -> Iterator[tuple[dict[str, Any], list[str]]]:
+        shard_index, values = element
+        bucket_paths = []
+        data = bytearray()  # the shard's entries, one copy: a blob is dropped once appended
+        for value in values:
+            if isinstance(value, str):
+                bucket_paths.append(value)
+                data += read_file(value)
+            elif value is not None:
+                data += value
+        name = self._shard_names[shard_index]
+        rows = self._rows.rows(*scan_entries(data, source=f"shard {name}"))
+        del data
+        stats = write_shard_file(shard_path(self._staging_dir, name), rows.chunks,
+                                 records=rows.records, compression=self._compression)
+        self._records_written.inc(stats["records"])
+        yield {"shard": shard_index, "name": name, **stats, **rows.stats}, sorted(bucket_paths)
+
+
+class _DeleteBucketsFn(beam.DoFn):
+    """Deletes a written shard's buckets, and any a failed bundle left behind."""
+
+    def __init__(self, *, staging_dir: str):
+        self._staging_dir = staging_dir
+
+    def process(self, element: tuple[dict[str, Any], list[str]]) -> Iterator[dict[str, Any]]:
+        result, bucket_paths = element
+        leftovers = FileSystems.match([bucket_glob(self._staging_dir, result["shard"])])
+        delete_files([*bucket_paths, *(m.path for m in leftovers[0].metadata_list)])
+        yield result
+
+
+class WriteShards(beam.PTransform):
+    """RecordBatches -> one TFRecord file per shard name, through the runner's
+    shuffle or through bucket files (`shuffle`, see the module docstring); both
+    give the same bytes. How records are batched never changes the output.
+
+    Entry e goes to shard `key % len(shard_names)`; `rows` (default: the
+    payloads are serialized records, `RawRecords`) sorts a shard's entries and
+    makes its records. Every shard is written, an empty one as an empty (or
+    empty gzip) file. Outputs one dict per shard: {"shard", "name", "records",
+    "bytes", "sha256"} describing the file as written under `staging_dir`,
+    plus the row writer's statistics.
+    """
+
+    def __init__(self, *, staging_dir: str, shard_names: Sequence[str],
+                 compression: str | None = None, shuffle: str = "files",
+                 max_buffer_bytes: int | None = None, rows: RowWriter | None = None):
+        super().__init__()
+        shard_names = tuple(shard_names)
+        if not shard_names:
+            raise ValueError("shard_names must name at least one shard")
+        if len(set(shard_names)) != len(shard_names):
+            raise ValueError("shard_names must be unique")
+        if shuffle not in SHUFFLES:
+            raise ValueError(f"shuffle must be one of {', '.join(SHUFFLES)}, got {shuffle!r}")
+        _compression_type(compression)
+        self._staging_dir = staging_dir
+        self._shard_names = shard_names
+        self._compression = compression
+        self._shuffle = shuffle
+        self._rows = rows or RawRecords()
+        self._max_buffer_bytes = max_buffer_bytes or (
+            FILES_BUFFER_BYTES if shuffle == "files" else RUNNER_BUFFER_BYTES)
+
+    def expand(self, records: beam.PCollection) -> beam.PCollection:
+        num_shards = len(self._shard_names)
+        by_shard = (
+            records
+            | "GlobalWindow" >> beam.WindowInto(GlobalWindows())
+            | "BufferByShard" >> beam.ParDo(_ShardBuffersFn(
+                num_shards=num_shards, max_buffer_bytes=self._max_buffer_bytes)))
+        if self._shuffle == "files":  # only paths go through the runner's shuffle
+            by_shard = by_shard | "WriteBuckets" >> beam.ParDo(
+                _WriteBucketFn(staging_dir=self._staging_dir))
+        # One marker per shard, so that a shard without records is written too.
+        every_shard = (
+            records.pipeline
+            | "ShardIndices" >> beam.Create(range(num_shards))
+            | "AsMarkers" >> beam.Map(lambda index: (index, None)))
+        written = (
+            (by_shard, every_shard)
+            | "Join" >> beam.Flatten()
+            | "GroupByShard" >> beam.GroupByKey()
+            | "WriteShard" >> beam.ParDo(_WriteShardFn(
+                staging_dir=self._staging_dir, shard_names=self._shard_names,
+                compression=self._compression, rows=self._rows)))
+        if self._shuffle == "runner":
+            return written | "Results" >> beam.Map(lambda written_shard: written_shard[0])
+        return (written
+                # A checkpoint: a retried shard write must still find its buckets.
+                | "CheckpointWritten" >> beam.Reshuffle()
+                | "DeleteBuckets" >> beam.ParDo(_DeleteBucketsFn(staging_dir=self._staging_dir)))
