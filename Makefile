@@ -26,7 +26,7 @@ PYTHON_ERROR = make: $(PYTHON_PROBLEM); the pipeline runs on Python $(lastword $
 	$(firstword $(PYTHONS)): install one, or name it with PYTHON=/path/to/python3.1x
 OUT ?= out/sample
 
-.PHONY: install run test bench dist clean template dataflow schedule FORCE
+.PHONY: install run test test-fast bench dist clean template dataflow schedule FORCE
 
 install: $(STAMP)
 
@@ -46,15 +46,20 @@ run: install
 		--vocab_file=tests/data/bert-base-uncased-vocab.txt --output_dir=$(OUT) --overwrite
 
 # Test files spread over the cores (at most 4), each file whole on one worker.
+PYTEST := $(PY) -m pytest -q -n auto --maxprocesses=4 --dist loadfile
 test: install
-	$(PY) -m pytest -q -n auto --maxprocesses=4 --dist loadfile
+	$(PYTEST)
+
+# The loop between edits: every test not marked slow (end-to-end runs, venvs, services).
+test-fast: install
+	$(PYTEST) -m "not slow"
 
 # Small sizes; bench/README.md has the full runs (200 MB, the original beside).
 bench: install
 	$(PY) bench/tokenizer.py
 	$(PY) bench/pipeline.py --sizes 1,5 --workers 1,2 --stages
 
-# The wheel to install where the pipeline's output is used (README: Install).
+# The wheel to install where the pipeline's output is used (docs/install.md).
 dist: install
 	rm -rf dist build  # setuptools would reuse stale files from build/
 	$(PY) -m pip wheel --quiet --no-deps -w dist .

@@ -7,12 +7,13 @@ The repository keeps the design card's top-level folders (`pipeline/`,
 (`bert_pretraining_data` itself is an implicit namespace package).
 
 The base install is what a training environment needs to read the output:
-the loaders, the collators and dynamic masking (numpy, numba, google-crc32c).
+the loaders, the collators and dynamic masking (numpy, numba, google-crc32c,
+sentencepiece).
 `[pipeline]` adds what building the data needs (Apache Beam, TensorFlow, the
 corpus libraries); `[torch]` adds PyTorch for the PyTorch and d2l loaders.
 Dataflow workers that install this package through `--setup_file` get no
 extras; the job passes them `pipeline/worker_requirements.txt`, the one list of
-the pipeline's dependencies besides Beam (pipeline/options.py).
+the pipeline's dependencies besides Beam (pipeline/beam_options.py).
 
 The base install and the `[torch]`, `[tf]`, `[gcs]` extras run on every CPython
 their dependencies publish wheels for, 3.10 and up; the pipeline only where
@@ -39,7 +40,7 @@ BASE = [
     "sentencepiece>=0.2,<0.3",
 ]
 WORKER_REQUIREMENTS = pathlib.Path(__file__).parent / "pipeline" / "worker_requirements.txt"
-WORKER = [  # as pipeline.options.requirement_lines
+WORKER = [  # as pipeline.beam_options.requirement_lines
     line.split("#")[0].strip() for line in WORKER_REQUIREMENTS.read_text().splitlines()
     if line.split("#")[0].strip()]
 _, NEWEST_PIPELINE_PYTHON = runpy.run_path(

@@ -24,7 +24,7 @@ the share of removed documents removed for a copy of their own original. It
 also reports each level's true Jaccard (of the shingle sets) and the MinHash
 estimate (equal signature values) against the original.
 
-    python bench/dedup_eval.py            # the table README.md shows
+    python bench/dedup_eval.py            # the table docs/duplicates.md shows
 """
 
 from __future__ import annotations

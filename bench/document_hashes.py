@@ -34,10 +34,11 @@ sys.path[:0] = [str(ROOT)]  # for bench.*
 
 from bench.corpus import MB, SHAPES, corpus_path, read_documents  # noqa: E402
 from bench.pipeline import FLAGS, VOCAB, measure, stage_breakdown  # noqa: E402
-from bert_pretraining_data.transforms.hashes.document_hashes import (  # noqa: E402
-    WriteDocumentHashes, _HashDocumentsFn, count_changes, decode, document_hash, encode,
-    file_of, hash_files_for)
-from bert_pretraining_data.transforms.read.documents import DOCUMENTS, ReadDocuments  # noqa: E402
+from bert_pretraining_data.transforms.hashes.document_hashes import count_changes, decode, document_hash, encode, file_of, hash_files_for
+from bert_pretraining_data.transforms.hashes.beam import WriteDocumentHashes
+from bert_pretraining_data.transforms.hashes.beam import _HashDocumentsFn
+from bert_pretraining_data.transforms.read.documents import DOCUMENTS
+from bert_pretraining_data.transforms.read.beam import ReadDocuments
 
 
 def stage_costs(corpus: pathlib.Path) -> dict[str, float]:

@@ -52,7 +52,7 @@ def model_for(max_length: int) -> BertForPreTraining:
 
 def packed_loss(model: BertForPreTraining, batch: dict) -> torch.Tensor:
     """The masked-LM loss over every masked token of the rows, and the
-    sentence-pair loss over every sequence's [CLS] (README: Packed sequences)."""
+    sentence-pair loss over every sequence's [CLS] (docs/packing.md)."""
     hidden = model.bert(input_ids=batch["input_ids"], token_type_ids=batch["token_type_ids"],
                         position_ids=batch["position_ids"],
                         attention_mask=batch["attention_mask"]).last_hidden_state

@@ -49,9 +49,9 @@ import json
 import os
 import pathlib
 import re
+import statistics
 import subprocess
 import sys
-import statistics
 import tempfile
 import time
 
@@ -68,15 +68,16 @@ from bert_pretraining_data.transforms.instances.sample import (  # noqa: E402
     bound_sample, cap_document, sample_rank)
 from bert_pretraining_data.transforms.write.shuffle_entries import (  # noqa: E402
     scan_entries, split_by_shard)
-from bert_pretraining_data.transforms.instances.beam import (  # noqa: E402
-    BatchDocuments, CreateRecords, TokenizeDocument, fan_out_batch)
+from bert_pretraining_data.transforms.instances.beam import BatchDocuments, CreateInstances
+from bert_pretraining_data.transforms.tokenize.beam import TokenizeDocument
+from bert_pretraining_data.transforms.instances.units import fan_out_batch
 
 VOCAB = ROOT / "tests" / "data" / "bert-base-uncased-vocab.txt"
 # The original's defaults, spelled out so that both tools surely get the same.
 FLAGS = ["--do_lower_case=True", "--max_seq_length=128", "--max_predictions_per_seq=20",
          "--random_seed=12345", "--dupe_factor=10", "--masked_lm_prob=0.15",
          "--short_seq_prob=0.1"]
-# "records" is BatchDocuments, FanOutDupes and CreateRecords: instance creation and
+# "records" is BatchDocuments, FanOutDupes and CreateInstances: instance creation and
 # masking (compiled); "write" is WriteShards' sort, encoding, framing and write.
 STAGES = ("setup", "read", "tokenize", "sample", "records", "write")
 _ORIGINAL = ("import runpy, sys, tensorflow; sys.modules['tensorflow'] = tensorflow.compat.v1; "
@@ -184,10 +185,11 @@ def _entry(checkout: pathlib.Path) -> tuple[list[str], pathlib.Path]:
 
 
 def _flags_of(checkout: pathlib.Path) -> set[str]:
-    """The flags a checkout's pipeline defines (`add("--name"` in its options)."""
-    options = checkout / "pipeline" / "options.py"
-    text = options.read_text(encoding="utf-8") if options.exists() else ""
-    return set(re.findall(r'add\("(--[a-z_]+)"', text))
+    """The flags a checkout's pipeline lists in its --help."""
+    entry, cwd = _entry(checkout)
+    listed = subprocess.run([*entry, "--help"], cwd=cwd, capture_output=True, text=True,
+                            check=True).stdout
+    return set(re.findall(r"--[a-z_]+", listed))
 
 
 def run_ours(corpus: pathlib.Path, workers: int, *, checkout: pathlib.Path = ROOT,
@@ -324,7 +326,7 @@ def stage_breakdown(corpus: pathlib.Path, *, vocab_file: pathlib.Path = VOCAB,
     stages = Stages.of(config, config.tokenizer.load_vocabulary())
     tokenize = TokenizeDocument(tokenizer=config.tokenizer)
     tokenize.setup()
-    records_fn = CreateRecords(
+    records_fn = CreateInstances(
         instances=stages.instances, masking=stages.masking, seed=config.random_seed)
     records_fn.setup()
     seconds["setup"] = clock() - start
@@ -345,7 +347,7 @@ def stage_breakdown(corpus: pathlib.Path, *, vocab_file: pathlib.Path = VOCAB,
                           config.nsp_sample_max_bytes)
     seconds["sample"] = clock() - start
 
-    start = clock()  # BatchDocuments, FanOutDupes and CreateRecords
+    start = clock()  # BatchDocuments, FanOutDupes and CreateInstances
     batcher = BatchDocuments()
     batcher.start_bundle()
     document_batches = [batch for doc in tokenized for batch in batcher.process(doc)]

@@ -5,7 +5,7 @@ per-core rates `bench/pipeline.py` measured here (MEASURED below, one
 DirectRunner worker, the original's default flags, start-up excluded) and a
 description of the corpus and the job; it prints, for both shuffle paths,
 what the job would create, move and cost. Which figures are measured and
-which are modelled is said in each line's comment and in README "Sizing".
+which are modelled is said in each line's comment and in docs/dataflow.md, "Sizing a Wikipedia-size corpus".
 
     python bench/scale_model.py --gigabytes 16 --mean-document-bytes 3000
     python bench/scale_model.py --gigabytes 16 --mean-document-bytes 600 --workers 32

@@ -1,7 +1,5 @@
 """Loading the pipeline's datasets for training: tf.data, PyTorch and d2l.
 
-    from bert_pretraining_data import loaders
-
     loaders.tf_dataset(dataset, batch_size=...)      tf.data, run_pretraining.py's features
     loaders.PretrainingDataset(dataset)              a torch IterableDataset of instances
     loaders.Collator.for_dataset(dataset)            dynamic padding (and dynamic masking)
@@ -9,10 +7,8 @@
     loaders.load_data_wiki(dataset, batch_size)      d2l's (batches, vocab)
     loaders.read_manifest(dataset)                   shards, counts and flags
 
-Importing this package is cheap and needs neither Beam nor TensorFlow nor
-torch: each name is imported from its module on first use, so a PyTorch job
-never loads TensorFlow (gs:// paths go through fsspec's gcsfs; see files.py) and a
-TF job never loads torch.
+Each name is imported from its module on first use, so importing this needs
+neither Beam, TensorFlow nor torch, and a PyTorch job never loads TensorFlow.
 """
 
 from __future__ import annotations

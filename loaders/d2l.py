@@ -1,16 +1,11 @@
 """d2l's `load_data_wiki`, over a dataset written with `--recipe=d2l`.
 
-d2l builds the WikiText-2 BERT dataset in memory on every start
-(`_WikiTextDataset`); here the pipeline has written it once, and this module
-gives back what d2l's function returns: batches of exactly d2l's shapes and
-dtypes (tokens padded with <pad> to max_len, predictions padded to
-round(max_len * 0.15)) and a vocabulary object that indexes like d2l's `Vocab`.
+d2l builds the WikiText-2 BERT dataset in memory on every start; here the
+pipeline has written it once, and this gives back what d2l's function
+returns: batches of exactly d2l's shapes and dtypes and a vocabulary that
+indexes like d2l's `Vocab`:
 
-    from bert_pretraining_data.loaders import load_data_wiki
     train_iter, vocab = load_data_wiki("out/", batch_size=512)
-    for (tokens_X, segments_X, valid_lens_x, pred_positions_X, mlm_weights_X,
-         mlm_Y, nsp_y) in train_iter:
-        ...
 """
 
 from __future__ import annotations

@@ -45,6 +45,8 @@ class Shard:
 
 @dataclasses.dataclass(frozen=True)
 class Manifest:
+    """A read manifest: its path, its JSON (`data`) and its shards, resolved."""
+
     path: str
     data: dict[str, Any] = dataclasses.field(repr=False)
     shards: tuple[Shard, ...]

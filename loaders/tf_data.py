@@ -1,23 +1,13 @@
 """tf.data loading, as BERT's run_pretraining.py `input_fn_builder` reads the data.
 
-    from bert_pretraining_data import loaders
     dataset = loaders.tf_dataset("gs://b/bert-data/", batch_size=32)
-    features = next(iter(dataset))   # input_ids, input_mask, segment_ids,
-                                     # masked_lm_positions, masked_lm_ids,
-                                     # masked_lm_weights, next_sentence_labels
-                                     # (as the dataset names them: v2 names,
-                                     # ALBERT's token_boundary, ELECTRA's three)
 
-max_seq_length and max_predictions_per_seq come from the dataset's manifest.
-Training reads like the original: the file list shuffled and repeated, records
-interleaved from several files at once, a small record shuffle, whole batches
-only, int64 cast to int32. `--padding=none` data is padded back to the
-original's fixed shapes (with input_mask and masked_lm_weights rebuilt), so a
-model written for run_pretraining.py sees the same tensors. A `--recipe=d2l`
-dataset yields its own features (tokens, segments, valid_lens, ...). Packed
-rows (`--pack_sequences`) yield MLPerf's packed features: positions, and
-next_sentence_positions/_labels/_weights with a column per sequence, the
-masked-LM features as long as a row's budget (the manifest's).
+Shapes come from the dataset's manifest, and training reads like the
+original (file list shuffled and repeated, records interleaved, a small
+record shuffle, whole batches, int64 cast to int32); `--padding=none` data is
+padded back to the original's fixed shapes (input_mask and masked_lm_weights
+rebuilt), so a model written for run_pretraining.py sees the same tensors.
+d2l datasets and packed rows yield their own features (MLPerf's, for packed).
 """
 
 from __future__ import annotations

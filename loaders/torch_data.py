@@ -1,20 +1,13 @@
 """PyTorch loading: an IterableDataset over the shards and a collator that pads
 each batch to its longest sequence and, for `--masking=none` data, masks it.
 
-Sharding: every (rank, worker) reader gets one contiguous slice of the
-epoch's record stream (shards in a per-epoch order), so each instance is read
-exactly once per epoch across DataLoader workers and distributed ranks, and
-the ranks' counts differ by at most one.
+Every (rank, worker) reader gets one contiguous slice of the epoch's record
+stream (shards in a per-epoch order), so each instance is read exactly once
+per epoch across DataLoader workers and ranks. Dynamic masking is
+`dynamic_masking.mask_for_epoch`, seeded by (seed, epoch, example index): an
+epoch is reproducible whatever the number of workers or ranks.
 
-Dynamic masking is `dynamic_masking.mask_for_epoch`, the pipeline's own masking
-with an RNG derived from (seed, epoch, example index): an epoch is reproducible
-whatever the number of workers or ranks, and each epoch masks differently.
-
-    from bert_pretraining_data.loaders.torch_data import make_dataloader
     loader = make_dataloader("out/", batch_size=32, num_workers=2)
-    for epoch in range(3):          # each pass is the next epoch
-        for batch in loader:        # input_ids, attention_mask, token_type_ids,
-            ...                     # labels (-100 unmasked), next_sentence_label
 """
 
 from __future__ import annotations

@@ -2,22 +2,14 @@
 
     ReadDocuments -> Deduplicate -> Tokenize -> SampleRandomDocuments (side input)
                               -> BatchDocuments -> SpreadDocuments (--shuffle=runner) -> FanOutDupes
-                              -> CreateRecords -> WriteShards -> ListShards
+                              -> CreateInstances -> WriteShards -> ListShards
 
-Deduplicate (`--dedup`, transforms.dedup) keeps each text once;
-BatchDocuments groups documents (a few thousand short ones, or one long one);
-FanOutDupes makes units of work of a batch (its documents with the dupe
-indices to make of each: all of them but for huge documents); CreateRecords
-is the design card's CreateInstances, MaskTokens and Encode for every copy
-of a unit, compiled into one step (transforms.instances.units). WriteShards shuffles through the runner or through
-bucket files (`--shuffle`, transforms.write.shuffle_entries).
-
-A refresh also asks for the documents' hashes (`documents`): RecordDocuments
-hashes the documents as read and writes them beside the shards, compared with
-the previous version's (pipeline.changes, transforms.hashes.document_hashes).
-
-`build_pipeline` only adds transforms to `p`; it runs nothing and returns the
-PCollections a test may want to inspect.
+CreateInstances is the design card's CreateInstances, MaskTokens and Encode,
+compiled into one step per unit of work (transforms.instances.units);
+documents travel in batches, because the runner's work per element would
+cost more than a short document's own. A refresh also writes the documents'
+hashes (RecordDocuments, pipeline.changes). `build_pipeline` only adds
+transforms to `p`; it runs nothing.
 """
 
 from __future__ import annotations
@@ -30,20 +22,20 @@ from bert_pretraining_data.pipeline.publish import (DEDUP_NAME, PROBLEM_LIST_NAM
                                                     OutputLayout, write_staging_json)
 from bert_pretraining_data.transforms.dedup.beam import Deduplicate
 from bert_pretraining_data.transforms.dedup.decisions import SUMMARY, Fingerprints, dedup_partitions
-from bert_pretraining_data.transforms.hashes.document_hashes import WriteDocumentHashes
-from bert_pretraining_data.transforms.instances.beam import (BatchDocuments, CreateRecords,
-                                                             TokenizeDocument, fan_out_batch)
-from bert_pretraining_data.transforms.instances.sample import SampleDocuments
-from bert_pretraining_data.transforms.read.documents import DOCUMENTS, PROBLEMS, ReadDocuments
-from bert_pretraining_data.transforms.read.tables import ReadRecords
-from bert_pretraining_data.transforms.read.wikipedia import ReadDump
+from bert_pretraining_data.transforms.hashes.beam import WriteDocumentHashes
+from bert_pretraining_data.transforms.instances.beam import (BatchDocuments, CreateInstances,
+                                                             SampleDocuments)
+from bert_pretraining_data.transforms.instances.units import fan_out_batch
+from bert_pretraining_data.transforms.read.beam import ReadDocuments, ReadDump, ReadTables
+from bert_pretraining_data.transforms.read.documents import DOCUMENTS, PROBLEMS
+from bert_pretraining_data.transforms.tokenize.beam import TokenizeDocument
 from bert_pretraining_data.transforms.write.beam import WriteShards
 
 # A sampled document keeps about this many tokens per max_seq_length.
 SAMPLE_DOCUMENT_SEQUENCES = 8
 
 
-def _record(items: list[dict], layout: OutputLayout, name: str) -> int:
+def _stage_list(items: list[dict], layout: OutputLayout, name: str) -> int:
     write_staging_json(layout, name, items)
     return len(items)
 
@@ -54,7 +46,7 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
                    input_bytes: int = 0,
                    documents: DocumentPlan | None = None) -> dict[str, beam.PCollection]:
     """The pipeline's graph; `progress_dir` (local runs): where the Tokenize
-    and CreateRecords stages report their progress (transforms.progress_sink);
+    and CreateInstances stages report their progress (transforms.progress_sink);
     `input_bytes` sizes the dedup stage's partitions; `documents`: where the
     documents' hashes go (a refresh's runs)."""
     seed = config.random_seed
@@ -64,7 +56,7 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
     elif config.input_format == "wikipedia":
         read = p | "ReadDocuments" >> ReadDump(patterns=patterns)
     else:
-        read = p | "ReadDocuments" >> ReadRecords(
+        read = p | "ReadDocuments" >> ReadTables(
             patterns=patterns, input_format=config.input_format, text_field=config.text_field)
     docs_by_key = read[DOCUMENTS]
     outputs = {}
@@ -75,7 +67,7 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
             unique_keys=config.input_format == "text"))
         docs_by_key = deduped[DOCUMENTS]
         outputs["dedup_list"] = deduped[SUMMARY] | "ListDedup" >> beam.Map(
-            lambda summary: _record([summary], layout, DEDUP_NAME))
+            lambda summary: _stage_list([summary], layout, DEDUP_NAME))
     tokenized_docs = docs_by_key | "Tokenize" >> beam.ParDo(TokenizeDocument(
         tokenizer=config.tokenizer, whole_word_segmenter=config.whole_word_segmenter,
         sentence_splitter=config.sentence_splitter, progress_dir=progress_dir))
@@ -86,33 +78,33 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
     # document's own. Through the runner's shuffle (Dataflow), the batches are
     # spread over workers before the fan-out multiplies the work. Not on the
     # DirectRunner (`--shuffle=files`): its GroupByKey holds its input decoded
-    # in memory, the tokenized corpus as Python objects (200 MB more peak RSS
-    # on 200 MB of one-line documents), and the batches are materialized
-    # anyway, since CreateRecords' side input (the sample) needs all of them
+    # in memory, the tokenized corpus as Python objects (the cost:
+    # docs/design-notes.md, pipeline.build), and the batches are materialized
+    # anyway, since CreateInstances' side input (the sample) needs all of them
     # first; its workers share that buffer as they share a shuffle's.
     spread = tokenized_docs | "BatchDocuments" >> beam.ParDo(BatchDocuments())
     if config.shuffle == "runner":
         spread = spread | "SpreadDocuments" >> beam.Reshuffle()
-    records = (spread
+    entries = (spread
                | "FanOutDupes" >> beam.FlatMap(fan_out_batch, config.dupe_factor)
-               | "CreateRecords" >> beam.ParDo(
-                   CreateRecords(
+               | "CreateInstances" >> beam.ParDo(
+                   CreateInstances(
                        instances=stages.instances, seed=seed,
                        # --masking=none: the loaders mask at load time, same function.
                        masking=stages.masking if config.masking == "static" else None,
                        progress_dir=progress_dir),
                    nsp_sample=beam.pvalue.AsSingleton(nsp_sample)))
-    shards = records | "WriteShards" >> WriteShards(
+    shards = entries | "WriteShards" >> WriteShards(
         staging_dir=layout.staging_dir, shard_names=layout.shard_names,
         compression=config.compression, shuffle=config.shuffle, rows=stages.rows)
     shard_list = (shards
                   | "CollectShards" >> beam.combiners.ToList()
-                  | "ListShards" >> beam.Map(_record, layout, SHARD_LIST_NAME))
+                  | "ListShards" >> beam.Map(_stage_list, layout, SHARD_LIST_NAME))
     problem_list = (read[PROBLEMS]
                     | "CollectInputProblems" >> beam.combiners.ToList()
-                    | "ListInputProblems" >> beam.Map(_record, layout, PROBLEM_LIST_NAME))
+                    | "ListInputProblems" >> beam.Map(_stage_list, layout, PROBLEM_LIST_NAME))
     outputs.update({"docs_by_key": docs_by_key, "tokenized_docs": tokenized_docs,
-                    "nsp_sample": nsp_sample, "records": records, "shards": shards,
+                    "nsp_sample": nsp_sample, "entries": entries, "shards": shards,
                     "shard_list": shard_list, "problem_list": problem_list})
     if documents is not None:  # the documents as read, whatever comes after
         outputs["hash_list"] = (
@@ -120,5 +112,5 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
             | "RecordDocuments" >> WriteDocumentHashes(
                 paths=documents.staged, previous=documents.previous_hash_files)
             | "CollectHashFiles" >> beam.combiners.ToList()
-            | "ListHashFiles" >> beam.Map(_record, layout, HASH_LIST_NAME))
+            | "ListHashFiles" >> beam.Map(_stage_list, layout, HASH_LIST_NAME))
     return outputs

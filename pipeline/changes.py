@@ -1,20 +1,16 @@
-"""What changed since the previous version: a refresh's record of its documents.
+"""What changed since the previous version: a refresh's account of its documents.
 
-A refresh (pipeline/refresh.py) asks its run to keep a `DocumentHistory`: the
-run hashes every document it reads (transforms.hashes.document_hashes, a Beam stage
-after ReadDocuments), writes the hashes as sorted hash files into staging,
-and compares each with the previous version's hashes of the same range. The
-hash files are published with the shards (the same atomic publish), and the
-manifest records
+A refresh asks its run to keep a `DocumentHistory`: the run hashes every
+document it reads (transforms.hashes), compares the hashes with the previous
+version's, and publishes them with the shards. The manifest then records
 
     "documents": {"count", "hash", "files": [{"path", "documents", "bytes", "sha256"}]}
     "changes":   {"previous_version",
                   "documents": {"previous", "current", "added", "removed", "unchanged"},
                   "instances": {"previous", "current"}, "bytes": {"previous", "current"}}
 
-("changes" is null for a root's first version; its "documents" is null when
-the previous version was made before versions recorded their documents).
-`summary` is the line the refresh logs.
+("changes" null for a root's first version, its "documents" null when the
+previous version did not record its documents).
 """
 
 from __future__ import annotations

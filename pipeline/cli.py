@@ -1,13 +1,10 @@
 """The console scripts that build data, behind a check for their dependencies.
 
-The base install is the loaders' (a training environment); the tools that build
-data need the `[pipeline]` extra. Run without it, each says so in one line
-instead of an ImportError traceback from deep inside its imports.
+The base install is the loaders' (a training environment); the tools that
+build data need the `[pipeline]` extra, and without it each says so in one
+line instead of an ImportError traceback, or, on a Python newer than the
+pipeline supports (where the extra installs nothing), which Pythons it needs.
 `inspect-pretraining-data` needs only the base install and is not wrapped.
-
-The pipeline runs on fewer Pythons than the base install: on a newer one the
-`[pipeline]` extra installs nothing (setup.py's environment markers), and the
-tools say which Pythons they need rather than to install the extra again.
 """
 
 from __future__ import annotations
@@ -19,7 +16,7 @@ import sys
 PIPELINE_EXTRA = "pip install 'bert-pretraining-data[pipeline]'"
 # The oldest and newest CPython the pipeline runs on: tfx-bsl, tensorflow-transform's
 # compiled half, publishes wheels for these (setup.py marks the [pipeline] extra with
-# this range; the Makefile and the README list it too, tests/test_install.py checks).
+# this range; the Makefile and docs/install.md list it too, tests/test_install.py checks).
 PIPELINE_PYTHONS = ((3, 10), (3, 13))
 
 

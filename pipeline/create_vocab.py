@@ -1,39 +1,15 @@
 """create-vocab: a WordPiece vocabulary, or a SentencePiece model, learned from a
-corpus on Beam.
+corpus on Beam (usage: docs/vocabularies.md).
 
-On this machine (DirectRunner, several processes):
-
-    create-vocab --input_file=corpus/*.txt --output_file=vocab.txt \\
-        --vocab_size=30522 --direct_running_mode=multi_processing \\
-        --direct_num_workers=4
-
-On Dataflow (corpus and vocabulary on gs://):
-
-    create-vocab --input_file=gs://b/corpus/*.txt.gz \\
-        --output_file=gs://b/vocab.txt --vocab_size=30522 \\
-        --runner=DataflowRunner --project=P --region=R \\
-        --temp_location=gs://b/tmp --setup_file=./setup.py
-
-The corpus is read as create-pretraining-data reads it (one sentence per
-line, blank line between documents). Words are counted over the whole corpus
-after BERT's basic tokenization; a stable fraction of the documents is held
-out; the vocabulary is learned from the training documents' word counts
-(transforms.vocab.wordpiece) and measured on the held-out ones. The
-vocabulary goes to --output_file, ready for `create-pretraining-data
---vocab_file`, and the measurements to `<output_file>.metrics.json`, both
-only when the run succeeded.
+A stable fraction of the documents is held out, so the vocabulary is measured
+on text it was not learned from; vocabulary and `<output_file>.metrics.json`
+are published only when the run succeeded.
 
     ReadDocuments -> SplitHeldOut -> CountTrainingWords -> CountCharacters (side input)
                                                         -> MostFrequentWords -> LearnWordPiece
                                                         -> MeasureTraining
                                   -> CountHeldOutWords  -> MeasureHeldOut
-    LearnWordPiece + measurements -> Report -> WriteStaged (then the driver publishes)
-
-With `--tokenization=SentencePiece` it learns a SentencePiece model instead
-(unigram or BPE, ALBERT's settings: transforms.vocab.sentencepiece)
-from a sample of the training sentences, ready for `--spm_model_file`; the
-model goes to --output_file (`spm.model`), spm_train's `.vocab` beside it:
-
+    --tokenization=SentencePiece:
     ReadDocuments -> SplitHeldOut -> SampleSentences -> CollectSample -> LearnSentencePiece
                                                                      -> MeasureTraining
                                   -> HeldOutLines   -> MeasureHeldOut
@@ -51,25 +27,28 @@ from typing import Iterator, Sequence
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from bert_pretraining_data.pipeline.beam_options import ConfigError, split_known_args
 from bert_pretraining_data.pipeline.local_runner import new_pipeline
-from bert_pretraining_data.pipeline.options import (ConfigError, OneLineParser, parse_bool,
-                                                    split_known_args)
+from bert_pretraining_data.pipeline.options import OneLineParser, parse_bool
 from bert_pretraining_data.pipeline.publish import OutputLayout, check_writable, remove_tree
+from bert_pretraining_data.transforms.read.beam import ReadDocuments, match_inputs
 from bert_pretraining_data.transforms.read.documents import (DOCUMENTS, PROBLEMS, InputError,
-                                                        ReadDocuments, comma_separated,
-                                                        match_inputs)
+                                                             comma_separated)
 from bert_pretraining_data.transforms.tokenize.sentencepiece_model import parse_model
 from bert_pretraining_data.transforms.tokenize.sentencepiece_text import SentencePieceTokenizer
-from bert_pretraining_data.transforms.vocab.sentencepiece import (
-    MODEL_TYPES, SampleSentences, SentencePieceLearning, SentencePieceLearningError,
-    chosen_lines, line_stats, train_model, vocab_text)
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import SENTENCEPIECE, WORDPIECE
-from bert_pretraining_data.transforms.vocab.word_counts import (CountCharacters, CountWords,
-                                                          MeasureVocabulary, SplitHeldOut,
-                                                          WordCount, sum_stats)
+from bert_pretraining_data.transforms.vocab.beam import (CountCharacters, CountWords,
+                                                         MeasureVocabulary, SampleSentences,
+                                                         SplitHeldOut)
+from bert_pretraining_data.transforms.vocab.sentencepiece import (MODEL_TYPES,
+                                                                  SentencePieceLearning,
+                                                                  SentencePieceLearningError,
+                                                                  chosen_lines, line_stats,
+                                                                  train_model, vocab_text)
+from bert_pretraining_data.transforms.vocab.word_counts import WordCount, sum_stats
 from bert_pretraining_data.transforms.vocab.wordpiece import (LearningConfig, LearningError,
-                                                                 TokenizationStats, learn_wordpiece,
-                                                                 vocabulary_bytes)
+                                                              TokenizationStats, learn_wordpiece,
+                                                              vocabulary_bytes)
 
 PROG = "create-vocab"
 METRICS_SUFFIX = ".metrics.json"

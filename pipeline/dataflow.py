@@ -1,24 +1,13 @@
 """Dataflow wiring: our own checks of a Dataflow job's options, and the
 launch-only mode that a Flex Template needs.
 
-Checks (`check_dataflow_options`): Beam validates its options only when the
-Pipeline object is built, after the driver has matched the inputs, read the
-vocabulary and cleared the staging directory, and some mistakes it does not see
-at all (a local --input_file that no Dataflow worker can read, a job without our
-package on its workers, a missing --temp_location that Beam answers by creating
-a bucket). `main.run` calls the checks right after parsing, so each of these
-fails first, in one line that names the flag and the fix.
-
-Launch-only (`launch`): a Flex Template launcher builds the job and exits; it is
-gone long before the job ends, so nothing can publish the shards after
-`wait_until_finish` as `main.run` does. Here publishing is the job's own last
-step instead (`Publish`, after `ListShards`), using the same `publish` function:
-shards renamed out of staging, then manifest.json. A job cannot read its own
-final metrics, so such a manifest has empty `counters`; the counts are in the
-job's metrics (Dataflow console, `gcloud dataflow metrics list`).
-
-The template's entry point is `bert_pretraining_data.pipeline.refresh.template_main`
-(deploy/flex_main.py).
+Beam validates its options only once the Pipeline is built, after the driver
+has matched inputs, read the vocabulary and cleared staging, and misses some
+mistakes entirely (a local --input_file, no package on the workers, no
+--temp_location): `check_dataflow_options` runs right after parsing, each
+failure one line naming the flag. A Flex Template launcher exits long before
+the job ends, so `launch` makes publishing the job's own last step; such a
+manifest has empty `counters` (the counts are in the job's metrics).
 """
 
 from __future__ import annotations
@@ -29,15 +18,15 @@ from typing import Callable, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOptions,
-                                                  SetupOptions, TestOptions,
-                                                  WorkerOptions)
+from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOptions, SetupOptions,
+                                                  TestOptions, WorkerOptions)
 from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
 from apache_beam.runners.runner import PipelineResult
 
+from bert_pretraining_data.pipeline.beam_options import ConfigError, runner_name
 from bert_pretraining_data.pipeline.build import build_pipeline
 from bert_pretraining_data.pipeline.changes import DocumentHistory, DocumentPlan
-from bert_pretraining_data.pipeline.options import Config, ConfigError, parse_args, runner_name
+from bert_pretraining_data.pipeline.options import Config, parse_args
 from bert_pretraining_data.pipeline.prepare import prepare
 from bert_pretraining_data.pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME,
                                                     OutputLayout, dataset_warnings, publish,
@@ -186,7 +175,8 @@ def launch(argv: Sequence[str], *, after_publish: AfterPublish | None = None,
     """Validates and prepares as `main.run` does, builds the job with publishing
     as its last step (then `after_publish`, given the manifest PCollection),
     submits it and returns without waiting. On the DirectRunner the job has
-    finished when this returns. `history`: as for `main.run`."""
+    finished when this returns. `history`: as for `main.run`. The Flex
+    Template calls it through pipeline.refresh.template_main (deploy/flex_main.py)."""
     config, beam_args = parse_args(argv)
     check_dataflow_options(config, beam_args)
     if config.reference_compatible or config.recipe != "bert":

@@ -3,15 +3,9 @@
     inspect-pretraining-data out/                     # summary, 20 instances, histogram
     inspect-pretraining-data gs://b/bert-data/ --num_instances=5 --plot=lengths.png
 
-Prints the manifest's summary (instances, shards, flags, counters), the first
-instances decoded to tokens like the original script's "*** Example ***" log
-([MASK] where masked, the masked positions and their original tokens, the
-next-sentence label), and statistics over up to --max_records instances: mean
-tokens and predictions, the random-next share, how much of a padded batch is
-padding, and a histogram of sequence lengths (as text, and as a PNG with
---plot, which needs matplotlib). For packed rows (--pack_sequences), also the
-rows by how many instances they hold and the share of token slots filled.
-It reads through `loaders`, without Beam.
+The manifest's summary, the first instances decoded like the original's
+"*** Example ***" log, and statistics over up to --max_records instances
+(lengths, predictions, padding, packing), through `loaders`, without Beam.
 """
 
 from __future__ import annotations

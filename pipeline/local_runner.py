@@ -1,15 +1,11 @@
 """Pipelines for Beam flags, with Beam's DirectRunner going straight to its FnApiRunner.
 
-Beam's DirectRunner (`--runner` unset or `DirectRunner`) first tries the
-Prism runner since Beam 2.6x: it starts a worker pool, serializes the
-pipeline, and downloads a Go binary from GitHub (cached after). Without
-network access that fails and Beam falls back to its FnApiRunner, having
-spent ~0.3 CPU-s and a DNS lookup on every run; with network access the job
-runs on Prism, which this pipeline is neither tested nor measured on (the
-README's DirectRunner figures, `--direct_running_mode` and
-`--direct_num_workers` are the FnApiRunner's). So a DirectRunner job runs on
-the FnApiRunner directly, set up as Beam's DirectRunner sets it up for a
-batch job; every other runner is Beam's own.
+Since Beam 2.6x the DirectRunner first tries the Prism runner, which
+downloads a Go binary: offline it fails and falls back to the FnApiRunner,
+having spent CPU and a DNS lookup (docs/design-notes.md, pipeline.local_runner);
+online the job runs on Prism, which this pipeline is neither tested nor
+measured on. So a DirectRunner job runs on the FnApiRunner directly, set up
+as the DirectRunner sets it up for a batch job; other runners are Beam's own.
 """
 
 from __future__ import annotations
@@ -20,7 +16,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineRunner
 
-from bert_pretraining_data.pipeline.options import runner_name
+from bert_pretraining_data.pipeline.beam_options import runner_name
 
 _DIRECT_RUNNERS = ("", "DirectRunner", "SwitchingDirectRunner")
 

@@ -1,20 +1,13 @@
 """create-pretraining-data: BERT pre-training TFRecords from raw text, on Beam.
 
-On this machine (DirectRunner, several processes):
-
     create-pretraining-data --input_file=corpus/*.txt --output_dir=out/ \\
         --vocab_file=vocab.txt --direct_running_mode=multi_processing \\
         --direct_num_workers=4
 
-On Dataflow (inputs, vocabulary and output on gs://):
-
-    create-pretraining-data --input_file=gs://b/corpus/*.txt.gz \\
-        --output_dir=gs://b/bert-data/ --vocab_file=gs://b/vocab.txt \\
-        --runner=DataflowRunner --project=P --region=R \\
-        --temp_location=gs://b/tmp --setup_file=./setup.py
-
-An existing command line of the original create_pretraining_data.py runs
-unchanged (`--output_file` names the exact output files).
+On Dataflow the same with gs:// paths and Beam's flags (--runner=DataflowRunner
+--project --region --temp_location --setup_file=./setup.py). An existing
+command line of the original create_pretraining_data.py runs unchanged
+(`--output_file` names the exact output files).
 """
 
 from __future__ import annotations
@@ -22,18 +15,18 @@ from __future__ import annotations
 import sys
 from typing import Sequence
 
+from bert_pretraining_data.pipeline.beam_options import ConfigError
 from bert_pretraining_data.pipeline.build import build_pipeline
 from bert_pretraining_data.pipeline.changes import DocumentHistory
-from bert_pretraining_data.pipeline.progress_printer import local_progress
-from bert_pretraining_data.pipeline.reference_run import run_compat
 from bert_pretraining_data.pipeline.dataflow import (check_dataflow_options, dry_run_summary,
                                                      is_dry_run, launch)
-from bert_pretraining_data.pipeline.options import ConfigError, parse_args
+from bert_pretraining_data.pipeline.options import parse_args
 from bert_pretraining_data.pipeline.prepare import prepare, run_to_completion
+from bert_pretraining_data.pipeline.progress_printer import local_progress
 from bert_pretraining_data.pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME,
                                                     PublishError, dataset_warnings, publish,
-                                                    read_dedup_summary,
-                                                    read_staging_json)
+                                                    read_dedup_summary, read_staging_json)
+from bert_pretraining_data.pipeline.reference_run import run_compat
 from bert_pretraining_data.transforms.read.documents import InputError
 from bert_pretraining_data.transforms.tokenize.vocabulary import VocabularyError
 

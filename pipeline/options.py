@@ -2,10 +2,11 @@
 
 An existing `create_pretraining_data.py` command line runs unchanged (absl
 spellings included: `--do_lower_case=False`, `--nodo_lower_case`, bare
-`--do_whole_word_mask`). Flags this parser does not know go to Beam
-(`--runner`, `--direct_num_workers`, `--project`, ...). Everything is
-validated here, before any pipeline object exists, and turned into a frozen
-`Config` that the stages receive: no global FLAGS in library code.
+`--do_whole_word_mask`). Each flag is defined once, as a field of `Config`
+that carries its help; the parser is made from the fields. Flags the parser
+does not know go to Beam (`pipeline.beam_options`). Everything is validated
+here, before any pipeline object exists, and turned into a frozen `Config`
+that the stages receive: no global FLAGS in library code.
 """
 
 from __future__ import annotations
@@ -13,84 +14,243 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
-import pathlib
-from typing import Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
-from bert_pretraining_data.transforms.write.tf_example import RecordLayout
-from bert_pretraining_data.transforms.instances.pairs import NEXT_SENTENCE_OBJECTIVES, InstanceConfig
+from bert_pretraining_data.pipeline.beam_options import (ConfigError, default_shuffle,
+                                                         split_known_args)
+from bert_pretraining_data.transforms.dedup.decisions import DEDUP_MODES
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig, masking_config
+from bert_pretraining_data.transforms.instances.pairs import (NEXT_SENTENCE_OBJECTIVES,
+                                                              InstanceConfig)
 from bert_pretraining_data.transforms.pack.plan import prediction_budget
-from bert_pretraining_data.transforms.write.rows import InstanceRows, PackedRows
-from bert_pretraining_data.transforms.seeds import MAX_DUPE_FACTOR
-from bert_pretraining_data.transforms.dedup.beam import DEDUP_MODES
 from bert_pretraining_data.transforms.read.tables import INPUT_FORMATS
+from bert_pretraining_data.transforms.seeds import MAX_DUPE_FACTOR
 from bert_pretraining_data.transforms.tokenize.chinese_words import SEGMENTERS
 from bert_pretraining_data.transforms.tokenize.sentences import DEFAULT_SPLITTER, SPLITTERS
-from bert_pretraining_data.transforms.write.shuffle_entries import SHUFFLES
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import (SENTENCEPIECE, WORDPIECE,
-                                                                TokenizerSpec)
+                                                                      TokenizerSpec)
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
+from bert_pretraining_data.transforms.write.rows import InstanceRows, PackedRows
+from bert_pretraining_data.transforms.write.shuffle_entries import SHUFFLES
+from bert_pretraining_data.transforms.write.tf_example import RecordLayout
 
-DEFAULT_NSP_SAMPLE_SIZE = 10_000
-# Sequences a packed row holds at most (--max_sequences_per_pack): Krell et
-# al.'s depth 3, and MLPerf's.
-DEFAULT_SEQUENCES_PER_PACK = 3
-DEFAULT_NSP_SAMPLE_MAX_BYTES = 256 << 20
 TARGET_SHARD_BYTES = 256 << 20
 # Output bytes per input byte per dupe: ~2 (padded int64 features at the
 # default max_seq_length, measured on WikiText-2).
 OUTPUT_BYTES_PER_INPUT_BYTE_PER_DUPE = 2
-# The pipeline's dependencies besides Beam; setup.py's [pipeline] extra is built from it.
-WORKER_REQUIREMENTS = pathlib.Path(__file__).with_name("worker_requirements.txt")
-
-
-class ConfigError(ValueError):
-    """A flag problem; the message is one line that names the flag and the fix."""
+# The sections of --help, in the order of the pipeline's stages.
+GROUPS = {
+    "input": "the corpus and how it is read",
+    "dedup": "documents dropped as copies of others, before tokenizing",
+    "tokenizer": "WordPiece (the original's) or SentencePiece (ALBERT's, the Model Garden's)",
+    "instances": "how documents become sequence pairs",
+    "masking": "the masked-LM task",
+    "packing": "several instances in a record",
+    "output": "the records and where they are written",
+    "run": "what the run reproduces and how it runs",
+}
+_VALUE_TYPES = {"int": int, "float": float}
 
 
 @dataclasses.dataclass(frozen=True)
+class Flag:
+    """How a field is spelled on the command line. The parser reads the value
+    as the field's annotation says: int, float, str, or a boolean the absl way."""
+
+    group: str  # its section of --help, a key of GROUPS
+    help: str  # what it does; --help adds the default
+    choices: Sequence[str] | None = None
+    type: Callable[[str], object] | None = None  # a conversion other than the annotation's
+    # A boolean of an absl script (the original's, ALBERT's, the Model Garden's):
+    # also spelled --noNAME, as absl spells false.
+    absl: bool = False
+    parser_default: object = None  # see flag()
+    default_help: str | None = None  # the default in words, when other flags decide it
+    hidden: bool = False  # left out of --help
+
+
+def flag(group: str, help: str, *, default: object = dataclasses.MISSING,
+         parser_default: object = dataclasses.MISSING, **spec: Any) -> Any:
+    """A `Config` field that is a flag.
+
+    Args:
+        group, help, spec: the `Flag` fields.
+        default: the field's value when the flag is not given; left out for a
+            value that parse_args derives from other flags (say how in
+            `default_help`).
+        parser_default: the parser's default if not `default` (or None when
+            that is left out): None for a flag that parse_args must see unset,
+            as it applies only with another flag.
+    """
+    if parser_default is dataclasses.MISSING:
+        parser_default = None if default is dataclasses.MISSING else default
+    return dataclasses.field(default=default, metadata={
+        "flag": Flag(group, help, parser_default=parser_default, **spec)})
+
+
+def _path_or_none(text: str) -> str | None:
+    """No path for an empty one (`--spm_model_file=`)."""
+    return text or None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Config:
-    input_file: str
-    output_file: str | None
-    output_dir: str | None
-    vocab_file: str | None
-    do_lower_case: bool
-    do_whole_word_mask: bool
-    max_seq_length: int
-    max_predictions_per_seq: int
-    random_seed: int
-    dupe_factor: int
-    masked_lm_prob: float
-    short_seq_prob: float
-    num_shards: int | None
-    compression: str | None
-    nsp_sample_size: int
-    nsp_sample_max_bytes: int
-    reference_compatible: bool
-    input_split_bytes: int | None
-    overwrite: bool = False
-    recipe: str = "bert"
-    masking: str = "static"
-    padding: str = "fixed"
-    shuffle: str = "files"
-    next_sentence: str = "nsp"
-    ngram: int = 0
-    favor_shorter_ngram: bool = True
-    max_ngram_size: int = 0
-    use_v2_feature_names: bool = False
-    whole_word_segmenter: str = "none"
-    input_format: str = "text"
-    text_field: str = "text"
-    sentence_splitter: str = "none"
-    progress: str = "auto"
-    dedup: str = "exact"
-    dedup_threshold: float = 0.8
-    dedup_ngram: int = 5
-    pack_sequences: bool = False
-    max_sequences_per_pack: int = DEFAULT_SEQUENCES_PER_PACK
-    spm_model_file: str | None = None
-    tokenization: str = WORDPIECE
-    sp_model_file: str | None = None
+    """The flags, validated: one field per flag, in the manifest's order."""
+
+    input_file: str | None = flag(
+        "input", "input text file(s): comma-separated paths or globs, local or gs://, "
+        ".gz/.bz2 by extension; one sentence per line, blank line between documents",
+        default=None, default_help="none; required")
+    output_file: str | None = flag(
+        "output", "exact output file(s), comma-separated, as the original (or --output_dir)",
+        default=None)
+    output_dir: str | None = flag(
+        "output", "directory for part-NNNNN-of-NNNNN.tfrecord shards and manifest.json "
+        "(or --output_file)", default=None)
+    vocab_file: str | None = flag(
+        "tokenizer", "the WordPiece vocab.txt of the model to train (with "
+        "--spm_model_file, ALBERT's .vocab beside it, which is not read)", default=None,
+        default_help="none; required unless a SentencePiece model or --recipe=d2l gives "
+                     "the vocabulary")
+    do_lower_case: bool = flag(
+        "tokenizer", "lower-case and strip accents (uncased models)", default=True, absl=True)
+    do_whole_word_mask: bool = flag(
+        "masking", "mask whole words instead of WordPieces", default=False, absl=True)
+    max_seq_length: int = flag(
+        "instances", "tokens an instance holds at most, [CLS] and [SEP]s included",
+        default=128)
+    max_predictions_per_seq: int = flag(
+        "masking", "masked-LM predictions an instance holds at most",
+        default_help="20; with --recipe=d2l, round(max_seq_length * masked_lm_prob)")
+    random_seed: int = flag(
+        "instances", "the seed of every random choice: sequence lengths, random next "
+        "sentences, masks", default=12345)
+    dupe_factor: int = flag(
+        "instances", "copies of the data, each with different masks",
+        default_help="10; 1 with --recipe=d2l, which makes one pass as d2l does")
+    masked_lm_prob: float = flag(
+        "masking", "the fraction of an instance's tokens masked (up to "
+        "--max_predictions_per_seq)", default=0.15)
+    short_seq_prob: float = flag(
+        "instances", "the chance that an instance aims at a random shorter length (2 to "
+        "max_seq_length - 3 tokens), as the original, so that short inputs are seen too",
+        default=0.1)
+    num_shards: int | None = flag(
+        "output", "with --output_dir: the number of shards", default=None,
+        default_help=f"one per ~{TARGET_SHARD_BYTES >> 20} MiB of expected output")
+    compression: str | None = flag(  # parse_args: None for "none", gzip for --gzip_compress
+        "output", "with --output_dir: gzip compresses the shards (tf.data "
+        "compression_type='GZIP')", choices=["none", "gzip"], parser_default="none")
+    nsp_sample_size: int = flag(
+        "instances", "documents in the sample random next sentences come from (a side "
+        "input)", default=10_000)
+    nsp_sample_max_bytes: int = flag(
+        "instances", "cap on the sample's token bytes", default=256 << 20)
+    reference_compatible: bool = flag(
+        "run", "reproduce the original script record for record: one process, one "
+        "random.Random, the whole corpus and all instances in memory like the original; "
+        "for migration checks, not for large corpora", default=False)
+    input_split_bytes: int | None = flag(
+        "input", "bytes per split of the input (tests: many splits)", default=None,
+        hidden=True)
+    overwrite: bool = flag(
+        "output", "replace a dataset already at the output location (only once this run "
+        "has succeeded)", default=False)
+    recipe: str = flag(
+        "run", "bert: the original's instances and features; d2l: the WikiText-2 dataset "
+        "of d2l.ai (one paragraph per line, word tokens, a vocabulary computed from the "
+        "corpus, written as vocab.txt)", choices=["bert", "d2l"], default="bert")
+    masking: str = flag(
+        "masking", "static: mask here, as the original; none: leave instances unmasked "
+        "for dynamic masking at load time (loaders.torch_data)",
+        choices=["static", "none"], default="static")
+    padding: str = flag(
+        "output", "fixed: pad to max_seq_length / max_predictions_per_seq, as the "
+        "original; none: variable-length features, padded per batch at load time",
+        choices=["fixed", "none"], default="fixed")
+    shuffle: str = flag(
+        "run", "how records reach their shard: runner (the runner's GroupByKey; on "
+        "Dataflow the Shuffle service) or files (temporary bucket files, for the "
+        "DirectRunner, which holds a GroupByKey's input in memory); the same bytes "
+        "either way", choices=list(SHUFFLES),
+        default_help="files on the DirectRunner (Beam's default runner), runner on others")
+    next_sentence: str = flag(
+        "instances", "the sentence-pair task: nsp, BERT's next sentence prediction; sop, "
+        "ALBERT's sentence order prediction (B is the actual next segment, swapped with A "
+        "half the time; label 1 = swapped); none, ELECTRA's and RoBERTa's full sequences "
+        "(filled to max_seq_length across a document's sentences, no label; with "
+        "--masking=none, ELECTRA's input_ids, input_mask and segment_ids only)",
+        choices=list(NEXT_SENTENCE_OBJECTIVES), default="nsp")
+    ngram: int = flag(
+        "masking", "ALBERT's n-gram masking: mask spans of up to N words (or WordPieces), "
+        "lengths weighted 1/n; 0: BERT's masking. ALBERT's features (token_boundary) are "
+        "written with --ngram or --next_sentence=sop", default=0)
+    favor_shorter_ngram: bool = flag(
+        "masking", "with --ngram: n-gram lengths weighted 1/n, else n/sum (ALBERT's flag)",
+        default=True, absl=True)
+    max_ngram_size: int = flag(
+        "masking", "the TF Model Garden's masking: spans of up to N whole words (with "
+        "--do_whole_word_mask), lengths weighted 1/n, each span replaced as one; 1: its "
+        "token (or whole-word) masking; 0: BERT's masking", default=0)
+    use_v2_feature_names: bool = flag(
+        "output", "the Model Garden's names: input_word_ids and input_type_ids for "
+        "input_ids and segment_ids", default=False, absl=True)
+    whole_word_segmenter: str = flag(
+        "masking", "with --do_whole_word_mask: jieba, Chinese whole words (Chinese "
+        "BERT-wwm): the characters that continue a jieba word are masked with it; none: "
+        "WordPiece's whole words only", choices=list(SEGMENTERS), default="none")
+    input_format: str = flag(
+        "input", "text: one sentence per line, a blank line between documents, as the "
+        "original; jsonl: one JSON object per line, a document each; parquet: a document "
+        "per row (Hugging Face's corpora); wikipedia: a MediaWiki XML dump "
+        "(pages-articles*.xml.bz2), an article per document",
+        choices=list(INPUT_FORMATS), default="text")
+    text_field: str = flag(
+        "input", "with --input_format=jsonl|parquet: the field holding a document's text",
+        default="text")
+    sentence_splitter: str = flag(
+        "input", "how a paragraph (a line of a document's text) becomes sentences: none, a "
+        "line is a sentence; otherwise, the named splitter's sentences (docs/corpora.md)",
+        choices=list(SPLITTERS),
+        default_help=f"none for --input_format=text, {DEFAULT_SPLITTER} for the others")
+    progress: str = flag(
+        "run", "auto: a local run prints its progress (a live line on a terminal, a line "
+        "every 30 s in a log); a Dataflow run prints its console URL; none: quiet until "
+        "the end", choices=["auto", "none"], default="auto")
+    dedup: str = flag(
+        "dedup", "documents kept once: exact, those whose normalised text (NFKC, case "
+        "folded, whitespace collapsed) is the same; near, also those whose word n-gram "
+        "Jaccard similarity reaches --dedup_threshold (MinHash and LSH, candidates "
+        "verified, clusters formed transitively); none, every document",
+        choices=list(DEDUP_MODES),
+        default_help="exact; none with --reference_compatible or --recipe=d2l, which keep "
+                     "every document as the tools they reproduce do")
+    dedup_threshold: float = flag(
+        "dedup", "with --dedup=near: the Jaccard similarity of two documents' word n-grams "
+        "from which they are near copies", default=0.8, parser_default=None)
+    dedup_ngram: int = flag(
+        "dedup", "with --dedup=near: words per shingle", default=5, parser_default=None)
+    pack_sequences: bool = flag(
+        "packing", "pack up to --max_sequences_per_pack whole instances into each row of "
+        "max_seq_length tokens, with MLPerf's packed features (input_mask holds each "
+        "token's sequence index, positions restart per sequence, "
+        "next_sentence_positions/_labels/_weights per sequence): no padding to train on "
+        "(docs/packing.md); false: one instance a record, as the original",
+        default=False)
+    max_sequences_per_pack: int = flag(  # 3: Krell et al.'s depth, and MLPerf's
+        "packing", "with --pack_sequences: instances a row holds at most", default=3,
+        parser_default=None)
+    spm_model_file: str | None = flag(
+        "tokenizer", "ALBERT's flag: tokenize with this SentencePiece model (e.g. "
+        "30k-clean.model) as ALBERT's script does; ids are the model's",
+        type=_path_or_none, default=None)
+    tokenization: str = flag(
+        "tokenizer", "the Model Garden's flag: WordPiece (--vocab_file) or SentencePiece "
+        "(--sp_model_file), as its script tokenizes", choices=[WORDPIECE, SENTENCEPIECE],
+        default=WORDPIECE)
+    sp_model_file: str | None = flag(
+        "tokenizer", "the Model Garden's flag: with --tokenization=SentencePiece, the "
+        "SentencePiece model", type=_path_or_none, default=None)
 
     @property
     def token_boundary(self) -> bool:
@@ -106,6 +266,15 @@ class Config:
     def flags(self) -> dict[str, object]:
         """The flags as recorded in the manifest."""
         return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Spellings:
+    """Flags that are not fields of `Config`: other tools' spellings of one."""
+
+    gzip_compress: bool = flag(
+        "output", "the Model Garden's spelling of --compression=gzip", default=False,
+        absl=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,6 +335,7 @@ def record_layout(config: Config) -> RecordLayout:
 
 
 def parse_bool(text: str) -> bool:
+    """A boolean flag's value as absl reads it (true/false, t/f, 1/0, yes/no, any case)."""
     lowered = text.lower()
     if lowered in ("true", "t", "1", "yes"):
         return True
@@ -175,282 +345,91 @@ def parse_bool(text: str) -> bool:
 
 
 class OneLineParser(argparse.ArgumentParser):
-    def error(self, message: str):  # argparse would print usage and exit
+    """An argparse parser whose errors are one-line ConfigErrors, not usage and exit."""
+
+    def error(self, message: str) -> NoReturn:
         raise ConfigError(message)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> OneLineParser:
     parser = OneLineParser(
         prog="create-pretraining-data", allow_abbrev=False,
+        usage="%(prog)s --input_file=... (--output_file=... | --output_dir=...) "
+              "[--vocab_file=...] [flags] [Beam pipeline options]",
         description="BERT masked-LM + next-sentence-prediction TFRecords on Apache Beam. "
                     "Unknown flags are Beam pipeline options (--runner, ...).")
-    add = parser.add_argument
-    add("--input_file", help="input text file(s): comma-separated paths or globs, "
-        "local or gs://, .gz/.bz2 by extension; one sentence per line, blank line "
-        "between documents")
-    add("--output_file", help="exact output file(s), comma-separated, as the original")
-    add("--output_dir", help="directory for part-NNNNN-of-NNNNN.tfrecord shards "
-        "and manifest.json (instead of --output_file)")
-    add("--vocab_file", help="the WordPiece vocab.txt of the model to train (with "
-        "--spm_model_file, ALBERT's .vocab beside it, which is not read)")
-    add("--spm_model_file", help="ALBERT's flag: tokenize with this SentencePiece model "
-        "(e.g. 30k-clean.model) as ALBERT's script does; ids are the model's")
-    add("--tokenization", choices=[WORDPIECE, SENTENCEPIECE], default=WORDPIECE,
-        help="the Model Garden's flag: WordPiece (--vocab_file, default) or "
-             "SentencePiece (--sp_model_file), as its script tokenizes")
-    add("--sp_model_file", help="the Model Garden's flag: with --tokenization="
-        "SentencePiece, the SentencePiece model")
-    for name, default, text in (
-            ("do_lower_case", True, "lower-case and strip accents (uncased models)"),
-            ("do_whole_word_mask", False, "mask whole words instead of WordPieces"),
-            ("favor_shorter_ngram", True, "with --ngram: n-gram lengths weighted 1/n, "
-             "else n/sum (ALBERT's flag)"),
-            ("use_v2_feature_names", False, "the Model Garden's names: input_word_ids and "
-             "input_type_ids for input_ids and segment_ids"),
-            ("gzip_compress", False, "the Model Garden's flag: --compression=gzip")):
-        add(f"--{name}", type=parse_bool, nargs="?", const=True, default=default,
-            help=f"{text} (default {default})")
-        add(f"--no{name}", dest=name, action="store_false", help=argparse.SUPPRESS)
-    add("--max_seq_length", type=int, default=128)
-    add("--max_predictions_per_seq", type=int,
-        help="default 20; with --recipe=d2l round(max_seq_length * masked_lm_prob)")
-    add("--random_seed", type=int, default=12345)
-    add("--dupe_factor", type=int, help="copies of the data, each with different "
-        "masks (default 10; 1 with --recipe=d2l, which makes one pass as d2l does)")
-    add("--masked_lm_prob", type=float, default=0.15)
-    add("--short_seq_prob", type=float, default=0.1)
-    add("--num_shards", type=int, help="with --output_dir; default: one shard per "
-        f"~{TARGET_SHARD_BYTES >> 20} MiB of expected output")
-    add("--compression", choices=["none", "gzip"], default="none",
-        help="with --output_dir: gzip the shards (tf.data compression_type='GZIP')")
-    add("--nsp_sample_size", type=int, default=DEFAULT_NSP_SAMPLE_SIZE,
-        help="documents in the random-next sample (a side input)")
-    add("--nsp_sample_max_bytes", type=int, default=DEFAULT_NSP_SAMPLE_MAX_BYTES,
-        help="cap on the sample's token bytes")
-    add("--reference_compatible", type=parse_bool, nargs="?", const=True, default=False,
-        help="reproduce the original script record for record: one process, one "
-             "random.Random, the whole corpus and all instances in memory like the "
-             "original; for migration checks, not for large corpora")
-    add("--overwrite", type=parse_bool, nargs="?", const=True, default=False,
-        help="replace a dataset already at the output location (only once this "
-             "run has succeeded)")
-    add("--recipe", choices=["bert", "d2l"], default="bert",
-        help="bert: the original's instances and features (default); d2l: the "
-             "WikiText-2 dataset of d2l.ai (one paragraph per line, word tokens, a "
-             "vocabulary computed from the corpus, written as vocab.txt)")
-    add("--masking", choices=["static", "none"], default="static",
-        help="static: mask here, as the original (default); none: leave instances "
-             "unmasked for dynamic masking at load time (loaders.torch_data)")
-    add("--padding", choices=["fixed", "none"], default="fixed",
-        help="fixed: pad to max_seq_length / max_predictions_per_seq, as the "
-             "original (default); none: variable-length features, padded per "
-             "batch at load time")
-    add("--shuffle", choices=list(SHUFFLES),
-        help="how records reach their shard: runner (the runner's GroupByKey; on "
-             "Dataflow the Shuffle service) or files (temporary bucket files, for "
-             "the DirectRunner, which holds a GroupByKey's input in memory). "
-             "Default: files on the DirectRunner, runner elsewhere. Same bytes either way")
-    add("--next_sentence", choices=list(NEXT_SENTENCE_OBJECTIVES), default="nsp",
-        help="the sentence-pair task: nsp, BERT's next sentence prediction (default); "
-             "sop, ALBERT's sentence order prediction (B is the actual next segment, "
-             "swapped with A half the time; label 1 = swapped); none, ELECTRA's and "
-             "RoBERTa's full sequences (filled to max_seq_length across a document's "
-             "sentences, no label; with --masking=none, ELECTRA's input_ids, "
-             "input_mask and segment_ids only)")
-    add("--ngram", type=int, default=0,
-        help="ALBERT's n-gram masking: mask spans of up to N words (or WordPieces), "
-             "lengths weighted 1/n; 0: BERT's masking (default). ALBERT's features "
-             "(token_boundary) are written with --ngram or --next_sentence=sop")
-    add("--max_ngram_size", type=int, default=0,
-        help="the TF Model Garden's masking: spans of up to N whole words (with "
-             "--do_whole_word_mask), lengths weighted 1/n, each span replaced as one; "
-             "1: its token (or whole-word) masking; 0: BERT's masking (default)")
-    add("--whole_word_segmenter", choices=list(SEGMENTERS), default="none",
-        help="with --do_whole_word_mask: jieba, Chinese whole words (Chinese "
-             "BERT-wwm): the characters that continue a jieba word are masked with "
-             "it; none: WordPiece's whole words only (default)")
-    add("--input_format", choices=list(INPUT_FORMATS), default="text",
-        help="text: one sentence per line, a blank line between documents, as the "
-             "original (default); jsonl: one JSON object per line, a document each; "
-             "parquet: a document per row (Hugging Face's corpora); wikipedia: a "
-             "MediaWiki XML dump (pages-articles*.xml.bz2), an article per document")
-    add("--text_field", default="text",
-        help="with --input_format=jsonl|parquet: the field holding a document's text "
-             "(default text)")
-    add("--sentence_splitter", choices=list(SPLITTERS),
-        help="how a paragraph (a line of a document's text) becomes sentences: none "
-             f"(a line is a sentence; the default for text) or {DEFAULT_SPLITTER} (the "
-             "default for the other formats; see README 'Sentences')")
-    add("--progress", choices=["auto", "none"], default="auto",
-        help="auto: a local run prints its progress (a live line on a terminal, a "
-             "line every 30 s in a log); a Dataflow run prints its console URL "
-             "(default); none: quiet until the end")
-    add("--dedup", choices=list(DEDUP_MODES),
-        help="documents kept once: exact, those whose normalised text (NFKC, case "
-             "folded, whitespace collapsed) is the same (the default); near, also those "
-             "whose word n-gram Jaccard similarity reaches --dedup_threshold (MinHash "
-             "and LSH, candidates verified, clusters formed transitively); none, every "
-             "document (the default with --reference_compatible, as the original)")
-    add("--dedup_threshold", type=float,
-        help="with --dedup=near: the Jaccard similarity of two documents' word n-grams "
-             "from which they are near copies (default 0.8)")
-    add("--dedup_ngram", type=int,
-        help="with --dedup=near: words per shingle (default 5)")
-    add("--pack_sequences", type=parse_bool, nargs="?", const=True, default=False,
-        help="pack up to --max_sequences_per_pack whole instances into each row of "
-             "max_seq_length tokens, with MLPerf's packed features (input_mask holds "
-             "each token's sequence index, positions restart per sequence, "
-             "next_sentence_positions/_labels/_weights per sequence): no padding to "
-             "train on (README 'Packed sequences'). Default false: one instance a "
-             "record, as the original")
-    add("--max_sequences_per_pack", type=int,
-        help=f"with --pack_sequences: instances a row holds at most (default "
-             f"{DEFAULT_SEQUENCES_PER_PACK})")
-    add("--input_split_bytes", type=int, help=argparse.SUPPRESS)  # tests: many splits
+    groups = {name: parser.add_argument_group(name, text) for name, text in GROUPS.items()}
+    for field in (*dataclasses.fields(Config), *dataclasses.fields(_Spellings)):
+        _add_flag(groups[field.metadata["flag"].group], field)
     return parser
 
 
-def split_known_args(parser: argparse.ArgumentParser,
-                     argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
-    """This tool's flags and the Beam options; an unknown flag is an error."""
-    args, beam_args = parser.parse_known_args(list(argv))
-    unknown = unknown_flags(beam_args)
-    if unknown:
-        raise ConfigError(f"unknown flag {unknown[0].split('=')[0]}: not a flag of this "
-                          "tool nor a Beam pipeline option; see --help")
-    return args, with_worker_requirements(beam_args)
+def _add_flag(group: argparse._ArgumentGroup, field: dataclasses.Field) -> None:
+    """Registers one field's flag (and its absl --noNAME spelling) in its group."""
+    spec: Flag = field.metadata["flag"]
+    default = spec.parser_default
+    name, kind = f"--{field.name}", field.type.split(" | ")[0]  # the annotation: int, str, ...
+    help = argparse.SUPPRESS if spec.hidden else (
+        f"{spec.help} (default: {_default_help(field)})".replace("%", "%%"))
+    if kind == "bool":
+        group.add_argument(name, type=parse_bool, nargs="?", const=True, default=default,
+                           metavar="true|false", help=help)
+        if spec.absl:
+            group.add_argument(f"--no{field.name}", dest=field.name, action="store_false",
+                               default=default, help=argparse.SUPPRESS)
+    else:
+        group.add_argument(name, type=spec.type or _VALUE_TYPES.get(kind),
+                           choices=spec.choices, default=default, help=help)
 
 
-def requirement_lines(text: str) -> list[str]:
-    """The requirements of a pip requirements file's text, comments dropped."""
-    return [line.split("#")[0].strip() for line in text.splitlines()
-            if line.split("#")[0].strip()]
-
-
-def with_worker_requirements(beam_args: Sequence[str]) -> list[str]:
-    """The Beam flags, plus this package's worker dependencies when workers
-    install it from `--setup_file`.
-
-    Beam's workers pip-install the `--setup_file` package without extras, and
-    the pipeline's dependencies sit behind the `[pipeline]` extra (so that a
-    training environment can install the loaders alone). They travel as
-    `--requirements_file=WORKER_REQUIREMENTS` instead, installed by each worker
-    from PyPI (`--requirements_cache=skip`: not downloaded here and uploaded
-    with the job). A container image (`--sdk_container_image`) has them already.
-    """
-    from apache_beam.options.pipeline_options import (PipelineOptions, SetupOptions,
-                                                      WorkerOptions)
-
-    options = PipelineOptions(list(beam_args))
-    setup = options.view_as(SetupOptions)
-    if not setup.setup_file or options.view_as(WorkerOptions).sdk_container_image:
-        return list(beam_args)
-    ours = requirement_lines(WORKER_REQUIREMENTS.read_text())
-    if setup.requirements_file:
-        with open(setup.requirements_file, encoding="utf-8") as f:
-            missing = set(ours) - set(requirement_lines(f.read()))
-        if missing:
-            raise ConfigError(
-                f"--requirements_file={setup.requirements_file} lacks {sorted(missing)[0]}: "
-                "with --setup_file, workers get this package's dependencies from it; add "
-                f"the lines of {WORKER_REQUIREMENTS}")
-        return list(beam_args)
-    cache = [] if setup.requirements_cache else ["--requirements_cache=skip"]
-    return [*beam_args, f"--requirements_file={WORKER_REQUIREMENTS}", *cache]
-
-
-def unknown_flags(beam_args: Sequence[str]) -> list[str]:
-    """Flags that neither this parser nor any Beam PipelineOptions knows.
-
-    Beam only logs and discards those, so a typo (`--dupe_factr=5`) would
-    silently run with the default: this is the check Beam leaves out.
-    """
-    from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
-
-    parser = _BeamArgumentParser(allow_abbrev=False)
-    for options_class in PipelineOptions.__subclasses__():
-        options_class._add_argparse_args(parser)
-    _, unknown = parser.parse_known_args(list(beam_args))
-    return [arg for arg in unknown if arg.startswith("-")]
+def _default_help(field: dataclasses.Field) -> str:
+    """A flag's default as --help states it."""
+    spec: Flag = field.metadata["flag"]
+    value = spec.parser_default if field.default is dataclasses.MISSING else field.default
+    if spec.default_help:
+        text = spec.default_help
+    elif value is None or isinstance(value, bool):
+        text = str(value).lower()  # none, true, false
+    else:
+        text = str(value)
+    return f"{text}; --no{field.name} for false" if spec.absl else text
 
 
 def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
     """Parses and validates; returns the config and the flags left for Beam."""
     args, beam_args = split_known_args(_parser(), argv)
-    if args.max_sequences_per_pack is not None and not args.pack_sequences:
+    # A flag not given (None) takes its field's default, or one that depends on others.
+    given = {field.name: getattr(args, field.name) for field in dataclasses.fields(Config)
+             if getattr(args, field.name) is not None}
+    config = Config(**{
+        **_dependent_defaults(args, beam_args), **given,
+        "compression": "gzip" if args.gzip_compress else (
+            None if args.compression == "none" else args.compression)})
+    if "max_sequences_per_pack" in given and not config.pack_sequences:
         raise ConfigError("--max_sequences_per_pack sets the rows of --pack_sequences; add "
                           "--pack_sequences or drop it")
-    config = Config(
-        input_file=args.input_file, output_file=args.output_file,
-        output_dir=args.output_dir, vocab_file=args.vocab_file,
-        do_lower_case=args.do_lower_case, do_whole_word_mask=args.do_whole_word_mask,
-        max_seq_length=args.max_seq_length, random_seed=args.random_seed,
-        **_recipe_defaults(args),
-        masked_lm_prob=args.masked_lm_prob, short_seq_prob=args.short_seq_prob,
-        num_shards=args.num_shards,
-        compression="gzip" if args.gzip_compress else (
-            None if args.compression == "none" else args.compression),
-        nsp_sample_size=args.nsp_sample_size,
-        nsp_sample_max_bytes=args.nsp_sample_max_bytes,
-        reference_compatible=args.reference_compatible,
-        input_split_bytes=args.input_split_bytes, overwrite=args.overwrite,
-        recipe=args.recipe, masking=args.masking, padding=args.padding,
-        shuffle=args.shuffle or default_shuffle(beam_args),
-        next_sentence=args.next_sentence, ngram=args.ngram,
-        favor_shorter_ngram=args.favor_shorter_ngram, max_ngram_size=args.max_ngram_size,
-        use_v2_feature_names=args.use_v2_feature_names,
-        whole_word_segmenter=args.whole_word_segmenter, input_format=args.input_format,
-        text_field=args.text_field, progress=args.progress,
-        pack_sequences=args.pack_sequences,
-        max_sequences_per_pack=(DEFAULT_SEQUENCES_PER_PACK if args.max_sequences_per_pack is None
-                                else args.max_sequences_per_pack),
-        sentence_splitter=args.sentence_splitter or (
-            "none" if args.input_format == "text" else DEFAULT_SPLITTER),
-        spm_model_file=args.spm_model_file or None, tokenization=args.tokenization,
-        sp_model_file=args.sp_model_file or None, **_dedup_flags(args))
+    if config.dedup != "near" and given.keys() & {"dedup_threshold", "dedup_ngram"}:
+        raise ConfigError("--dedup_threshold and --dedup_ngram set --dedup=near; add it")
     validate(config)
     return config, beam_args
 
 
-def runner_name(beam_args: Sequence[str]) -> str:
-    """The `--runner` of these Beam flags, by class name (a class path is
-    cut to its last part); "" when unset, i.e. Beam's default DirectRunner."""
-    from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+def _dependent_defaults(args: argparse.Namespace, beam_args: Sequence[str]) -> dict[str, object]:
+    """The defaults that other flags or the runner decide (their --help says how).
 
-    runner = PipelineOptions(list(beam_args)).view_as(StandardOptions).runner or ""
-    return str(runner).rsplit(".", 1)[-1]
-
-
-def default_shuffle(beam_args: Sequence[str]) -> str:
-    """`files` on the DirectRunner (Beam's default runner), `runner` elsewhere."""
-    runner = runner_name(beam_args)
-    return "files" if not runner or "direct" in runner.lower() else "runner"
-
-
-def _dedup_flags(args: argparse.Namespace) -> dict[str, object]:
-    """--dedup is exact unless the run reproduces a tool that keeps every
-    document (--reference_compatible, --recipe=d2l); its parameters are near's."""
-    dedup = args.dedup or ("none" if args.reference_compatible or args.recipe == "d2l"
-                           else "exact")
-    if dedup != "near" and (args.dedup_threshold, args.dedup_ngram) != (None, None):
-        raise ConfigError("--dedup_threshold and --dedup_ngram set --dedup=near; add it")
-    return {"dedup": dedup,
-            "dedup_threshold": 0.8 if args.dedup_threshold is None else args.dedup_threshold,
-            "dedup_ngram": 5 if args.dedup_ngram is None else args.dedup_ngram}
-
-
-def _recipe_defaults(args: argparse.Namespace) -> dict[str, int]:
-    """Flags whose default depends on --recipe: d2l makes one pass over the
-    corpus and pads its predictions to round(max_len * 0.15), as d2l does."""
-    if args.recipe == "d2l":
-        defaults = {"max_predictions_per_seq":
-                    max(1, round(args.max_seq_length * args.masked_lm_prob)),
-                    "dupe_factor": 1}
-    else:
-        defaults = {"max_predictions_per_seq": 20, "dupe_factor": 10}
-    given = {name: getattr(args, name) for name in defaults}
-    return {name: defaults[name] if value is None else value
-            for name, value in given.items()}
+    d2l makes one pass over the corpus and pads its predictions to
+    round(max_len * 0.15), as d2l does; a run that reproduces a tool which keeps
+    every document (--reference_compatible, --recipe=d2l) does not dedup.
+    """
+    d2l = args.recipe == "d2l"
+    return {
+        "max_predictions_per_seq": (max(1, round(args.max_seq_length * args.masked_lm_prob))
+                                    if d2l else 20),
+        "dupe_factor": 1 if d2l else 10,
+        "shuffle": default_shuffle(beam_args),
+        "sentence_splitter": "none" if args.input_format == "text" else DEFAULT_SPLITTER,
+        "dedup": "none" if args.reference_compatible or d2l else "exact",
+    }
 
 
 def validate(config: Config) -> None:

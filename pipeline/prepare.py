@@ -19,8 +19,8 @@ from bert_pretraining_data.pipeline.local_runner import new_pipeline
 from bert_pretraining_data.pipeline.options import Config, Stages
 from bert_pretraining_data.pipeline.publish import OutputLayout, prepare_output
 from bert_pretraining_data.transforms.counters import read_counters
-from bert_pretraining_data.transforms.read.documents import comma_separated, match_inputs
-from bert_pretraining_data.transforms.read.tables import check_parquet_schema
+from bert_pretraining_data.transforms.read.beam import check_parquet_schema, match_inputs
+from bert_pretraining_data.transforms.read.documents import comma_separated
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
 
 

@@ -4,8 +4,8 @@ On a terminal, one live line; in a log (stderr not a terminal), a line
 every 30 seconds: while reading, the input bytes read of the total (known
 from the matched files; not for compressed or non-text inputs, whose text
 size is unknown), documents, rate and ETA; then the share of document copies
-made into records, instances and ETA. A Dataflow job prints its console URL
-instead (pipeline.prepare.run_to_completion).
+made into instances, instances and ETA. A Dataflow job prints its console
+URL instead (pipeline.prepare.run_to_completion).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import threading
 import time
 from typing import Iterator, TextIO
 
-from bert_pretraining_data.pipeline.options import Config, runner_name
+from bert_pretraining_data.pipeline.beam_options import runner_name
+from bert_pretraining_data.pipeline.options import Config
 from bert_pretraining_data.transforms.progress_sink import read_progress
 
 LIVE_SECONDS = 1.0
@@ -37,7 +38,7 @@ def _eta(left: float, rate: float, share: float) -> str:
 def progress_line(totals: dict[str, int], *, total_bytes: int | None, dupe_factor: int,
                   elapsed: float, records_elapsed: float) -> str:
     """One line. While reading: bytes read (of the total: share, rate, ETA),
-    documents. Once records are being made (the DirectRunner makes them after
+    documents. Once instances are being made (the DirectRunner makes them after
     the whole corpus is read and tokenized): the share of document copies
     done, instances, and the ETA at that pace."""
     done = totals.get("bytes", 0)

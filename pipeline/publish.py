@@ -3,22 +3,11 @@
 run succeeded. The manifest is the commit point: a directory without one is
 not a dataset, whatever else it holds.
 
-An `--output_dir` dataset also carries its vocabulary (`vocab.txt`, or
-`sentencepiece.model` for a SentencePiece run, written when the run is
-published, before the manifest): the loaders' dynamic masking
-and `inspect-pretraining-data` need it, and a dataset copied to a training
-machine should not depend on the path the vocabulary had where it was made.
-`--output_file` writes only the files it names (and the manifest beside the
-first), as the original writes only its files.
-
-Publishing survives lost responses. Storage may apply a copy or delete and
-the response never arrive; Beam's client then retries, and a retried step
-(Dataflow retries a failed publish step whole) finds some renames already
-done: the staged source gone, the final object in place. A rename counts as
-done when its destination holds the bytes the pipeline wrote (size and
-sha256, as the shard list records them). Anything else that fails while
-publishing is a `PublishError`, one line, raised before the manifest is
-written: nothing is published.
+An `--output_dir` dataset carries its vocabulary, so a copied dataset does not
+depend on where the vocabulary was. Publishing survives lost responses: a
+retried step finds some renames done, and a rename counts as done when its
+destination holds the bytes the pipeline wrote (size and sha256); anything
+else is a one-line `PublishError` before the manifest: nothing is published.
 """
 
 from __future__ import annotations
@@ -36,9 +25,9 @@ from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
 
 from bert_pretraining_data.loaders.manifest import VOCAB_NAME, vocabulary_name
+from bert_pretraining_data.pipeline.beam_options import ConfigError
 from bert_pretraining_data.pipeline.changes import HASH_LIST_NAME, DocumentPlan, manifest_entries
-from bert_pretraining_data.pipeline.options import (Config, ConfigError, default_num_shards,
-                                                    record_layout)
+from bert_pretraining_data.pipeline.options import Config, default_num_shards, record_layout
 from bert_pretraining_data.transforms.read.documents import comma_separated
 from bert_pretraining_data.transforms.write.beam import file_digest
 
@@ -179,6 +168,7 @@ def remove_tree(path: str) -> None:
 
 
 def staged_paths(layout: OutputLayout) -> list[str]:
+    """Where the shards are written before they are published, in shard order."""
     return [FileSystems.join(layout.staging_dir, n) for n in layout.shard_names]
 
 
@@ -263,7 +253,7 @@ def package_versions() -> dict[str, str]:
     """The versions the output depends on. Python's among them: tokenization
     follows Python's own Unicode database, as the original does, and Python 3.10
     (Unicode 13), 3.11 (14) and 3.12 (15.0; 3.13's 15.1 agrees with it here)
-    tokenize 241 rarely used code points differently (README: Supported Pythons)."""
+    tokenize 241 rarely used code points differently (docs/install.md: Supported Pythons)."""
     names = ("bert-pretraining-data", "apache-beam", "tensorflow", "tensorflow-transform")
     versions = {"python": platform.python_version(), "unicode": unicodedata.unidata_version}
     for name in names:

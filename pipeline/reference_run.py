@@ -1,12 +1,11 @@
 """`--reference_compatible`: the original script's output, record for record.
 
 One process and one `random.Random(random_seed)` consumed in exactly the
-original's order: document shuffle, per-document draws with masking
-interleaved, the final shuffle of all instances, round-robin over the output
-files. It runs the pipeline's own compiled definition of the algorithm
-(transforms.instances.units_kernel.reference_entries), which is what proves it faithful. Like the original it holds the corpus and every instance in memory,
-and like the original's reader (TF's GFile) it lets a document run on across
-input files and drops every carriage return.
+original's order, through the pipeline's own compiled definition of the
+algorithm (transforms.instances.units_kernel.reference_entries), which is
+what proves that definition faithful. Like the original it holds the corpus
+and every instance in memory, lets a document run on across input files and
+drops every carriage return (TF's GFile).
 """
 
 from __future__ import annotations

@@ -1,44 +1,14 @@
-"""create-pretraining-data-refresh: rebuild a dataset only when its corpus changed.
+"""create-pretraining-data-refresh: rebuild a dataset only when its corpus changed
+(usage and the layout under --output_root: docs/refresh.md).
 
-    create-pretraining-data-refresh --input_file=gs://b/wiki/*.txt.gz \\
-        --vocab_file=gs://b/vocab.txt --output_root=gs://b/bert-data \\
-        [any create-pretraining-data flag] [Beam flags, e.g. --runner=DataflowRunner ...]
-
-Layout under --output_root:
-
-    20250105T030000Z-1a2b3c4d/   one complete dataset: shards, manifest.json,
-                                 document-hashes-* (its documents) and
-                                 fingerprint.json (what it was built from)
-    LATEST                       one line: the name of the newest complete version
-    20250112T030000Z-5e6f7a8b.writing   while that version is being written (a lease)
-
-A refresh fingerprints its inputs: every matched file's path, size and
-modification time (on GCS the object's `updated` time, which changes whenever
-the object is rewritten), the vocabulary's sha256, the flags (where the job
-runs is left out: the output does not depend on it) and the package versions.
-If the version named by LATEST has the same fingerprint, nothing runs.
-Otherwise the pipeline writes a new version directory and only after it
-succeeded are its fingerprint.json and then LATEST written. LATEST is written
-beside its final name and renamed over it: an atomic replace on a local disk,
-and on GCS a copy, which replaces the object whole. A reader of LATEST
-therefore sees the old version or the new one, each complete; a failed run
-leaves LATEST as it was. LATEST only moves forward: a run that finishes
-after a newer version was published (two CLI refreshes overlapping) leaves
-it on the newer one.
-
-Each version records what changed since the one LATEST named when it
-started (pipeline/changes.py): documents added, removed and unchanged (by
-hashes of their text), instances and bytes of both; in its manifest and in
-the refresh's log. With --keep_versions=N, older versions are deleted once
-LATEST has moved (pipeline/retention.py); --list_expired_versions only lists
-them.
-
-Two modes. By default this process runs the pipeline and waits (any runner;
-on Dataflow the driver polls the job), then publishes. With --launch_only (the
-Flex Template, see deploy/) the process only submits the job: publishing and
-the LATEST update are then the job's own last steps (pipeline/dataflow.py),
-and an unchanged corpus submits a one-element job that logs why it did nothing,
-since a template launch must produce a job.
+A refresh fingerprints its inputs (files' paths, sizes and modification
+times, the vocabulary, the flags, the package versions); if LATEST's version
+has the same fingerprint, nothing runs. Otherwise a new version is written,
+then its fingerprint.json, then LATEST, renamed over its final name, so a
+reader sees the old version or the new one, each complete, and LATEST only
+moves forward. With --launch_only (the Flex Template) the job's own last steps
+publish and move LATEST, and an unchanged corpus still submits a one-element
+job, since a template launch must make a job.
 """
 
 from __future__ import annotations
@@ -56,18 +26,19 @@ from typing import Callable, Sequence
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from bert_pretraining_data.pipeline.beam_options import ConfigError
 from bert_pretraining_data.pipeline.changes import DocumentHistory, PreviousVersion, summary
 from bert_pretraining_data.pipeline.dataflow import check_dataflow_options, launch
-from bert_pretraining_data.pipeline.main import run
 from bert_pretraining_data.pipeline.local_runner import new_pipeline
-from bert_pretraining_data.pipeline.options import Config, ConfigError, parse_args
-from bert_pretraining_data.pipeline.publish import (MANIFEST_NAME, PublishError,
-                                                    package_versions, remove_tree)
-from bert_pretraining_data.pipeline.retention import (apply_retention, release_lease,
-                                                      take_lease)
-from bert_pretraining_data.pipeline.versions import (FINGERPRINT_NAME, LATEST_NAME,
-                                                     read_latest, version_name)
-from bert_pretraining_data.transforms.read.documents import InputError, comma_separated, match_inputs
+from bert_pretraining_data.pipeline.main import run
+from bert_pretraining_data.pipeline.options import Config, parse_args
+from bert_pretraining_data.pipeline.publish import (MANIFEST_NAME, PublishError, package_versions,
+                                                    remove_tree)
+from bert_pretraining_data.pipeline.retention import apply_retention, release_lease, take_lease
+from bert_pretraining_data.pipeline.versions import (FINGERPRINT_NAME, LATEST_NAME, read_latest,
+                                                     version_name)
+from bert_pretraining_data.transforms.read.beam import match_inputs
+from bert_pretraining_data.transforms.read.documents import InputError, comma_separated
 from bert_pretraining_data.transforms.tokenize.vocabulary import VocabularyError
 
 PROG = "create-pretraining-data-refresh"

@@ -1,36 +1,14 @@
 """Retention: `--keep_versions=N` deletes the versions a refresh no longer needs.
 
-A weekly refresh of a Wikipedia-size corpus adds ~350 GB a week. With
-`--keep_versions=N`, once a refresh has published its version and LATEST
-points at it (or found the corpus unchanged), it deletes under --output_root:
-
-- complete versions other than the N newest, never the one LATEST names;
-- incomplete version directories (a failed or abandoned run's) older than
-  the newest complete version.
-
-Never deleted: the version LATEST names, the N newest complete versions, a
-version being written, an incomplete directory newer than the newest
-complete version, and anything whose name is not a version's. A version is
-complete once its fingerprint.json exists (the refresh writes it after the
-manifest, just before LATEST moves).
-
-Being written: a refresh takes a lease, `<root>/<version>.writing`, before
-its version's first object exists and releases it once LATEST was updated
-(or the failed version cleared); a Flex Template job releases it in the step
-after it updates LATEST. A lease older than LEASE_HOURS is a writer that died, and no longer
-protects its directory. The template's fixed job name keeps two scheduled
-refreshes apart, but two CLI refreshes of one root can overlap, and the older
-one (by version name) can still be writing when the newer one finishes: its
-lease is what keeps it.
-
-Why this cannot delete a version being written: LATEST is read first, then
-the versions listed, then the leases read. A writer's lease exists before its directory has any
-object, so a directory the listing saw, if its writer is alive, has a lease
-by the time leases are read. (A lease taken after the listing belongs to a
-directory the listing did not see, which is therefore not deleted.)
-
-`--list_expired_versions` prints what would be deleted now, and deletes
-nothing.
+Once LATEST points at the new version, complete versions (those with a
+fingerprint.json) other than the N newest, and incomplete ones older than the
+newest complete version, are deleted; never LATEST's, a version being
+written, or a name that is not a version's. A writer holds a lease,
+`<root>/<version>.writing`, from before its first object until LATEST moved,
+so overlapping refreshes keep each other's versions. Why that is safe: LATEST
+is read first, then the versions listed, then the leases, and a live writer's
+lease exists before its directory has any object. (Why retention:
+docs/design-notes.md, pipeline.retention.)
 """
 
 from __future__ import annotations
@@ -51,7 +29,9 @@ LEASE_HOURS = 48
 
 @dataclasses.dataclass(frozen=True)
 class Version:
-    """A version directory under the root, as one listing found it."""
+    """A version directory under the root, as one listing found it; complete
+    once its fingerprint.json exists (written after the manifest, just
+    before LATEST moves)."""
 
     name: str
     complete: bool

@@ -13,7 +13,7 @@ import re
 
 from apache_beam.io.filesystems import FileSystems
 
-from bert_pretraining_data.pipeline.options import ConfigError
+from bert_pretraining_data.pipeline.beam_options import ConfigError
 
 LATEST_NAME = "LATEST"
 FINGERPRINT_NAME = "fingerprint.json"

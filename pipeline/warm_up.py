@@ -1,15 +1,12 @@
-"""Compiles the record and tokenizer kernels into numba's cache, so no process compiles them again.
+"""Compiles the pipeline's kernels into numba's cache, so no process compiles them again.
 
-Every process that creates records (a DirectRunner worker, a Dataflow worker
-process) loads the compiled kernels from the cache beside the modules
-(`__pycache__`, numba's `cache=True`) and compiles them only when the cache
-is missing or stale: ~41 s of CPU per process. The Flex Template image runs
-this once while it is built (deploy/Dockerfile), so its workers start warm:
-
-    python -m bert_pretraining_data.pipeline.warm_up
-
-A worker that gets this package through `--setup_file` instead installs it
-from source when it starts and compiles on first use, once per worker process.
+Every worker process loads the compiled kernels from the cache beside the
+modules (numba's `cache=True`) and compiles them only when it is missing or
+stale, at a cost to each process's start (docs/design-notes.md,
+pipeline.warm_up). The
+Flex Template image runs `python -m bert_pretraining_data.pipeline.warm_up`
+while it is built (deploy/Dockerfile), so its workers start warm; a worker
+that installs the package from `--setup_file` compiles on first use.
 """
 
 from __future__ import annotations
@@ -17,7 +14,7 @@ from __future__ import annotations
 from bert_pretraining_data.transforms.instances import units_kernel
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig
 from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
-from bert_pretraining_data.transforms.instances.units import Engine, warm_up as warm_up_records
+from bert_pretraining_data.transforms.instances.units import Engine, warm_up as warm_up_instances
 from bert_pretraining_data.transforms.pack import histogram, plan
 from bert_pretraining_data.transforms.tokenize import tokenized_documents, wordpiece_kernel
 from bert_pretraining_data.transforms.tokenize.vocabulary import parse_vocabulary
@@ -29,7 +26,7 @@ from bert_pretraining_data.transforms.write.tf_example import RecordLayout
 
 # The kernels the pipeline calls from Python (each compiles what it calls).
 KERNELS = (units_kernel.unit_entries, tokenized_documents.read_compact, shuffle_entries._entries_of,
-           shuffle_entries.gather, shuffle_entries._scan_entries, shuffle_entries._frame_payloads,
+           shuffle_entries.gather, shuffle_entries._scan_entries, rows._frame_payloads,
            rows._lengths, rows._write_rows, histogram._solve, plan._fill_rows,
            wordpiece_kernel.line_ids, wordpiece_kernel.build_slots, wordpiece_kernel.wordpiece)
 
@@ -47,12 +44,12 @@ def warm_up() -> dict[str, tuple[int, int]]:
     """Runs every compiled kernel once (compiling it into the cache if needed);
     returns, per kernel, (signatures compiled, signatures loaded from the cache)."""
     for masking in (_MASKING, None):
-        batch = warm_up_records(Engine.of(_INSTANCES, masking))
+        batch = warm_up_instances(Engine.of(_INSTANCES, masking))
     for writer in _ROWS:
         list(writer.rows(*scan_entries(batch.entries)).chunks)
-    records = shuffle_entries.RecordBatch.of([(3, b"b"), (2, b"a")])
-    split_by_shard(records, 2)
-    list(RawRecords().rows(*scan_entries(records.entries)).chunks)
+    entries = shuffle_entries.EntryBatch.of([(3, b"b"), (2, b"a")])
+    split_by_shard(entries, 2)
+    list(RawRecords().rows(*scan_entries(entries.entries)).chunks)
     vocab = parse_vocabulary(b"[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\n##a\n")
     # U+1B44 keeps a combining class: its line takes the word-by-word path.
     FullTokenizer(vocab, do_lower_case=True).tokenize_to_ids("a aa \u1b44a")

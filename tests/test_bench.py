@@ -6,6 +6,8 @@ from __future__ import annotations
 import collections
 import pathlib
 
+import pytest
+
 from bench.corpus import MB, SHAPES, corpus_path, read_documents
 from bench.document_hashes import stage_costs
 from bench.kernel_cost import measure_round
@@ -117,13 +119,14 @@ def test_scale_model_counts_what_the_emulator_test_counts():
     assert longer["instances"] < small["runner"]["instances"]  # fewer instances per byte
 
 
+@pytest.mark.slow
 def test_worker_timeline_times_the_runners_stages_and_its_workers(tmp_path: pathlib.Path):
     corpus = corpus_path(0.05, seed=0, cache_dir=tmp_path / "cache")
 
     (summary,), cores = timed_runs(corpus, 2)
 
     names = " ".join(name for name, _, _ in summary["stages"])
-    assert "CreateRecords" in names and "WriteShard" in names
+    assert "CreateInstances" in names and "WriteShard" in names
     assert all(0 <= began <= summary["wall"] and took >= 0
                for _, began, took in summary["stages"])
     assert len(summary["stops"]) == 2  # both worker processes, stopped after the stages

@@ -16,13 +16,13 @@ from conftest import DATA
 from helpers.gcs_emulator import gcs  # noqa: F401  (fixture)
 from bert_pretraining_data.pipeline.create_vocab import main, parse_args, run
 from bert_pretraining_data.pipeline.main import run as run_pretraining_data
-from bert_pretraining_data.pipeline.options import ConfigError
+from bert_pretraining_data.pipeline.beam_options import ConfigError
 from helpers.records import read_examples
 from helpers.vocab_baselines import corpus_documents
 from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
 from bert_pretraining_data.transforms.tokenize.vocabulary import parse_vocabulary
-from bert_pretraining_data.transforms.vocab.word_counts import (CountWords, document_word_counts,
-                                                          is_held_out)
+from bert_pretraining_data.transforms.vocab.word_counts import document_word_counts, is_held_out
+from bert_pretraining_data.transforms.vocab.beam import CountWords
 from bert_pretraining_data.transforms.vocab.wordpiece import (RESERVED_TOKENS, TokenizationStats,
                                                                  count_characters, word_stats)
 

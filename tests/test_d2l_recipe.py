@@ -10,13 +10,14 @@ import pathlib
 import pytest
 import torch
 
-from conftest import DATA
 from bert_pretraining_data.loaders import load_data_wiki
 from bert_pretraining_data.loaders.manifest import read_manifest
 from bert_pretraining_data.loaders.records import read_instances
-from bert_pretraining_data.pipeline.d2l_recipe import split_paragraph
+from bert_pretraining_data.pipeline.beam_options import ConfigError
 from bert_pretraining_data.pipeline.main import run
-from bert_pretraining_data.pipeline.options import ConfigError, parse_args
+from bert_pretraining_data.pipeline.options import parse_args
+from bert_pretraining_data.transforms.d2l.pairs import split_paragraph
+from conftest import DATA
 
 CORPUS = DATA / "wikitext2_valid.raw.txt"
 MAX_LEN = 64
@@ -160,7 +161,7 @@ def test_tf_data_reads_the_d2l_features(dataset):
 def test_line_source_splits_anywhere_without_losing_or_repeating_lines(tmp_path):
     from apache_beam.io import source_test_utils
 
-    from bert_pretraining_data.pipeline.d2l_recipe import LineSource
+    from bert_pretraining_data.transforms.d2l.beam import LineSource
 
     text = tmp_path / "wiki.txt"
     text.write_bytes(CORPUS.read_bytes()[:40_000] + b"no final newline . x")

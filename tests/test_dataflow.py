@@ -13,16 +13,18 @@ from conftest import DATA, UNCASED_VOCAB
 from helpers.gcs_emulator import gcs  # noqa: F401  (fixture)
 from bert_pretraining_data.pipeline.dataflow import check_dataflow_options, is_dataflow, launch
 from bert_pretraining_data.pipeline.main import main, run
-from bert_pretraining_data.pipeline.options import (WORKER_REQUIREMENTS, ConfigError, parse_args,
-                                                    requirement_lines, with_worker_requirements)
+from bert_pretraining_data.pipeline.beam_options import (WORKER_REQUIREMENTS, ConfigError,
+                                                         requirement_lines,
+                                                         with_worker_requirements)
+from bert_pretraining_data.pipeline.options import parse_args
 from bert_pretraining_data.pipeline.refresh import refresh
 from bert_pretraining_data.pipeline.versions import LATEST_NAME
 
-# The design card's stages, as labelled in build.py (CreateRecords is
+# The design card's stages, as labelled in build.py (CreateInstances is
 # instance creation, masking and encoding compiled into one step), and the
 # template's own step.
 STAGES = ["ReadDocuments", "Tokenize", "SampleRandomDocuments", "SpreadDocuments",
-          "FanOutDupes", "CreateRecords", "WriteShards", "ListShards", "Publish"]
+          "FanOutDupes", "CreateInstances", "WriteShards", "ListShards", "Publish"]
 IMAGE = "us-central1-docker.pkg.dev/my-project/beam/bert-pretraining-data:test"
 
 
@@ -60,7 +62,7 @@ def test_dry_run_job_has_every_stage_and_stages_setup_py(gcs, paths):  # noqa: F
     assert not any("Bucket" in name for name in names)
     # The random-next sample reaches instance creation as a side input.
     (create,) = [t for t in job.proto_pipeline.components.transforms.values()
-                 if t.unique_name == "CreateRecords"]
+                 if t.unique_name == "CreateInstances"]
     assert len(create.inputs) == 2
     staged = {d.role_payload for d in _environment(job).dependencies}
     assert any(b"workflow.tar.gz" in p for p in staged)  # setup.py's sdist
@@ -77,7 +79,7 @@ def test_dry_run_from_the_cli_prints_the_job_and_exits_0(gcs, paths, capsys):  #
                          "--job_name=bert-data-cli"))
     out = capsys.readouterr().out
     assert out.startswith("dry run: Dataflow job bert-data-cli in my-project/us-central1")
-    for stage in ["ReadDocuments", "CreateRecords", "WriteShards", "Publish"]:
+    for stage in ["ReadDocuments", "CreateInstances", "WriteShards", "Publish"]:
         assert stage in out
     assert "to 8 workers" in out
     assert f"setup file ./setup.py with requirements {WORKER_REQUIREMENTS}" in out

@@ -16,14 +16,15 @@ from apache_beam.testing.util import assert_that, equal_to
 from bench.dedup_eval import build_eval_set, deduplicate, score
 from hypothesis import given, strategies as st
 
-from bert_pretraining_data.pipeline.options import ConfigError, parse_args
-from bert_pretraining_data.transforms.dedup.beam import DOCUMENTS, Deduplicate
+from bert_pretraining_data.pipeline.beam_options import ConfigError
+from bert_pretraining_data.pipeline.options import parse_args
+from bert_pretraining_data.transforms.dedup.beam import Deduplicate
 from bert_pretraining_data.transforms.dedup.clusters import (BandRows, CandidateIndex, ExactRows,
                                                              KeySet, Node, PairShingles,
                                                              candidate_pairs, digest_array,
                                                              digest_words, exact_groups,
                                                              near_clusters, verified_pairs)
-from bert_pretraining_data.transforms.dedup.decisions import SUMMARY, Fingerprints
+from bert_pretraining_data.transforms.dedup.decisions import DOCUMENTS, SUMMARY, Fingerprints
 from bert_pretraining_data.transforms.dedup.minhash import (band_keys, band_shape,
                                                             candidate_probability,
                                                             distinct_shingles, jaccard, jaccards,
@@ -304,6 +305,7 @@ def test_near_meets_its_recall_and_precision_targets(eval_set):
     assert quoted and all(key in decisions.kept for key in quoted)
 
 
+@pytest.mark.slow
 def test_the_beam_stage_decides_as_the_evaluation(eval_set):
     documents = [(d.key, d.lines) for d in eval_set]
     expected = deduplicate(documents, mode="near").kept

@@ -128,6 +128,7 @@ def test_parameter_regexes_agree_with_the_cli(name):
         assert not _matches(PARAMS[name], value), value
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("gcloud") is None, reason="needs the gcloud CLI")
 def test_gcloud_accepts_the_metadata(tmp_path):
     done = subprocess.run(

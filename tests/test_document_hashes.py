@@ -17,15 +17,17 @@ import numpy as np
 import pytest
 from apache_beam.testing import test_pipeline
 from hypothesis import given, strategies as st
-
-from conftest import DATA
 from test_read_tables import DUMP, dump_articles, ewt_documents, write_jsonl, write_parquet
-from bert_pretraining_data.transforms.hashes.document_hashes import (
-    MAX_HASH_FILES, DocumentChanges, WriteDocumentHashes, count_changes, decode,
-    document_hash, encode, file_of, files_covering, first_bytes, hash_files_for)
-from bert_pretraining_data.transforms.read.documents import DOCUMENTS, ReadDocuments
-from bert_pretraining_data.transforms.read.tables import ReadRecords
-from bert_pretraining_data.transforms.read.wikipedia import ReadDump
+
+from bert_pretraining_data.transforms.hashes.beam import WriteDocumentHashes
+from bert_pretraining_data.transforms.hashes.document_hashes import (MAX_HASH_FILES,
+                                                                     DocumentChanges, count_changes,
+                                                                     decode, document_hash, encode,
+                                                                     file_of, files_covering,
+                                                                     first_bytes, hash_files_for)
+from bert_pretraining_data.transforms.read.beam import ReadDocuments, ReadDump, ReadTables
+from bert_pretraining_data.transforms.read.documents import DOCUMENTS
+from conftest import DATA
 
 hashes_ = st.lists(st.integers(0, 2**64 - 1), max_size=60)
 
@@ -190,7 +192,7 @@ def _reader(kind: str, path: pathlib.Path) -> beam.PTransform:
         return ReadDocuments(patterns=[str(path)])
     if kind == "wikipedia":
         return ReadDump(patterns=[str(path)])
-    return ReadRecords(patterns=[str(path)], input_format=kind, text_field="text")
+    return ReadTables(patterns=[str(path)], input_format=kind, text_field="text")
 
 
 def _corpus(kind: str, path: pathlib.Path, texts: list[str]) -> pathlib.Path:

@@ -14,9 +14,9 @@ from apache_beam.testing import test_pipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from bert_pretraining_data.transforms.read import documents
-from bert_pretraining_data.transforms.read.documents import (DecodeStats, DocumentSource, InputError,
-                                                        ReadDocuments, document_key, key_root,
-                                                        match_inputs, split_documents)
+from bert_pretraining_data.transforms.read.beam import DocumentSource, ReadDocuments, match_inputs
+from bert_pretraining_data.transforms.read.documents import (DecodeStats, InputError, document_key,
+                                                             key_root, split_documents)
 
 BOM = b"\xef\xbb\xbf"
 

@@ -11,35 +11,36 @@ import random
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
-from conftest import DATA
-from bert_pretraining_data.transforms.write.tf_example import RecordLayout
-from bert_pretraining_data.transforms.instances.units import Engine, FlatSample, unit_records
-from helpers.oracle_bert import create_instances, encode_instance, mask_tokens, random_document_from_sample
-from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
+from bert_pretraining_data.transforms.d2l.pairs import pair_entries
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig
-from bert_pretraining_data.transforms.tokenize.tokenized_documents import compact_document, expand_document
+from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
+from bert_pretraining_data.transforms.instances.units import Engine, FlatSample, unit_instances
 from bert_pretraining_data.transforms.seeds import INSTANCES, derived_rng, document_seed
+from bert_pretraining_data.transforms.tokenize.tokenized_documents import (compact_document,
+                                                                           expand_document)
+from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
 from bert_pretraining_data.transforms.write.rows import InstanceRows
 from bert_pretraining_data.transforms.write.shuffle_entries import ENTRY_HEADER
-from bert_pretraining_data.transforms.instances.beam import encode
+from bert_pretraining_data.transforms.write.tf_example import RecordLayout
 from bert_pretraining_data.transforms.write.tfrecord import read_records
-from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
+from conftest import DATA
+from helpers.oracle_bert import (create_instances, encode_instance, mask_tokens,
+                                 random_document_from_sample)
 
 CLS, SEP, MASK, VOCAB = 2, 3, 4, 30522
 
 
 def entries(batch):
-    """(shuffle key, entry bytes) of every entry of a RecordBatch."""
+    """(shuffle key, entry bytes) of every entry of a EntryBatch."""
     ends = batch.bounds.tolist()
     return list(zip(batch.keys.tolist(),
                     (batch.entries[a:b].tobytes() for a, b in zip(ends, ends[1:]))))
 
 
 def records(batch, rows):
-    """(shuffle key, record bytes) of every entry of a RecordBatch: the
+    """(shuffle key, record bytes) of every entry of a EntryBatch: the
     Python paths' payloads are records, the kernels' instances (written as
     records by the row writer `rows`)."""
     if rows is None:
@@ -65,7 +66,7 @@ def python_records(doc_key, dupes, packed, sample, instances, masking, *, seed,
             mask=None if masking is None else functools.partial(
                 mask_tokens, config=masking, rng=rng))
         batch = ((doc_key, dupe), created)
-        pairs += records(encode(batch, seed=seed, to_record=functools.partial(
+        pairs += records(pair_entries(batch, seed=seed, to_record=functools.partial(
             encode_instance, max_seq_length=instances.max_seq_length,
             max_predictions_per_seq=max_predictions, padded=padded)), None)
     return pairs
@@ -74,7 +75,7 @@ def python_records(doc_key, dupes, packed, sample, instances, masking, *, seed,
 def compiled_records(doc_key, dupes, packed, sample, instances, masking, *, seed,
                      max_predictions, padded):
     engine = Engine.of(instances, masking)
-    batch, stats = unit_records([(doc_key, packed, dupes)], sample=FlatSample.of(sample),
+    batch, stats = unit_instances([(doc_key, packed, dupes)], sample=FlatSample.of(sample),
                                 engine=engine, seed=seed)
     rows = InstanceRows(RecordLayout(padded=padded), instances.max_seq_length, max_predictions)
     return records(batch, rows), stats
@@ -114,6 +115,7 @@ def cases(draw):
                 padded=draw(st.booleans()))
 
 
+@pytest.mark.slow
 @given(cases())
 def test_compiled_records_equal_the_python_paths(case):
     pairs, stats = compiled_records(**case)
@@ -165,8 +167,8 @@ def test_a_unit_of_many_documents_is_their_records_one_after_another(uncased_voc
     sample = FlatSample.of(docs[1::2])
     unit = [(key, packed, (i % 3, 4)) for i, (key, packed) in enumerate(docs)]
 
-    together, stats = unit_records(unit, sample=sample, engine=engine, seed=9)
-    one_by_one = [unit_records([part], sample=sample, engine=engine, seed=9)
+    together, stats = unit_instances(unit, sample=sample, engine=engine, seed=9)
+    one_by_one = [unit_instances([part], sample=sample, engine=engine, seed=9)
                   for part in unit]
     assert entries(together) == [pair for batch, _ in one_by_one for pair in entries(batch)]
     assert stats.instances == sum(s.instances for _, s in one_by_one) == len(together) > 20

@@ -25,8 +25,10 @@ from bert_pretraining_data.pipeline.publish import PublishError, publish, staged
 from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig
 from bert_pretraining_data.transforms.tokenize.tokenized_documents import compact_document
-from bert_pretraining_data.transforms.instances.beam import (CreateRecords, Instance, MaskTokens,
-                                                     TokenizeDocument)
+from bert_pretraining_data.transforms.instances.beam import CreateInstances
+from bert_pretraining_data.transforms.d2l.pairs import SentencePair
+from bert_pretraining_data.transforms.d2l.beam import MaskTokens
+from bert_pretraining_data.transforms.tokenize.beam import TokenizeDocument
 
 FLAGS = [f"--input_file={DATA / 'wikitext2_valid.txt'}", f"--vocab_file={UNCASED_VOCAB}",
          "--dupe_factor=4", "--num_shards=4"]
@@ -92,6 +94,7 @@ def test_a_killed_run_publishes_nothing_and_the_rerun_is_byte_identical(tmp_path
     assert _digests(out) == _digests(clean) and len(_digests(out)) == 4
 
 
+@pytest.mark.slow
 def test_retried_dofns_emit_the_same_elements():
     """A runner retries a failed bundle by running the DoFn on it again."""
     tokenize = TokenizeDocument(vocab_file=str(UNCASED_VOCAB), do_lower_case=True)
@@ -103,7 +106,7 @@ def test_retried_dofns_emit_the_same_elements():
     instances = InstanceConfig(max_seq_length=32, short_seq_prob=0.3, cls_id=101, sep_id=102)
     masking = dataclasses.replace(MASKING, max_predictions_per_seq=5)
     sample = [("other:1", compact_document([[2000, 2001, 2002]] * 4)), tokenized]
-    records = CreateRecords(instances=instances, masking=masking, seed=5)
+    records = CreateInstances(instances=instances, masking=masking, seed=5)
     records.setup()
     unit = [("doc:0", tokenized[1], (2, 5)), ("other:1", sample[0][1], (0, 3))]
     [batch] = list(records.process(unit, sample))
@@ -112,7 +115,7 @@ def test_retried_dofns_emit_the_same_elements():
     assert batch.entries.tobytes() == again.entries.tobytes()
 
     # MaskTokens (the d2l recipe's masking step)
-    unmasked = (("doc:0", 3), [Instance(tokens=[101, 7, 8, 9, 102, 10, 102],
+    unmasked = (("doc:0", 3), [SentencePair(tokens=[101, 7, 8, 9, 102, 10, 102],
                                         segment_ids=[0] * 5 + [1] * 2,
                                         is_random_next=False)] * 3)
     mask = MaskTokens(config=masking, seed=5)

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import DATA, UNCASED_VOCAB
 from bert_pretraining_data.loaders.manifest import DatasetError
 from bert_pretraining_data.loaders.tf_data import tf_dataset
 from bert_pretraining_data.pipeline.main import run
-from helpers.records import encode_example, read_examples
 from bert_pretraining_data.transforms.d2l.example import encode_features
+from conftest import DATA, UNCASED_VOCAB
+from helpers.records import encode_example, read_examples
 
 SEQ, PREDICTIONS = 64, 10
 INPUTS = f"{DATA / 'sample_text.txt'},{DATA / 'wiki_small.txt'}"
@@ -170,7 +170,8 @@ def test_files_without_manifest_load_with_explicit_lengths(datasets, written, tm
      "drop --masking and --padding"),
 ])
 def test_layout_flags_are_validated_in_one_line(flags, fragment):
-    from bert_pretraining_data.pipeline.options import ConfigError, parse_args
+    from bert_pretraining_data.pipeline.options import parse_args
+    from bert_pretraining_data.pipeline.beam_options import ConfigError
 
     base = [f"--input_file={INPUTS}", f"--vocab_file={UNCASED_VOCAB}"]
     with pytest.raises(ConfigError, match=fragment) as err:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import apache_beam as beam
+import pytest
 from apache_beam.runners.portability import prism_runner
 from apache_beam.testing.util import assert_that, equal_to
 
@@ -25,6 +26,7 @@ def _square(pipeline: beam.Pipeline) -> None:
     assert_that(squares, equal_to([1, 4, 9]))
 
 
+@pytest.mark.slow
 def test_direct_runner_jobs_skip_prism(monkeypatch):
     calls = _prism_calls(monkeypatch)
     for flags in ([], ["--runner=DirectRunner"],

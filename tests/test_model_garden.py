@@ -10,10 +10,10 @@ import json
 
 import pytest
 
-from helpers.anchors import assert_reference_mode_reproduces, assert_statistics_match
-from conftest import DATA
+from bert_pretraining_data.pipeline.beam_options import ConfigError
 from bert_pretraining_data.pipeline.main import run
-from bert_pretraining_data.pipeline.options import ConfigError
+from conftest import DATA
+from helpers.anchors import assert_reference_mode_reproduces, assert_statistics_match
 from helpers.stats_ngram import span_stats
 from helpers.stats_util import instance_stats
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 
 import pytest
 
+from bert_pretraining_data.pipeline import options
+from bert_pretraining_data.pipeline.beam_options import ConfigError, with_worker_requirements
+from bert_pretraining_data.pipeline.options import default_num_shards, parse_args
 from conftest import DATA, UNCASED_VOCAB
-from bert_pretraining_data.pipeline.options import (ConfigError, default_num_shards, parse_args,
-                                                    with_worker_requirements)
 
 BASE = [f"--input_file={DATA / 'sample_text.txt'}", "--output_file=/tmp/never-written",
         f"--vocab_file={UNCASED_VOCAB}"]
@@ -29,10 +31,39 @@ def test_original_defaults():
     (["--do_lower_case=false", "--do_whole_word_mask"], False, True),
     (["--nodo_lower_case", "--do_whole_word_mask=True"], False, True),
     (["--do_lower_case", "true"], True, False),
+    (["--do_lower_case", "false", "--nodo_whole_word_mask"], False, False),
+    (["--do_lower_case=T", "--do_whole_word_mask=yes"], True, True),
 ])
 def test_absl_boolean_spellings(flags, lower, wwm):
     config, _ = parse_args(BASE + flags)
     assert (config.do_lower_case, config.do_whole_word_mask) == (lower, wwm)
+
+
+@pytest.mark.parametrize("flags, compression", [
+    ([], None), (["--compression=gzip"], "gzip"), (["--gzip_compress"], "gzip"),
+    (["--gzip_compress=false"], None), (["--gzip_compress", "--nogzip_compress"], None),
+])
+def test_compression_spellings(flags, compression):
+    config, _ = parse_args(BASE + flags)
+    assert config.compression == compression
+
+
+def test_flag_set_is_unchanged():
+    listed = (DATA / "create_pretraining_data_flags.txt").read_text().splitlines()
+    expected = [line for line in listed if not line.startswith("#")]
+    assert sorted(options._parser()._option_string_actions) == expected
+
+
+def test_every_flag_is_grouped_and_states_its_default():
+    ungrouped = []
+    for group in options._parser()._action_groups:
+        shown = [action for action in group._group_actions if action.help != argparse.SUPPRESS]
+        if group.title in options.GROUPS:
+            assert shown, group.title
+            assert all("(default: " in action.help for action in shown), group.title
+        else:  # argparse's own groups
+            ungrouped += [action.dest for action in shown]
+    assert ungrouped == ["help"]
 
 
 def test_beam_options_pass_through():

@@ -13,7 +13,7 @@ from transformers import BertConfig, BertForPreTraining
 
 from conftest import DATA, UNCASED_VOCAB
 from bert_pretraining_data.loaders.manifest import read_manifest
-from bert_pretraining_data.loaders.records import decoded_records, sequences_of
+from bert_pretraining_data.loaders.records import decoded_records
 from bert_pretraining_data.loaders.tf_data import tf_dataset
 from bert_pretraining_data.loaders.torch_data import (Collator, additive_mask,
                                                       make_dataloader)

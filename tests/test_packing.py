@@ -14,27 +14,27 @@ import random
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
-from conftest import DATA, UNCASED_VOCAB
 from bert_pretraining_data.loaders.manifest import read_manifest
 from bert_pretraining_data.loaders.records import InstanceDecoder, decoded_records, sequences_of
+from bert_pretraining_data.pipeline.beam_options import ConfigError
 from bert_pretraining_data.pipeline.inspect_data import report
 from bert_pretraining_data.pipeline.main import run
-from bert_pretraining_data.pipeline.options import ConfigError, parse_args
-from bert_pretraining_data.transforms.tokenize.tokenized_documents import compact_document
+from bert_pretraining_data.pipeline.options import parse_args
 from bert_pretraining_data.transforms.instances.instance_bytes import put_instance
-from bert_pretraining_data.transforms.write.tf_example import RecordLayout
-from bert_pretraining_data.transforms.instances.units import Engine, FlatSample, unit_records
-from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig, num_to_predict
+from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
+from bert_pretraining_data.transforms.instances.units import Engine, FlatSample, unit_instances
 from bert_pretraining_data.transforms.pack.histogram import pack_histogram
 from bert_pretraining_data.transforms.pack.plan import plan_rows, prediction_budget
-from bert_pretraining_data.transforms.write.rows import InstanceRows, PackedRows
-from bert_pretraining_data.transforms.write.shuffle_entries import RecordBatch, scan_entries
-from bert_pretraining_data.transforms.write.tfrecord import read_records
+from bert_pretraining_data.transforms.tokenize.tokenized_documents import compact_document
 from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
+from bert_pretraining_data.transforms.write.rows import InstanceRows, PackedRows
+from bert_pretraining_data.transforms.write.shuffle_entries import EntryBatch, scan_entries
+from bert_pretraining_data.transforms.write.tf_example import RecordLayout
+from bert_pretraining_data.transforms.write.tfrecord import read_records
+from conftest import DATA, UNCASED_VOCAB
 
 # --- the planner -------------------------------------------------------------------------
 
@@ -46,6 +46,7 @@ def histograms(draw):
     return max_length, np.array([0] + counts, dtype=np.int64), draw(st.integers(1, 6))
 
 
+@pytest.mark.slow
 @given(histograms())
 def test_every_sequence_is_in_one_row_that_it_fits(case):
     max_length, histogram, depth = case
@@ -124,7 +125,7 @@ MODES = {  # flags of the instances and their layout
 
 
 def _entries(vocab, mode: dict, max_seq_length: int, documents: int = 40):
-    """Entries of real WikiText-2 documents (2 copies each), as CreateRecords
+    """Entries of real WikiText-2 documents (2 copies each), as CreateInstances
     makes them, and the layout their records have."""
     tokenizer = FullTokenizer(vocab)
     docs = [(f"wiki:{i}", compact_document([tokenizer.tokenize_to_ids(line)
@@ -140,7 +141,7 @@ def _entries(vocab, mode: dict, max_seq_length: int, documents: int = 40):
         mask_id=vocab.mask_id, cls_id=vocab.cls_id, sep_id=vocab.sep_id,
         continuation=tuple(vocab.continuation_flags()) if boundary else None,
         ngram=mode.get("ngram", 0)) if mode["masking"] else None
-    batch, _ = unit_records([(key, doc, (0, 2)) for key, doc in docs],
+    batch, _ = unit_instances([(key, doc, (0, 2)) for key, doc in docs],
                             sample=FlatSample.of(docs[::3]), engine=Engine.of(instances, masking),
                             seed=11)
     layout = RecordLayout(token_boundary=boundary, next_sentence_labels=mode["next_sentence"]
@@ -306,7 +307,7 @@ def test_a_row_of_more_than_127_sequences_numbers_them_all():
         end = put_instance(out, 0, np.array([101, 2000 + i, 102], dtype=np.int32), 3, i % 2,
                            np.array([1]), np.array([7]), np.zeros(3, np.uint8), False)
         entries.append((i, out[:end].tobytes()))
-    batch = RecordBatch.of(entries)
+    batch = EntryBatch.of(entries)
     rows = PackedRows(RecordLayout(packed=True), 512, 150, 200)
     [row], _ = _decoded(rows, RecordLayout(packed=True), batch, RecordLayout(packed=True).roles())
     assert [s.input_ids.tolist() for s in row.sequences] == [[101, 2000 + i, 102]

@@ -10,9 +10,9 @@ import shutil
 
 import pytest
 
-from conftest import DATA, UNCASED_VOCAB
+from bert_pretraining_data.pipeline.beam_options import ConfigError
 from bert_pretraining_data.pipeline.main import run
-from bert_pretraining_data.pipeline.options import ConfigError
+from conftest import DATA, UNCASED_VOCAB
 from helpers.records import read_examples
 from helpers.stats_util import instance_stats
 
@@ -94,7 +94,7 @@ def test_documents_are_reshuffled_only_through_the_runners_shuffle(tmp_path, shu
                    layout=run_.layout)
     labels = {t.unique_name for t in pipeline.to_runner_api().components.transforms.values()}
     assert ("SpreadDocuments" in labels) == spread
-    assert {"BatchDocuments", "FanOutDupes", "CreateRecords"} <= labels
+    assert {"BatchDocuments", "FanOutDupes", "CreateInstances"} <= labels
 
 
 @pytest.mark.slow

@@ -8,7 +8,7 @@ import io
 import pytest
 
 from conftest import DATA, UNCASED_VOCAB
-from bert_pretraining_data.pipeline import progress
+from bert_pretraining_data.pipeline import progress_printer
 from bert_pretraining_data.pipeline.main import run
 from bert_pretraining_data.pipeline.progress_printer import progress_line
 from bert_pretraining_data.transforms.progress_sink import ProgressSink, read_progress
@@ -42,10 +42,11 @@ def test_sinks_sum_across_writers(tmp_path):
 
 @pytest.mark.slow
 def test_a_run_reports_as_it_goes_and_ends_with_its_counts(tmp_path, monkeypatch):
-    monkeypatch.setattr(progress, "LOG_SECONDS", 0.2)
+    monkeypatch.setattr(progress_printer, "LOG_SECONDS", 0.2)
     log = io.StringIO()
-    real = progress.reporting
-    monkeypatch.setattr(progress, "reporting", lambda **kw: real(stream=log, live=False, **kw))
+    real = progress_printer.reporting
+    monkeypatch.setattr(progress_printer, "reporting",
+                        lambda **kw: real(stream=log, live=False, **kw))
     corpus = DATA / "wikitext2_valid.txt"
     manifest = run([f"--input_file={corpus}", f"--vocab_file={UNCASED_VOCAB}",
                     f"--output_dir={tmp_path / 'out'}", "--dupe_factor=2"])

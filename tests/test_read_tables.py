@@ -12,10 +12,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import DATA, UNCASED_VOCAB
 from bert_pretraining_data.pipeline.main import run
-from helpers.records import read_examples
 from bert_pretraining_data.transforms.read.documents import InputError
+from conftest import DATA, UNCASED_VOCAB
+from helpers.records import read_examples
 
 # Real web text (UD English EWT test): a paragraph per line, a blank line
 # between documents.
@@ -213,7 +213,7 @@ def write_multistream(directory: pathlib.Path, pages_per_stream: int = 10) -> pa
 def test_a_multistream_dump_is_read_stream_by_stream(tmp_path):
     from apache_beam.io.filesystems import FileSystems
 
-    from bert_pretraining_data.transforms.read.wikipedia import read_units
+    from bert_pretraining_data.transforms.read.beam import read_units
 
     dump = write_multistream(tmp_path)
     [matched] = FileSystems.match([str(dump)])[0].metadata_list

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import DATA, UNCASED_VOCAB
 from helpers.gcs_emulator import gcs  # noqa: F401  (fixture)
-from bert_pretraining_data.pipeline.options import ConfigError
+from bert_pretraining_data.pipeline.beam_options import ConfigError
 from bert_pretraining_data.pipeline.main import run
 from bert_pretraining_data.pipeline.refresh import Fingerprint, input_states, main, promote, refresh
 from bert_pretraining_data.pipeline.versions import FINGERPRINT_NAME

@@ -15,17 +15,17 @@ import numpy as np
 import pytest
 import sentencepiece
 
-from conftest import DATA
 from bert_pretraining_data.loaders.torch_data import make_dataloader
 from bert_pretraining_data.pipeline import create_vocab
+from bert_pretraining_data.pipeline.beam_options import ConfigError
 from bert_pretraining_data.pipeline.inspect_data import report
 from bert_pretraining_data.pipeline.main import main, run
-from bert_pretraining_data.pipeline.options import ConfigError, parse_args
+from bert_pretraining_data.pipeline.options import parse_args
 from bert_pretraining_data.transforms.tokenize.sentencepiece_model import parse_model
 from bert_pretraining_data.transforms.tokenize.sentencepiece_text import (SentencePieceTokenizer,
-                                                                        preprocess_text)
-from bert_pretraining_data.transforms.vocab.sentencepiece import (
-    SentencePieceLearning, line_stats)
+                                                                          preprocess_text)
+from bert_pretraining_data.transforms.vocab.sentencepiece import SentencePieceLearning, line_stats
+from conftest import DATA
 from helpers.records import decode_records
 from helpers.vocab_baselines import split_lines, spm_train_directly
 

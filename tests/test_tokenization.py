@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from conftest import DATA
-from helpers.oracle_tokenization import OracleTokenizer
 from bert_pretraining_data.transforms.tokenize import wordpiece
 from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
+from conftest import DATA
+from helpers.oracle_tokenization import OracleTokenizer
 
 GOLDEN = [json.loads(line) for line in
           (DATA / "tokenization_golden.jsonl").read_text(encoding="ascii").splitlines()]
@@ -57,6 +57,7 @@ def test_ids_are_the_vocabulary_ids_of_the_tokens(tokenizers, uncased_vocab):
         assert fast.convert_tokens_to_ids(case["lower"]) == ids
 
 
+@pytest.mark.slow
 def test_every_code_point_is_cleaned_as_the_oracle_cleans_it(tokenizers):
     """The character map is filled lazily, one character at a time: check all
     1.1 M code points, each inside a word, against the character-level port."""
@@ -108,7 +109,7 @@ def test_a_line_of_many_new_characters_fills_the_table_in_rounds(tokenizers):
 
 def test_tokenize_stage_drops_lines_without_tokens(uncased_tokenizer):
     from bert_pretraining_data.transforms.tokenize.tokenized_documents import expand_document
-    from bert_pretraining_data.transforms.instances.beam import TokenizeDocument
+    from bert_pretraining_data.transforms.tokenize.beam import TokenizeDocument
 
     stage = TokenizeDocument(vocab_file=str(DATA / "bert-base-uncased-vocab.txt"),
                              do_lower_case=True)

@@ -9,6 +9,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from bert_pretraining_data.pipeline.warm_up import KERNELS
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -18,6 +20,7 @@ _PROBE = ("import json; from bert_pretraining_data.pipeline.warm_up import warm_
           "print(json.dumps(warm_up()))")
 
 
+@pytest.mark.slow
 def test_after_warm_up_a_fresh_process_compiles_nothing(tmp_path):
     # A copy of the package without numba's cache, as a fresh image has it; the
     # working directory comes first on sys.path, so the copy is what is imported.

@@ -25,7 +25,7 @@ from bert_pretraining_data.transforms.write.beam import (WriteShards, _DeleteBuc
                                                          _WriteShardFn, bucket_dir, bucket_path,
                                                          file_digest, shard_path, write_shard_file)
 from bert_pretraining_data.transforms.write.rows import RawRecords
-from bert_pretraining_data.transforms.write.shuffle_entries import (RecordBatch, scan_entries,
+from bert_pretraining_data.transforms.write.shuffle_entries import (EntryBatch, scan_entries,
                                                                     shard_of, split_by_shard)
 from bert_pretraining_data.transforms.write.tfrecord import (frame_record, read_records,
                                                              read_tfrecord_file, write_record)
@@ -181,7 +181,7 @@ def test_shard_of_is_the_remainder():
 
 
 def entries(pairs) -> bytes:
-    return RecordBatch.of(pairs).entries.tobytes()
+    return EntryBatch.of(pairs).entries.tobytes()
 
 
 def test_entries_sort_by_key_then_record_and_truncation_is_detected(monkeypatch):
@@ -198,13 +198,13 @@ def test_entries_sort_by_key_then_record_and_truncation_is_detected(monkeypatch)
 
 def test_a_batch_splits_into_its_shards_in_order():
     pairs = [(key, b"r%d" % key) for key in (9, 4, 7, 14, 2, 3)]
-    parts = [(shard, part.tobytes()) for shard, part in split_by_shard(RecordBatch.of(pairs), 7)]
+    parts = [(shard, part.tobytes()) for shard, part in split_by_shard(EntryBatch.of(pairs), 7)]
     assert parts == [(0, entries([(7, b"r7"), (14, b"r14")])), (2, entries([(9, b"r9"), (2, b"r2")])),
                      (3, entries([(3, b"r3")])), (4, entries([(4, b"r4")]))]
     for num_shards in (1, 2):  # one shard: the batch as it is
-        [(shard, whole)] = split_by_shard(RecordBatch.of([(6, b"x"), (2, b"y")]), num_shards)
+        [(shard, whole)] = split_by_shard(EntryBatch.of([(6, b"x"), (2, b"y")]), num_shards)
         assert shard == 0 and whole.tobytes() == entries([(6, b"x"), (2, b"y")])
-    assert split_by_shard(RecordBatch.of([]), 3) == []
+    assert split_by_shard(EntryBatch.of([]), 3) == []
 
 
 def test_path_helpers_share_one_layout():
@@ -245,7 +245,7 @@ def in_batches(pairs, sizes=(1, 3, 0, 7, 2)):
     batches, start = [], 0
     while start < len(pairs):
         size = sizes[len(batches) % len(sizes)]
-        batches.append(RecordBatch.of(pairs[start:start + size]))
+        batches.append(EntryBatch.of(pairs[start:start + size]))
         start += size
     return batches
 

@@ -23,9 +23,10 @@ def counter(name: str):
 
 class BundleCounters:
     """Counts of a DoFn, summed over a bundle and added to Beam's counters at
-    its end: a Beam counter update costs ~1 µs, which per element and counter
-    is more than a short document's tokenization. A failed bundle adds
-    nothing, as Beam's own committed counters.
+    its end: a Beam counter update per element and counter costs more than
+    a short document's tokenization (docs/design-notes.md,
+    transforms.counters). A failed bundle adds nothing, as Beam's own
+    committed counters.
 
     Call `start()` from `start_bundle` and `flush()` from `finish_bundle`
     (CountingDoFn does).

@@ -1,17 +1,12 @@
 """CPython's `random.Random`, draw for draw, compiled with numba.
 
-The pipeline's output bytes are defined by the draws of `random.Random`
-objects seeded from keys (transforms.randomness). The compiled core
-(transforms.instances.units_kernel) must make exactly the same draws, so this module
-reproduces CPython's generator: the Mersenne Twister, seeding from an int
-(`init_by_array` over its 32-bit words, Modules/_randommodule.c), `random()`,
-`getrandbits(k)` for k <= 32, and Lib/random.py's `_randbelow` (rejection on
-`n.bit_length()` bits), `randint`, `shuffle` and `sample`.
-tests/test_mersenne_twister.py checks every one against `random.Random` itself.
-
-A state is an int64 array of N + 1 values: the 624 words, then the index of
-the next word. int64 rather than uint32 because numba turns mixed
-unsigned/signed arithmetic into floats; every word is kept below 2**32.
+The output bytes are defined by the draws of `random.Random` objects seeded
+from keys, and the compiled kernels must make the same draws: so this is
+CPython's Mersenne Twister with its int seeding (`init_by_array`), `random()`,
+`getrandbits(k)` for k <= 32 and Lib/random.py's `_randbelow`, `randint`,
+`shuffle` and `sample` (tests/test_mersenne_twister.py checks each). A state
+is an int64 array of N + 1 values, the 624 words then the next word's index:
+int64 because numba turns mixed unsigned/signed arithmetic into floats.
 """
 
 from __future__ import annotations
@@ -131,11 +126,11 @@ def seed_lanes(keys: np.ndarray, key_lengths: np.ndarray, lanes: np.ndarray) -> 
     `twisted_state` makes a generator of a column.
 
     Seeding is a chain of ~1,250 dependent steps per key, so one key at a
-    time costs as much compiled as in CPython (~5 us); the chains of
-    different keys are independent, so every step of all of them is one
-    loop over a row, which the compiler vectorises: ~0.35 us a key at 64
-    keys. (Indexing `lanes[i, c]` directly matters: through row views the
-    same loop cost 1.7 us a key.)
+    time costs as much compiled as in CPython; the chains of different keys
+    are independent, so every step of all of them is one loop over a row,
+    which the compiler vectorises. Index `lanes[i, c]` directly: through row
+    views the loop does not vectorise as well. (Costs: docs/design-notes.md,
+    transforms.mersenne_twister.)
     """
     count = len(key_lengths)
     terms = np.empty((_KEY_CYCLE, count), dtype=np.uint32)  # key[j] + j at step t

@@ -1,13 +1,11 @@
 """Progress of a local run, shared by its worker processes through small files.
 
-The DirectRunner runs stages in worker processes (or threads), and Beam's
-counters are only read when the run ends, so a run of minutes would be
-silent. Each DoFn that knows a piece of the progress (the Tokenize stage:
-documents and their text bytes; CreateRecords: instances) adds it to a
-`ProgressSink`, which writes its running totals to its own file in a local
-directory at most once a second; the driver sums the files
-(`read_progress`) and prints them (pipeline.progress_printer). Only for runs on
-this machine: a Dataflow job's progress is its console page.
+Beam's counters are read only when a run ends, so a local run of minutes would
+be silent. Each DoFn that knows a piece of the progress (Tokenize: documents
+and text bytes; CreateInstances: instances) adds it to a `ProgressSink`, which
+writes its running totals to its own file at most once a second; the driver
+sums the files (`read_progress`) and prints them (pipeline.progress_printer).
+A Dataflow job's progress is its console page.
 """
 
 from __future__ import annotations

@@ -55,7 +55,8 @@ def prefixed_digest(new_hash: Callable[[], Any], *prefix: object) -> Callable[[o
     """`key -> new_hash()` digest of encode_parts((*prefix, key)), the same
     bytes as hashing the parts whole, with the constant prefix encoded and
     hashed once: per-document hashes (a seed, a sample rank) run a million
-    times a run on short documents, and the prefix was half their cost.
+    times a run on short documents, and hashing the prefix each time was a
+    large part of their cost (docs/design-notes.md, transforms.randomness).
     One hasher per prefix (cached), so callers ask for it per key."""
     base = new_hash()
     base.update(encode_parts(prefix))
@@ -73,6 +74,9 @@ def _blake2b_64() -> Any:
 
 def _hash_key(digest: bytes) -> int:
     return int.from_bytes(digest, "big") >> 1
+
+
+STABLE_HASH_RANGE = 1 << 63  # stable_hash's keys are below it
 
 
 def stable_hash(*parts: object) -> int:

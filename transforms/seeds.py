@@ -1,18 +1,12 @@
 """The seeds of one document's random draws: one hash per document, the rest derived.
 
-Every draw of the default recipe comes from a generator seeded by (random
-seed, document key, stream, dupe index, instance index): creating the
-instances of a copy, masking each instance, and ordering the records in the
-global shuffle. A cryptographic hash per *copy* or per *instance* (what this
-project did before) costs more than the compiled work it seeds on short
-documents, so the document's key is hashed once (sha256, `document_seed`)
-and everything below it is derived from those 128 bits by a bijective integer
-mixer (`derive`), compiled, and callable from Python too: the Python reference
-path and the compiled kernels share this one definition.
-
-Distinct (stream, dupe, index) positions of a document give distinct
-derived values (the mixer is a bijection of the packed position), and
-different documents start from independent sha256 outputs.
+Every draw (a copy's instances, their masks, their places in the global
+shuffle) comes from a generator seeded by (random seed, document key, stream,
+dupe index, instance index). A cryptographic hash per copy or instance would
+cost more than the compiled work it seeds, so the key is hashed once
+(`document_seed`) and each position derived from those 128 bits by a bijective
+mixer (`derive`), which the Python reference path and the compiled kernels
+share. (What it replaced: docs/design-notes.md, transforms.seeds.)
 """
 
 from __future__ import annotations
@@ -88,7 +82,7 @@ def key_words(lo: np.uint64, hi: np.uint64, key: np.ndarray) -> int:
 
 @njit(cache=True)
 def shuffle_key(seed_lo: np.uint64, seed_hi: np.uint64, dupe: int, index: int) -> int:
-    """The record's place in the global shuffle: 63 bits (Beam's VarIntCoder
+    """The instance's place in the global shuffle: 63 bits (Beam's VarIntCoder
     encodes signed 64-bit ints)."""
     lo, _ = derive(seed_lo, seed_hi, SHUFFLE, dupe, index)
     return np.int64(lo >> np.uint64(1))

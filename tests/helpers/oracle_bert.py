@@ -17,10 +17,10 @@ import random
 from typing import Callable, Sequence
 
 from bert_pretraining_data.transforms.d2l.example import encode_features
-from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
+from bert_pretraining_data.transforms.d2l.pairs import SentencePair
 from bert_pretraining_data.transforms.instances.masking import Masked, MaskingConfig, num_to_predict
+from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
 from bert_pretraining_data.transforms.tokenize.tokenized_documents import CompactView
-from bert_pretraining_data.transforms.instances.beam import Instance
 
 Document = Sequence[Sequence[int]]
 # Returns a document other than the current one, or None when none exists.
@@ -61,15 +61,15 @@ def truncate_seq_pair(tokens_a: list[int], tokens_b: list[int], max_num_tokens: 
 
 
 def _pair(tokens_a: list[int], tokens_b: list[int], is_random_next: bool,
-          config: InstanceConfig) -> Instance:
+          config: InstanceConfig) -> SentencePair:
     tokens = [config.cls_id, *tokens_a, config.sep_id, *tokens_b, config.sep_id]
     segment_ids = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
-    return Instance(tokens=tokens, segment_ids=segment_ids, is_random_next=is_random_next)
+    return SentencePair(tokens=tokens, segment_ids=segment_ids, is_random_next=is_random_next)
 
 
 def create_instances(document: Document, *, config: InstanceConfig,
                      random_document: RandomDocumentFn, rng: random.Random,
-                     mask: MaskFn | None = None) -> tuple[list[Instance], InstanceStats]:
+                     mask: MaskFn | None = None) -> tuple[list[SentencePair], InstanceStats]:
     """All instances of one document, in the original's order.
 
     `mask`, when given, is applied to each instance as soon as it is built,
@@ -80,7 +80,7 @@ def create_instances(document: Document, *, config: InstanceConfig,
     if rng.random() < config.short_seq_prob:
         target_seq_length = rng.randint(2, max_num_tokens)
 
-    instances: list[Instance] = []
+    instances: list[SentencePair] = []
     stats = InstanceStats()
     chunk: list[Sequence[int]] = []
     chunk_length = 0
@@ -220,7 +220,7 @@ def random_document_from_sample(sample, own_key: str) -> RandomDocumentFn:
     return choose
 
 
-def encode_instance(instance: Instance, *, max_seq_length: int, max_predictions_per_seq: int,
+def encode_instance(instance: SentencePair, *, max_seq_length: int, max_predictions_per_seq: int,
                     padded: bool = True) -> bytes:
     """The original's padded Example of an instance (input_mask and
     masked_lm_weights only when padded), written by the generic writer."""

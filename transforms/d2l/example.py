@@ -1,14 +1,11 @@
-"""Any `tf.train.Example` of int64 and float features as deterministic
-bytes, in Python: for recipes built in Python (the d2l recipe) and tests.
+"""Any `tf.train.Example` of int64 and float features as deterministic bytes,
+in Python: for recipes built in Python (the d2l recipe) and tests.
 
-The pipeline promises byte-identical shards on every run and runner, so the
-serialization must not depend on the process: protobuf's default
-serialization orders map entries (the `Features.feature` map) differently per
-process. This module writes the protobuf wire format by hand, with the map
-entries in sorted key order, which is exactly what
-`tf.train.Example.SerializeToString(deterministic=True)` produces, and keeps
-TensorFlow out of the workers. The BERT records' layout and its compiled
-writer are transforms.write.tf_example.
+Protobuf's default serialization orders the `Features.feature` map
+differently per process, and shards must be byte-identical on every run, so
+this writes the wire format by hand with map entries in sorted key order,
+exactly `SerializeToString(deterministic=True)`, and keeps TensorFlow out of
+the workers. The BERT records' compiled writer is transforms.write.tf_example.
 """
 
 from __future__ import annotations
@@ -35,7 +32,7 @@ def _varint(value: int) -> bytes:
 
 
 # Varint bytes of the ids that occur in practice: every BERT vocabulary but the
-# multilingual one fits below 2**15 (~5 MB); larger ids are added as they are
+# multilingual one fits below 2**15 (a small table); larger ids are added as they are
 # seen. A dict, not a list, so that a negative id misses instead of silently
 # indexing from the end.
 _VARINT: dict[int, bytes] = {i: _varint(i) for i in range(_FAST_VARINT_LIMIT)}

@@ -1,32 +1,16 @@
 """Deduplicate: the Beam shell of the dedup stage (`--dedup=exact|near`).
 
-    documents -> FingerprintDocuments -> batches of documents (with digests)
-                                      -> exact rows (digest, key) per partition
-                                      -> band rows (band key, digest) per partition (near)
+    documents -> FingerprintDocuments -> batches (with digests), exact rows, band rows (near)
     exact rows -> GroupByKey -> GroupCopies -> one ExactGroups (keys to drop, counts)
     band rows  -> GroupByKey -> FindCandidates -> candidate pairs (a side input)
-    batches + candidates -> ShareShingles -> (pair partition, shingle sets)
-               -> GroupByKey -> VerifyPairs -> edges -> GroupByKey (one key)
-               -> ClusterNearCopies
+    batches + candidates -> ShareShingles -> GroupByKey -> VerifyPairs -> edges
+               -> GroupByKey (one key) -> ClusterNearCopies
     ExactGroups + near clusters -> Decide -> Decisions (a side input)
-    batches + Decisions -> DropCopies -> documents, each text once (identical
-               texts under one key, possible with hash-keyed formats, meet in a
-               GroupByKey and one is kept)
+    batches + Decisions -> DropCopies -> documents, each text once
 
-What is shuffled: the exact rows (16 bytes and the key per document), the
-band rows (24 bytes per band per document, near only), both in per-bundle
-numpy batches split by partition, not one element per document; the shingle
-sets of candidate texts only, once per pair, in one element per batch and
-partition of pairs (one partition per ~8 MiB of input), all of a partition's
-pairs verified at once in numpy; the verified pairs. The batches of documents
-are read twice (fingerprints, then the drops), so the runner materializes them
-once. What a worker holds: a batch of documents (~1 MiB of text) and its
-rows; one partition's rows (the input is split into one partition per
-~64 MiB); one partition of pairs' shingle sets; the side inputs (16 bytes
-per dropped document, ~50 bytes per candidate pair, numpy arrays only);
-and, on one worker, the verified pairs to cluster.
-
-The decisions themselves are transforms.dedup.decisions (no Beam).
+Rows travel in per-bundle numpy batches per partition and shingle sets only
+for candidate texts, so what is shuffled and held stays bounded by the
+partition sizes (docs/design-notes.md, transforms.dedup.beam).
 """
 
 from __future__ import annotations
@@ -181,8 +165,8 @@ class Deduplicate(beam.PTransform):
                 _EXACT, _BANDS, main=DOCUMENTS)
         batches = fingerprinted[DOCUMENTS]
         # Global combines without defaults: Beam would otherwise pass each
-        # result through a side input and walk its objects to size it (0.17 s
-        # for 130,000 dropped keys). The empty groups make exactly one result.
+        # result through a side input and walk its objects to size it, slow
+        # for many dropped keys. The empty groups make exactly one result.
         partitions = (fingerprinted[_EXACT]
                       | "GroupExactRows" >> beam.GroupByKey()
                       | "GroupCopies" >> beam.Map(group_copies))

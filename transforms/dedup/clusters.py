@@ -1,19 +1,13 @@
 """Which documents go: exact groups, candidate pairs, transitive clusters.
 
-Plain functions on plain data; transforms.dedup.beam runs them in Beam.
-
-- Exact: documents with the same digest (transforms.dedup.normalise) form a
-  group; the one with the smallest key is kept. For text input a key is
-  `file:offset`, so that is the first copy in file order; JSONL, Parquet and
-  Wikipedia documents are keyed by a hash of their text, so identical texts
-  share a key, and one of them is kept.
-- Near: texts (digests) that share an LSH band key are candidate pairs
-  (every pair of a band's texts when it holds at most ALL_PAIRS_LIMIT,
-  else each with the band's first, which keeps the pairs linear in the
-  band's size); a candidate pair is verified on the Jaccard similarity of
-  its shingle sets; verified pairs join their texts into clusters
-  transitively (union-find), and each cluster keeps the text whose kept
-  document has the smallest key.
+Plain functions on plain data, each decision made on texts and keys only.
+Exact: documents with the same digest form a group that keeps its smallest
+key (for text input the first copy in file order). Near: texts sharing an LSH
+band key are candidate pairs (all pairs of a band of at most ALL_PAIRS_LIMIT
+texts, else each with the band's first, so pairs stay linear in its size),
+verified on the Jaccard similarity of their shingle sets and joined
+transitively (union-find); each cluster keeps the text whose kept document
+has the smallest key.
 """
 
 from __future__ import annotations

@@ -1,27 +1,13 @@
 """Word n-gram shingles, MinHash signatures and LSH band keys of a batch of documents.
 
-Shingles. A document's normalised words (transforms.dedup.normalise), every
-run of n consecutive words (a document of fewer than n words: one shingle of
-all of them), each hashed to 32 bits: a word by CRC-32 of its UTF-8 bytes, a
-run by a multiply-add of its words' hashes with fixed odd 64-bit constants,
-mixed by splitmix64's finalizer and folded to 32 bits. Two documents'
-Jaccard similarity is that of their sets of shingle hashes.
-
-MinHash. datasketch's `affine32` scheme, value for value (the tests compare
-with `datasketch.MinHash`): a shingle hash is pre-mixed by MurmurHash3's
-32-bit finalizer, then each of the P permutations maps it to a*h + b mod 2^32
-(a odd: a bijection), and the signature holds each permutation's minimum over
-the document's shingles; the (a, b) are drawn as datasketch draws them from
-its seed. It is computed here for a whole batch of documents in a few numpy
-operations (a multiply-add over shingles x permutations, then the minimum
-over each document's rows) instead of datasketch's Python loop over each
-document's shingles, which was slower (bench/DEDUP.md has the figures).
-
-LSH. The P values are cut into b bands of r rows; a band's key hashes its
-rows and its index. Documents sharing a band key are candidates, which are
-then verified on their shingle sets (transforms.dedup.clusters), so the bands
-only need to find nearly every pair at the threshold: a pair of similarity s
-shares some band with probability 1 - (1 - s^r)^b.
+Shingles are runs of n normalised words hashed to 32 bits; MinHash is
+datasketch's `affine32` scheme value for value (the tests compare with
+`datasketch.MinHash`), computed for a whole batch in a few numpy operations
+rather than datasketch's Python loop per document (docs/duplicates.md has the
+figures). Candidates sharing a band are verified afterwards on their shingle
+sets (transforms.dedup.clusters), so the bands only need to find nearly every
+pair at the threshold: a pair of similarity s shares one of b bands of r rows
+with probability 1 - (1 - s^r)^b (`band_shape`).
 """
 
 from __future__ import annotations
@@ -105,7 +91,7 @@ def distinct_shingles(texts: Sequence[str], ngram: int) -> tuple[np.ndarray, np.
     normalised text, concatenated in text order, and how many each has."""
     hashes, counts = shingle_hashes(texts, ngram)
     # One sort for the batch: (text index, hash) as one 64-bit value. Not
-    # np.unique: NumPy 2.4's hashes first and is ~19x slower on these values.
+    # np.unique: NumPy 2.4's hashes first, much slower on these values.
     tagged = np.sort(np.repeat(np.arange(len(texts), dtype=np.uint64), counts) << np.uint64(32)
                      | hashes.astype(np.uint64))
     first = np.ones(len(tagged), dtype=bool)

@@ -1,23 +1,13 @@
-"""Full sequences without a sentence-pair task (`--next_sentence=none`): the
-ELECTRA `build_pretraining_dataset.py` `ExampleBuilder`, compiled, the one
-definition of it (RoBERTa-style inputs: sequences filled to the maximum
-length across the sentences of a document).
+"""Full sequences without a sentence-pair task (`--next_sentence=none`): ELECTRA's
+`build_pretraining_dataset.py` `ExampleBuilder`, compiled, the one definition of
+it (RoBERTa-style inputs filled to the maximum length across a document's
+sentences).
 
-Read it beside `ExampleBuilder.add_line` and `_create_example`: sentences are
-added until their length reaches the target (then an example is made, the
-sentence that crossed it included), and a document's end makes an example of
-what is left. An example is one segment with p=0.1; otherwise a sentence
-joins segment A while A is empty or stays under half the target, or, the
-first time it would cross it, with p=0.5; the others join B (so A and B need
-not be contiguous). A is cut to max_seq_length - 2 tokens, B to what is left
-after [CLS] A [SEP] and its own [SEP]; the overflow is dropped. After each
-example the next target is the maximum length, or with p=0.05 a random
-length in [5, max_seq_length].
-
-The target carries over from one example to the next. The script carries it
-across documents too (reference mode does); the pipeline draws a document
-copy's first target as the script draws it after an example, so the
-distribution is the same without one document depending on another.
+Read it beside `ExampleBuilder.add_line` and `_create_example` (`_example`,
+`next_target` and `create_sequences` follow them step by step). The script
+carries its length target across documents (reference mode does too); the
+pipeline draws a copy's first target as the script draws one after an
+example: the same distribution, without one document depending on another.
 """
 
 from __future__ import annotations
@@ -41,7 +31,12 @@ def next_target(mt, max_seq_length: int) -> int:
 def _example(mt, tokens, bounds, first, last, target, s, w):
     """The example of sentences first..last - 1 into w.instance; returns
     (its length, where segment B starts (the length when there is no B),
-    tokens dropped by the cut)."""
+    tokens dropped by the cut).
+
+    `_create_example`: one segment with p=0.1; otherwise a sentence joins
+    segment A while A is empty or under half the target, or, the first time
+    it would cross it, with p=0.5; the others join B (A and B need not be
+    contiguous). A is cut to max_seq_length - 2 tokens, B to what is left."""
     first_target = 100000 if random(mt) < 0.1 else (target - 3) // 2
     side = w.masking.work  # per sentence: 0 = A, 1 = B
     a_length = 0
@@ -82,8 +77,10 @@ def create_sequences(mt, tokens, bounds, target, seed_lo, seed_hi, dupe, s, w, o
                      entry_bounds, keys, count, stats):
     """Every example of one copy of a document (tokens, sentence bounds),
     starting with `target`; example i gets the shuffle key of (dupe, i).
-    Returns (target after the last example, out, pos, entry_bounds, keys,
-    count): the output grown as needed."""
+    As `add_line`, sentences are added until their length reaches the target
+    (the one that crossed it included), and the document's end makes an
+    example of what is left. Returns (target after the last example, out,
+    pos, entry_bounds, keys, count): the output grown as needed."""
     num_sentences = len(bounds) - 1
     first = 0
     length = 0

@@ -1,13 +1,9 @@
-"""Instances in flight between the record kernels and the shard writer.
+"""Instances in flight between the instance kernels and the shard writer.
 
-The kernels (transforms.instances.pairs, transforms.instances.full_sequences) make and mask
-each instance; the record it becomes is written only when its shard is
-written (transforms.write.rows), after the global shuffle. So what travels through
-the shuffle (Dataflow Shuffle, or the DirectRunner's bucket files) is the
-instance itself, about a third of its padded `tf.train.Example`: no padding,
-no feature names, 2 bytes a token id. And the shard writer, which sees a
-shard's instances together, can pack several into one row
-(`--pack_sequences`) without ever parsing an Example.
+The shuffle carries the instance itself, not its record, which is written
+only with its shard (transforms.write.rows): a third of a padded
+`tf.train.Example` (no padding, no feature names, 2 bytes a token id), and a
+shard's instances can be packed into rows without parsing an Example.
 
 Layout of one instance (little-endian):
   flags    uint8   bit 0: ids and positions are 4 bytes (else 2);

@@ -1,22 +1,13 @@
 """Masked-LM predictions: the original's `create_masked_lm_predictions`, on
 token ids, compiled, and the one definition of masking in this project.
 
-The pipeline's record kernels (transforms.instances.pairs) call `mask_instance`
-for each instance as soon as it is built, where the original draws its
-masking randomness; the loaders' dynamic masking and the d2l recipe call
-`mask_tokens`, which runs the same function with a `random.Random` (its
-state is handed to the compiled generator and back). Read it beside the
-original: candidates are every position but [CLS]/[SEP], grouped into whole
-words when `--do_whole_word_mask` (a `##` piece joins the previous
-candidate, even across a [SEP]); the groups are shuffled and taken while
-they fit the budget (15% of the length, Python's round, at least 1, at most
-`max_predictions_per_seq`); each chosen position is replaced 80% [MASK], 10%
-kept, 10% a random id; positions are returned sorted.
-
-Per-token masking outside `reference` mode draws the chosen positions with
-`random.sample` instead of shuffling every candidate: the same distribution
-at a fraction of the draws. `reference` mode (`--reference_compatible`)
-makes the original's draws exactly.
+The instance kernels call `mask_instance` as soon as an instance is built,
+where the original draws its masking randomness; dynamic masking and the d2l
+recipe call `mask_tokens`, the same function with a `random.Random`. BERT's,
+ALBERT's n-gram and the Model Garden's policies each follow their script
+(`_bert`, `_albert_ngrams`, `_model_garden`). Outside `reference` mode,
+per-token masking draws the chosen positions with `random.sample` instead of
+shuffling every candidate: the same distribution at a fraction of the draws.
 """
 
 from __future__ import annotations
@@ -171,12 +162,13 @@ def scratch(max_seq_length: int, max_ngram_size: int = 1) -> MaskingScratch:
 
 
 # Inlined, as the per-instance steps below: a call would copy the tables and
-# scratch tuples by value (~10% of the kernel's time on short documents).
+# scratch tuples by value, a cost felt on short documents.
 @njit(cache=True, inline="always")
 def _candidates(tokens, marks, m, w) -> tuple[int, int]:
     """Every position but [CLS]/[SEP] into w.candidates, grouped (one each,
     or whole words: a `##` piece, or a position marked as continuing a
-    segmented word, joins the previous candidate) with group g being
+    segmented word, joins the previous candidate, even across a [SEP], as in
+    the original) with group g being
     w.candidates[w.group_starts[g]:w.group_starts[g + 1]]; returns
     (candidates, groups)."""
     count = 0

@@ -1,24 +1,14 @@
 """Sentence-pair instances of one document: the original's
-`create_instances_from_document`, compiled, and the one definition of it,
-for BERT's next sentence prediction and ALBERT's sentence order prediction
+`create_instances_from_document`, compiled, and the one definition of it, for
+BERT's next sentence prediction and ALBERT's sentence order prediction
 (`--next_sentence=sop`; ALBERT's function is BERT's with that branch).
 
-Read it beside the original, step by step: a target length (shortened with
-`short_seq_prob`), chunks of whole sentences up to it, `a_end`, a random
-next segment when the chunk has one segment or (NSP) with p=0.5 (the unused
-segments put back); with SOP, B is the actual next segment and the two are
-swapped with p=0.5 (label 1 = swapped or random); `truncate_seq_pair`,
-`[CLS] A [SEP] B [SEP]`. Each
-instance is masked (transforms.instances.masking) with the same generator as soon as
-it is built, where the original draws its masking randomness, then appended
-as a shuffle entry (transforms.write.shuffle_entries) holding the instance
-(transforms.instances.instance_bytes); its record is written with its shard.
-
-What differs between the distributed pipeline and `--reference_compatible`
-is the generator passed in (one per document copy, or one for the whole
-run) and, in `random_document`, what happens when the 10 tries to avoid
-the own document fail. The settings record and scratch arrays are
-transforms.instances.units_kernel' `Settings` and `Workspace`.
+Read it beside the original, step by step. Each instance is masked with the
+same generator as soon as it is built, where the original draws its masking
+randomness, then appended as a shuffle entry (`emit`). The pipeline and
+`--reference_compatible` differ only in the generator passed in (one per
+document copy, or one for the run) and in `random_document`. `s` and `w` are
+transforms.instances.units_kernel's Settings and Workspace.
 """
 
 from __future__ import annotations
@@ -47,6 +37,8 @@ NSP, SOP, NONE = NEXT_SENTENCE_OBJECTIVES.values()
 
 @dataclasses.dataclass(frozen=True)
 class InstanceConfig:
+    """What instance creation needs from the flags and the vocabulary."""
+
     max_seq_length: int
     short_seq_prob: float
     cls_id: int
@@ -137,6 +129,13 @@ def create_instances(mt, tokens, bounds, sample_tokens, sample_bounds, sample_do
     (dupe, i). Random next segments come from the sample (flat tokens,
     sentence bounds, document bounds over the sentences), where the document
     itself is `own` (-1: not in it).
+
+    The original's steps: a target length (shortened with `short_seq_prob`),
+    chunks of whole sentences up to it, `a_end`, a random next segment when
+    the chunk has one segment or (NSP) with p=0.5 (the unused segments put
+    back); with SOP, B is the actual next segment and the two are swapped
+    with p=0.5 (label 1 = swapped or random); `truncate_seq_pair`,
+    `[CLS] A [SEP] B [SEP]`.
 
     Returns (out, pos, entry_bounds, keys, count): the output, grown as needed.
     """

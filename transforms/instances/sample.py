@@ -11,18 +11,20 @@ from __future__ import annotations
 import random
 from typing import Sequence
 
-import apache_beam as beam
-
 from bert_pretraining_data.transforms.instances.pairs import random_document
 from bert_pretraining_data.transforms.mersenne_twister import generator_state
-from bert_pretraining_data.transforms.tokenize.tokenized_documents import (
-    CompactDocument, CompactView, compact_document, compact_token_count, expand_document)
 from bert_pretraining_data.transforms.randomness import stable_hasher
+from bert_pretraining_data.transforms.tokenize.tokenized_documents import (CompactDocument,
+                                                                           CompactView,
+                                                                           compact_document,
+                                                                           compact_token_count,
+                                                                           expand_document)
 
 SampledDocument = tuple[str, CompactDocument]
 
 
 def sample_rank(seed: int, doc_key: str) -> int:
+    """A document's seeded rank: the sample is the documents of smallest rank."""
     return stable_hasher("nsp-sample", seed)(doc_key)
 
 
@@ -77,23 +79,3 @@ def random_document_from_sample(sample: Sequence[SampledDocument], own: int,
     return None if index < 0 else CompactView(sample[index][1])
 
 
-class SampleDocuments(beam.PTransform):
-    """(doc_key, compact document) -> a singleton list of up to K sampled
-    (doc_key, compact document), each cut to its leading sentences."""
-
-    def __init__(self, *, seed: int, size: int, max_bytes: int,
-                 max_tokens_per_document: int) -> None:
-        super().__init__()
-        self._seed = seed
-        self._size = size
-        self._max_bytes = max_bytes
-        self._max_tokens = max_tokens_per_document
-
-    def expand(self, docs):
-        seed, max_tokens, max_bytes = self._seed, self._max_tokens, self._max_bytes
-        return (
-            docs
-            | "Rank" >> beam.Map(lambda kv: (sample_rank(seed, kv[0]), kv[0],
-                                             cap_document(kv[1], max_tokens)))
-            | "SmallestRanks" >> beam.combiners.Top.Smallest(self._size)
-            | "BoundBytes" >> beam.Map(bound_sample, max_bytes))

@@ -9,26 +9,28 @@ its tokens.
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
-from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
-from bert_pretraining_data.transforms.instances.units_kernel import (Settings, Workspace, settings,
-                                                          unit_entries, workspace)
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig
-from bert_pretraining_data.transforms.tokenize.tokenized_documents import (CompactDocument, compact_arrays,
-                                                                compact_document)
+from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
 from bert_pretraining_data.transforms.instances.sample import SampledDocument
+from bert_pretraining_data.transforms.instances.units_kernel import (Settings, Workspace, settings,
+                                                                     unit_entries, workspace)
 from bert_pretraining_data.transforms.seeds import document_seed
-from bert_pretraining_data.transforms.write.shuffle_entries import RecordBatch
+from bert_pretraining_data.transforms.tokenize.tokenized_documents import (CompactDocument,
+                                                                           compact_arrays,
+                                                                           compact_document,
+                                                                           compact_token_count)
+from bert_pretraining_data.transforms.write.shuffle_entries import EntryBatch
 
 
 @dataclasses.dataclass(frozen=True)
 class Engine:
     """The kernels' settings and a workspace, built once per worker
     (`DoFn.setup`) from the flags' configs. Without a masking config
-    (`--masking=none`) records carry no predictions."""
+    (`--masking=none`) instances carry no predictions."""
 
     instances: InstanceConfig
     masking: MaskingConfig | None
@@ -69,19 +71,19 @@ class FlatSample:
                    index={key: i for i, (key, _) in enumerate(sample)})
 
 
-def warm_up(engine: Engine) -> RecordBatch:
-    """Loads the kernels now (compiling them once per machine, ~41 s, cached
-    beside the module), so that no element pays for it; returns the records
-    it made."""
+def warm_up(engine: Engine) -> EntryBatch:
+    """Loads the kernels now (compiling them once per machine, cached beside
+    the module: docs/design-notes.md, transforms.instances.units), so that no
+    element pays for it; returns the shuffle entries it made."""
     document = compact_document([[0, 0], [0]])
-    return unit_records([("warm-up", document, (0, 1))],
+    return unit_instances([("warm-up", document, (0, 1))],
                         sample=FlatSample.of([("sampled", document)]), engine=engine,
                         seed=0)[0]
 
 
 @dataclasses.dataclass
-class RecordStats:
-    """What a document's copies gave, for CreateRecords' counters (the manifest's)."""
+class InstanceStats:
+    """What a document's copies gave, for CreateInstances' counters (the manifest's)."""
 
     instances: int = 0
     random_next_instances: int = 0
@@ -96,8 +98,8 @@ class RecordStats:
 WorkUnit = list[tuple[str, CompactDocument, tuple[int, int]]]
 
 
-def unit_records(unit: WorkUnit, *, sample: FlatSample, engine: Engine, seed: int
-                 ) -> tuple[RecordBatch, RecordStats]:
+def unit_instances(unit: WorkUnit, *, sample: FlatSample, engine: Engine, seed: int
+                 ) -> tuple[EntryBatch, InstanceStats]:
     """The shuffle entries of every copy of every document of a unit, document
     by document, copy by copy, instance by instance: one kernel call."""
     documents = b"".join(document for _, document, _ in unit)
@@ -110,4 +112,30 @@ def unit_records(unit: WorkUnit, *, sample: FlatSample, engine: Engine, seed: in
         np.array([end for _, _, (_, end) in unit], dtype=np.int64),
         np.array([sample.index.get(key, -1) for key, _, _ in unit], dtype=np.int64),
         sample.tokens, sample.bounds, sample.documents, engine.settings, engine.workspace)
-    return RecordBatch(keys=keys, entries=entries, bounds=bounds), RecordStats(*stats.tolist())
+    return EntryBatch(keys=keys, entries=entries, bounds=bounds), InstanceStats(*stats.tolist())
+
+
+# A batch of documents, and a unit of work, hold about this many token ids:
+# many short documents (so that the runner handles one element and the kernel
+# is called once for all of them), or the copies of one long document (so
+# that a huge document's copies spread over workers and no element's output
+# grows without bound).
+WORK_UNIT_TOKENS = 1 << 18
+
+
+def fan_out_batch(batch: list[tuple[str, CompactDocument]], dupe_factor: int
+                  ) -> Iterator[WorkUnit]:
+    """A batch's `dupe_factor` copies of each document (each copy with its
+    own seeds, hence its own instances) as units of work: the documents'
+    copies together, except that a document whose copies hold over
+    WORK_UNIT_TOKENS tokens is cut into units of fewer copies."""
+    unit: WorkUnit = []
+    for doc_key, document in batch:
+        per_unit = max(1, WORK_UNIT_TOKENS // max(1, compact_token_count(document)))
+        if per_unit >= dupe_factor:
+            unit.append((doc_key, document, (0, dupe_factor)))
+            continue
+        for start in range(0, dupe_factor, per_unit):
+            yield [(doc_key, document, (start, min(dupe_factor, start + per_unit)))]
+    if unit:
+        yield unit

@@ -1,27 +1,15 @@
-"""Units of work to keyed, masked instances: the compiled driver of the
-instance (transforms.instances.pairs, transforms.instances.full_sequences) and masking
-(transforms.instances.masking) definitions.
+"""Units of work to keyed, masked instances: the compiled driver of the instance
+(transforms.instances.pairs, .full_sequences) and masking definitions.
 
-Two drivers, one algorithm:
-- `unit_entries` (the pipeline): each copy of each document draws from a
-  generator seeded from the document's key and the copy's index
-  (transforms.seeds), so the records do not depend on the order documents
-  arrive in, and random next segments come from the side-input sample;
-- `reference_entries` (`--reference_compatible`): one generator seeded with
-  --random_seed and consumed exactly in the original's order: the document
-  shuffle, every document of every copy, the final shuffle of all instances.
-
-Data layout (numpy, flat):
-- a document or sample: int32 token ids, int64 sentence bounds (sentence s
-  is tokens[bounds[s]:bounds[s + 1]]); a sample or corpus adds int64
-  document bounds over its sentences;
-- a unit of work: the compact bytes of its documents (transforms.tokenize.tokenized_documents's
-  layout, read by its `read_compact`) with their bounds, 128-bit seeds
-  (transforms.seeds) and dupe ranges;
-- output: shuffle entries (uint64 key, then the instance as
-  transforms.instances.instance_bytes writes it) with their bounds and keys
-  (transforms.write.shuffle_entries.RecordBatch); the shard writer makes the records
-  (transforms.write.rows).
+Two drivers, one algorithm: `unit_entries` (the pipeline) seeds each copy of
+each document from the document's key and the copy's index, so instances do
+not depend on the order documents arrive in; `reference_entries`
+(`--reference_compatible`) consumes one generator in the original's order.
+Data is flat numpy: a document is int32 token ids and int64 sentence bounds
+(sentence s is tokens[bounds[s]:bounds[s + 1]]), a sample adds int64 document
+bounds over its sentences, a unit of work is its documents' compact bytes
+(transforms.tokenize.tokenized_documents) with their seeds and dupe ranges,
+and the output shuffle entries (transforms.write.shuffle_entries.EntryBatch).
 """
 
 from __future__ import annotations
@@ -43,9 +31,9 @@ from bert_pretraining_data.transforms.mersenne_twister import (SEED_WORDS, gener
 from bert_pretraining_data.transforms.tokenize.tokenized_documents import read_compact
 from bert_pretraining_data.transforms.seeds import INSTANCES, seed_key
 
-# Generators seeded together (jit_random.seed_lanes), the copies of many
-# documents: 64 take 160 KB of lanes; a document's 10 copies alone cost
-# ~0.7 us more a key (microbenchmark: 1.08 us at 10 keys, 0.33 at 64).
+# Generators seeded together (transforms.mersenne_twister.seed_lanes), the
+# copies of many documents: a document's 10 copies alone vectorise worse
+# (the costs: docs/design-notes.md, transforms.instances.units_kernel).
 _SEED_BATCH = 64
 
 

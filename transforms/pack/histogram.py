@@ -1,27 +1,13 @@
 """Which lengths share a row: bin packing on the length histogram.
 
 A shard holds hundreds of thousands of instances but at most max_seq_length
-distinct lengths, so the packing is solved on the histogram (counts per
-length) and costs the same whatever the shard's size, like the histogram
-packers of Krell et al. ("Efficient Sequence Packing without
-Cross-contamination", arXiv 2107.02027). Their shortest-pack-first packer
-(SPFHP) puts each length, longest first, into the pack with the most room
-left; with at most 3 sequences a row that spends the row's slots on short
-sequences while longer ones still need partners (89.4% of the token slots
-filled on their Wikipedia histogram at 512, against 99.7% for their
-non-negative least-squares packer, NNLSHP, which needs an LP solver).
-
-This packer keeps the longest-first order but fills each row's *last two*
-slots together: with the pair of remaining lengths that fills the row best,
-and among equally good pairs the one with the shortest member, so the short
-sequences are spread one per row instead of ending up three to a row. Slots
-before the last two (depth 4 and up) take the shortest remaining length, or
-the longest that fits, or the rows stay shallower, whichever plan needs the
-fewest rows. On the paper's own histogram this fills 99.5% at depth 3 and 99.7%
-without a limit (bench/packing.py; README, "Packed sequences").
-
-Everything is a function of the histogram: the same counts give the same
-shapes on every worker.
+distinct lengths, so packing is solved on the histogram, at a cost
+independent of the shard's size, like Krell et al.'s packers (arXiv
+2107.02027). Their SPFHP, at 3 a row, spends rows on short sequences while
+long ones still need partners; this packer keeps longest-first but fills a
+row's *last two* slots together with the pair of lengths that fills it best,
+so short sequences spread one per row. The same counts give the same shapes
+on every worker. (How full: docs/design-notes.md, transforms.pack.histogram.)
 """
 
 from __future__ import annotations
@@ -31,7 +17,7 @@ from numba import njit
 from numba.typed import List
 
 
-# Row limits a deeper limit also tries (each plan costs a few milliseconds).
+# Row limits a deeper limit also tries (a plan works on the histogram: cheap).
 _SHALLOWER = (4, 6, 8, 12, 16, 24, 32, 48, 64)
 
 

@@ -1,16 +1,11 @@
 """A shard's rows: which of its instances share a row, and in what order.
 
-The shard writer (transforms.write.rows) calls `plan_rows` with the lengths and
-shuffle keys of the shard's instances in shard order. The rows' shapes come
-from the length histogram (transforms.pack.histogram); each length's
-instances then fill the rows that ask for that length in shard order. Rows
-are written in the order of a hash of their instances' shuffle keys, so a
-row's place in the shard says nothing about its shape or its instances'
-places. All of it depends only on the shard's instances: the same shard
+The shard writer (transforms.write.rows) calls `plan_rows` with the lengths
+and shuffle keys of a shard's instances in shard order; the rows' shapes come
+from the length histogram (transforms.pack.histogram), and rows are written in
+the order of a hash of their instances' keys, so a row's place says nothing
+about its shape. All of it depends only on the shard's instances: the same
 bytes on every runner, worker count and shuffle path.
-
-What a worker holds: the shard's entries (already in memory to be sorted)
-and a few int64 arrays per instance.
 """
 
 from __future__ import annotations

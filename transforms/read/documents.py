@@ -1,50 +1,29 @@
-"""ReadDocuments: raw text files -> (doc_key, [sentence lines]).
+"""Text files as documents: BERT's format, one sentence a line, blank lines between documents.
 
-The input format is BERT's: one sentence per line, and a line that is empty
-after `str.strip()` (so also spaces, tabs, NBSP, U+3000, the CR of CRLF ...)
-ends a document, as does the end of a file. Lines are split on b"\\n" only,
-decoded as UTF-8 (undecodable bytes dropped, like the original's
-errors="ignore", and counted), then stripped.
-
-Why a splittable FileBasedSource of our own:
-- `ReadFromText(delimiter=b"\\n\\n")` is not an option: Beam rejects a
-  self-overlapping delimiter, and a byte delimiter could not see
-  whitespace-only (or CRLF) separator lines anyway.
-- `fileio` whole-file reading would make one file one unit of work, so a
-  single huge file (a Wikipedia dump) would not parallelize.
-- Here a document belongs to the bundle whose byte range holds the offset of
-  its first line; a reader starting mid-file looks backwards just far enough
-  to know whether the line before its first line is blank. So bundles split
-  anywhere (initially and dynamically) and no document is ever cut.
-
-doc_key is f"{name}:{offset:012d}", where name is the file's path relative to
-the directory the input patterns share (key_root): a pure function of the
-input bytes and names, the same on every runner, worker count and bundle size,
-and the same after the corpus moves (local to gs://, one checkout to another),
-so every draw and every output byte is too. Keys sort in file order.
-Compressed files (.gz, .bz2) are read whole; their offsets are positions in
-the decompressed stream.
+A line empty after `str.strip()` (spaces, NBSP, U+3000, a CRLF's CR ...) or a
+file's end ends a document; lines are split on b"\\n" only and decoded as
+UTF-8, undecodable bytes dropped (as the original's errors="ignore") and
+counted. doc_key is f"{name}:{offset:012d}", name relative to the directory
+the patterns share (key_root): a pure function of input bytes and names, so
+every draw and output byte is the same on every runner and after the corpus
+moves. Offsets in compressed files (read whole) are in the decompressed stream.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import zlib
 from typing import BinaryIO, Callable, Iterable, Iterator, Sequence
 
-import apache_beam as beam
-from apache_beam.io.filebasedsource import FileBasedSource
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
-from apache_beam.io.range_trackers import OffsetRangeTracker
 
-from bert_pretraining_data.transforms.counters import counter
 _BOM = b"\xef\xbb\xbf"
 _BACKWARD_CHUNK = 8192
 MAX_SENTENCE_CHARS = 1 << 16
 
-Document = tuple[int, list[str]]
+# A document as read: (doc_key, its stripped non-blank lines); a text file's
+# documents are first (offset, lines), keyed by their file and offset.
+Document = tuple[str, list[str]]
+OffsetDocument = tuple[int, list[str]]
 
 
 class InputError(ValueError):
@@ -57,10 +36,6 @@ class InputProblem:
 
     path: str
     message: str
-
-
-# What zlib, gzip and bz2 raise on damaged data, and our own truncation check.
-_DECOMPRESSION_ERRORS = (zlib.error, OSError, EOFError, ValueError)
 
 
 @dataclasses.dataclass
@@ -90,7 +65,7 @@ def split_documents(lines: Iterable[tuple[int, bytes]], *,
                     stats: DecodeStats | None = None,
                     after_blank: bool = True,
                     claim: Callable[[int], bool] | None = None,
-                    ) -> Iterator[Document]:
+                    ) -> Iterator[OffsetDocument]:
     """Groups the lines of ONE file into (offset of first line, [lines]).
 
     `lines` are (byte offset, raw bytes; a trailing b"\\n" is allowed). A
@@ -245,168 +220,13 @@ def _read_lines(f: BinaryIO, offset: int) -> Iterator[tuple[int, bytes]]:
         offset += len(line)
 
 
-class DocumentSource(FileBasedSource):
-    """A splittable source whose records are (doc_key, [lines]) documents.
-
-    A document belongs to the reader whose range holds the offset of its
-    first line; the reader finishes its last document past the range end.
-    """
-
-    def __init__(self, file_pattern: str, *, min_bundle_size: int = 0,
-                 split_bytes: int | None = None, root: str | None = None) -> None:
-        # validate=False: match_inputs reports unmatched patterns in one line.
-        super().__init__(file_pattern, min_bundle_size=min_bundle_size,
-                         compression_type=CompressionTypes.AUTO,
-                         splittable=True, validate=False)
-        if split_bytes is not None and split_bytes < 1:
-            raise ValueError(f"split_bytes must be >= 1, got {split_bytes}")
-        self._split_bytes = split_bytes
-        self._root = key_root([file_pattern]) if root is None else root
-        self._documents = counter("documents")
-        self._lines = counter("lines")
-        self._repairs = {f.name: counter(f.name) for f in dataclasses.fields(DecodeStats)}
-        self._problems = counter("unreadable_files")
-
-    def split(self, desired_bundle_size: int | None = None,
-              start_position=None, stop_position=None):
-        """Caps bundles at `split_bytes` so tests can force many tiny splits."""
-        if self._split_bytes is not None:
-            desired_bundle_size = min(desired_bundle_size or self._split_bytes,
-                                      self._split_bytes)
-        return super().split(desired_bundle_size, start_position, stop_position)
-
-    def read_records(self, file_name: str, range_tracker: OffsetRangeTracker
-                     ) -> Iterator[tuple[str, list[str]]]:
-        """Claims and yields the documents that start in the tracker's range.
-
-        A compressed file that is corrupt or truncated ends in an InputProblem
-        (after the documents read before the damage): the run goes on, and
-        the manifest names the file. Beam's reader does not notice a truncated
-        stream by itself, so the decompressor's end-of-stream flag is checked.
-        """
-        compressed = CompressionTypes.detect_compression_type(file_name) != \
-            CompressionTypes.UNCOMPRESSED
-        stats = DecodeStats()
-        documents = lines_read = 0
-        try:
-            with self.open_file(file_name) as f:
-                for key, lines in self._documents_in_range(f, file_name, range_tracker, stats):
-                    documents += 1
-                    lines_read += len(lines)
-                    yield key, lines
-                if compressed and not getattr(getattr(f, "_decompressor", None), "eof", True):
-                    raise EOFError("compressed stream ends early (truncated file)")
-        except _DECOMPRESSION_ERRORS as err:
-            if not compressed:
-                raise
-            self._problems.inc()
-            yield InputProblem(path=file_name, message=(
-                f"{type(err).__name__}: {err}; read {documents} document(s), skipped "
-                "the rest; re-create the file or remove it from --input_file"))
-        # Counted once per range: a counter update costs more than a short document.
-        counts = [(self._documents, documents), (self._lines, lines_read)] + [
-            (self._repairs[f.name], getattr(stats, f.name)) for f in dataclasses.fields(stats)]
-        for counted, value in counts:
-            if value:
-                counted.inc(value)
-
-    def _documents_in_range(self, f: BinaryIO, file_name: str,
-                            range_tracker: OffsetRangeTracker, stats: DecodeStats) -> Iterator[tuple[str, list[str]]]:
-        start = range_tracker.start_position()
-        if start > 0:
-            # The first line that starts at or after `start`.
-            f.seek(start - 1)
-            head = f.readline()
-            if not head.endswith(b"\n"):
-                return  # no line starts in [start, end of file)
-            first = start - 1 + len(head)
-            if first >= range_tracker.stop_position():
-                return  # every document here starts past our range
-            after_blank = _line_before_is_blank(f, first)
-            f.seek(first)
-        else:
-            f.seek(0)
-            first, after_blank = 0, True
-        for offset, lines in split_documents(
-                _read_lines(f, first), stats=stats,
-                after_blank=after_blank, claim=range_tracker.try_claim):
-            yield document_key(file_name, offset, self._root), lines
-
-
-def _no_match(pattern: str) -> InputError:
-    return InputError(
-        f"--input_file pattern {pattern!r} matches no files; check the path "
-        "(local paths and gs:// globs are supported)")
-
-
 def comma_separated(text: str | None) -> list[str]:
     """The items of a comma-separated flag (`--input_file` patterns, the
     `--output_file` list), stripped, empty ones dropped."""
     return [item.strip() for item in (text or "").split(",") if item.strip()]
 
 
-def match_inputs(input_file: str) -> list[tuple[str, int]]:
-    """Expands the comma-separated --input_file into sorted, unique
-    (path, size_bytes), failing before any work starts if a pattern matches
-    nothing. Uses FileSystems, so local paths and gs:// work alike."""
-    patterns = comma_separated(input_file)
-    if not patterns:
-        raise InputError("--input_file is empty; give one or more paths or "
-                         "globs, separated by commas")
-    files: dict[str, int] = {}
-    for pattern in patterns:
-        # One pattern per call: FileSystems.match picks the filesystem of
-        # its first pattern for the whole list.
-        metadata_list = FileSystems.match([pattern])[0].metadata_list
-        if not metadata_list:
-            raise _no_match(pattern)
-        for metadata in metadata_list:
-            files[metadata.path] = metadata.size_in_bytes
-    return sorted(files.items())
-
-
-class ReadDocuments(beam.PTransform):
-    """Patterns (already split, e.g. by match_inputs' caller) -> outputs
-    `documents`: (doc_key, [stripped non-blank lines]) and `problems`: a dict
-    (path, message) per file that could not be read to its end.
-
-    Overlapping patterns would read a shared file twice: pass disjoint ones.
-    """
-
-    def __init__(self, *, patterns: Sequence[str],
-                 split_bytes: int | None = None) -> None:
-        super().__init__()
-        if isinstance(patterns, str):
-            raise TypeError("patterns must be a sequence of patterns, not one "
-                            "string (split a comma list first)")
-        if not patterns:
-            raise InputError("ReadDocuments needs at least one input pattern")
-        self._patterns = tuple(patterns)
-        self._split_bytes = split_bytes
-
-    def expand(self, pbegin):
-        for pattern in self._patterns:  # fail at construction, in one line
-            if not FileSystems.match([pattern], limits=[1])[0].metadata_list:
-                raise _no_match(pattern)
-        root = key_root(self._patterns)
-        reads = [
-            pbegin | f"ReadPattern{i}" >> beam.io.Read(
-                DocumentSource(pattern, split_bytes=self._split_bytes, root=root))
-            for i, pattern in enumerate(self._patterns)
-        ]
-        return (tuple(reads)
-                | "Flatten" >> beam.Flatten()
-                | "SeparateProblems" >> beam.ParDo(_SeparateProblems()).with_outputs(
-                    PROBLEMS, main=DOCUMENTS))
-
-
 DOCUMENTS = "documents"
 PROBLEMS = "problems"
 
 
-class _SeparateProblems(beam.DoFn):
-    def process(self, record):
-        if isinstance(record, InputProblem):
-            yield beam.pvalue.TaggedOutput(PROBLEMS, dataclasses.asdict(record))
-        else:
-            yield record

@@ -1,20 +1,12 @@
 """MediaWiki XML dumps (`--input_format=wikipedia`): one document per article.
 
-A dump (`pages-articles*.xml`, `.bz2` as Wikimedia serves it) is streamed
-page by page (`xml.etree.ElementTree.iterparse`, each page cleared once
-read, so memory stays flat); an article is a page of namespace 0 that is
-not a redirect and has text. Its wikitext becomes plain text by
-mwparserfromhell (chosen by measurement: bench/WIKITEXT_EXTRACTORS.md) with
-the rules `plain_text` lists; headings end paragraphs, and the paragraphs
-go on to the Tokenize stage's sentence splitter like a JSONL document's.
-
-A `multistream` dump (Wikimedia's `...-multistream*.xml*.bz2`, a run of
-independent bz2 streams of 100 pages each) with its index beside it
-(`...-multistream-index*.txt*.bz2`: `offset:page_id:title` lines) is read
-stream by stream: each stream is a unit of work, decompressed alone from
-its offset, so one dump file spreads over all workers. Without an index a
-file is one unit, whose articles are spread over the workers (a Reshuffle)
-before their wikitext, the costly step, is converted.
+A dump is streamed page by page (each page cleared once read: memory stays
+flat); an article's wikitext becomes plain text by mwparserfromhell (chosen by
+measurement: bench/WIKITEXT_EXTRACTORS.md) with the rules `plain_text` lists.
+A multistream dump with its index beside it is read stream by stream, each bz2
+stream a unit of work decompressed alone from its offset, so one file spreads
+over all workers; without an index a file is one unit, whose articles are
+spread (a Reshuffle) before their wikitext, the costly step, is converted.
 """
 
 from __future__ import annotations
@@ -24,14 +16,10 @@ import io
 import re
 from typing import BinaryIO, Iterator
 
-import apache_beam as beam
-from apache_beam.io import fileio
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
+from bert_pretraining_data.transforms.read.documents import Document
+from bert_pretraining_data.transforms.read.tables import text_document
 
-from bert_pretraining_data.transforms.counters import BundleCounters, CountingDoFn
-from bert_pretraining_data.transforms.read.documents import DOCUMENTS, PROBLEMS
-from bert_pretraining_data.transforms.read.tables import Document, text_document
+
 
 ARTICLE_NAMESPACE = "0"
 
@@ -239,112 +227,19 @@ def plain_text(wikitext: str) -> str:
     return "\n".join(kept)
 
 
-class _Articles(CountingDoFn):
-    """A dump file -> (title, wikitext) of its articles; other pages counted.
-    A file that breaks off (damaged compression, cut XML) keeps the articles
-    read so far and is reported as a problem."""
-
-    def __init__(self) -> None:
-        self._count = BundleCounters("pages", "redirect_pages", "non_article_pages",
-                                     "pages_without_text", "unreadable_files")
-
-    def process(self, unit: tuple[str, int]):
-        """`unit`: (path, offset of one bz2 stream of a multistream dump), or
-        (path, -1): the whole file (decompressed by its extension)."""
-        count = self._count.counts
-        path, offset = unit
-        try:
-            if offset < 0:
-                handle = FileSystems.open(path)
-            else:
-                handle = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
-            with handle:
-                pages = dump_pages(handle) if offset < 0 else stream_pages(handle, offset)
-                for page in pages:
-                    count["pages"] += 1
-                    if page.namespace != ARTICLE_NAMESPACE:
-                        count["non_article_pages"] += 1
-                    elif page.redirect:
-                        count["redirect_pages"] += 1
-                    elif not (page.text or "").strip():
-                        count["pages_without_text"] += 1
-                    else:
-                        yield page.title, page.text
-        except (OSError, EOFError, ValueError, SyntaxError) as err:  # ParseError is a SyntaxError
-            count["unreadable_files"] += 1
-            yield beam.pvalue.TaggedOutput(PROBLEMS, {
-                "path": path, "message": f"{type(err).__name__}: {err}"})
+ARTICLE_COUNTERS = ("articles", "articles_without_plain_text", "articles_failed")
 
 
-class _ToDocument(CountingDoFn):
-    """(title, wikitext) -> (key, [paragraphs]) of its plain text."""
-
-    def __init__(self) -> None:
-        self._count = BundleCounters("articles", "articles_without_plain_text",
-                                     "articles_failed")
-
-    def process(self, article: tuple[str, str]) -> Iterator[Document]:
-        document = self._document(article[1])
-        if document is not None:
-            yield document
-
-    def _document(self, wikitext: str) -> Document | None:
-        count = self._count.counts
-        count["articles"] += 1
-        try:
-            text = plain_text(wikitext)
-        except Exception:  # noqa: BLE001 - one article's markup must not stop a worker
-            count["articles_failed"] += 1
-            return None
-        document = text_document(text)
-        if document is None:
-            count["articles_without_plain_text"] += 1
-        return document
-
-
-def read_units(metadata) -> Iterator[tuple[str, int]]:
-    """A matched dump file's units of work: one per bz2 stream when its
-    multistream index is beside it, else the whole file. Index files
-    matched by the patterns themselves are not dumps."""
-    path = metadata.path
-    if is_index(path):
-        return
-    index = index_path(path)
-    if index != path and FileSystems.exists(index):
-        with FileSystems.open(index) as handle:
-            for offset in stream_offsets(handle.read()):
-                yield path, offset
-    else:
-        yield path, -1
-
-
-class ReadDump(beam.PTransform):
-    """MediaWiki XML dump files -> outputs `documents` (key, [paragraphs]) and
-    `problems`, as transforms.read.documents.ReadDocuments gives for text files."""
-
-    def __init__(self, *, patterns) -> None:
-        super().__init__()
-        self._patterns = tuple(patterns)
-
-    def expand(self, pbegin):
-        streams, files = (pbegin
-                          | "Patterns" >> beam.Create(self._patterns)
-                          | "Match" >> fileio.MatchAll()
-                          | "Units" >> beam.FlatMap(read_units)
-                          | "SpreadUnits" >> beam.Reshuffle()
-                          | "StreamsOrFiles" >> beam.Partition(
-                              lambda unit, _: 0 if unit[1] >= 0 else 1, 2))
-        # A stream's 100 pages are converted where they are read; a whole
-        # file's articles are spread first (shuffling the wikitext of a
-        # multistream dump again would only cost its bytes).
-        from_streams = streams | "StreamArticles" >> beam.ParDo(_Articles()).with_outputs(
-            PROBLEMS, main="articles")
-        from_files = files | "FileArticles" >> beam.ParDo(_Articles()).with_outputs(
-            PROBLEMS, main="articles")
-        documents = ((from_streams["articles"],
-                      from_files["articles"] | "SpreadArticles" >> beam.Reshuffle())
-                     | "AllArticles" >> beam.Flatten()
-                     | "PlainText" >> beam.ParDo(_ToDocument()))
-        problems = ((from_streams[PROBLEMS], from_files[PROBLEMS])
-                    | "AllProblems" >> beam.Flatten())
-        return {DOCUMENTS: documents, PROBLEMS: problems}
+def article_document(wikitext: str, *, counts: dict[str, int]) -> Document | None:
+    """An article's plain text as a document, or None with the reason counted
+    in `counts` (ARTICLE_COUNTERS): one article's markup never stops a worker."""
+    counts["articles"] += 1
+    try:
+        text = plain_text(wikitext)
+    except Exception:  # noqa: BLE001 - one article's markup must not stop a worker
+        counts["articles_failed"] += 1
+        return None
+    document = text_document(text)
+    if document is None:
+        counts["articles_without_plain_text"] += 1
+    return document

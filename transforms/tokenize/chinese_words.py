@@ -1,20 +1,12 @@
 """Chinese whole words for whole-word masking (`--whole_word_segmenter=jieba`).
 
-BERT's tokenizer splits Chinese text into single characters, so its
-whole-word masking masks characters. Chinese BERT-wwm masks whole words:
-a word segmenter finds them, and the characters that continue a word are
-treated as `##` pieces when masking groups its candidates, while their ids
-stay the plain characters' (Hugging Face's `run_chinese_ref.py`, with jieba
-in place of LTP). The rules, those of its `get_chinese_word` and
-`add_sub_symbol`: a line's Chinese words are the distinct words of more
-than one character, all CJK ideographs; the line's tokens are scanned left
-to right, and at a Chinese token the longest run of tokens that spells one
-of those words is a match, its tokens after the first marked.
-
-A marked id carries MARK (bit 30; vocabulary ids stay far below it) from the
-Tokenize stage to the record kernels, which strip it when an instance is
-built (transforms.instances.pairs.emit) and group marked positions with the one
-before them when masking whole words.
+BERT's tokenizer splits Chinese into single characters, so its whole-word
+masking masks characters. Chinese BERT-wwm masks words: a segmenter finds
+them, and the characters that continue a word are grouped like `##` pieces
+while their ids stay the characters' (Hugging Face's `run_chinese_ref.py`
+with jieba for LTP). A marked id carries MARK (bit 30, far above any
+vocabulary id) from Tokenize to the instance kernels, which strip it when an
+instance is built (transforms.instances.pairs.emit).
 """
 
 from __future__ import annotations
@@ -34,7 +26,10 @@ def chinese_words(words: Sequence[str]) -> set[str]:
 
 
 def continuation_marks(tokens: Sequence[str], words: set[str]) -> list[bool]:
-    """HF's `add_sub_symbol`: per token, whether it continues a word."""
+    """HF's `add_sub_symbol`: per token, whether it continues a word. The
+    tokens are scanned left to right; at a Chinese token the longest run of
+    tokens that spells one of `words` is a match, its tokens after the first
+    marked."""
     marks = [False] * len(tokens)
     longest = max(map(len, words), default=0)
     start = 0
@@ -52,7 +47,7 @@ def continuation_marks(tokens: Sequence[str], words: set[str]) -> list[bool]:
 
 class JiebaMarker:
     """Line -> marked token ids. Build it once per process (jieba loads its
-    dictionary, ~1 s); jieba's own cache file is not used."""
+    dictionary when built); jieba's own cache file is not used."""
 
     def __init__(self, tokenizer) -> None:
         import jieba  # only runs with --whole_word_segmenter=jieba

@@ -1,23 +1,12 @@
 """Text to SentencePiece ids as ALBERT's and the Model Garden's scripts make them,
 through Google's `sentencepiece` library (the segmentation is the library's own).
 
-Read it beside the anchors' tokenization.py. A line is first `preprocess_text`
-(the two scripts share it): whitespace runs become one space, NFKD, combining
-characters dropped (accents stripped), lower-cased if asked; the Model Garden
-also strips the result. Its pieces are `encode_pieces`: the model's, except
-that a piece ending in a digit and a comma ("1990,") is encoded again without
-its `▁` and comma, and the comma appended as a piece of its own. After that
-re-encoding the Model Garden drops the `▁` the model put in front of a piece
-that had none ("abc1990," gives "1990" and ","); ALBERT's code means to as
-well, but under Python 3 it compares a str with bytes and never does, so its
-pieces keep the `▁`. Ids are `PieceToId` of each piece: an unknown piece,
-and a re-encoded piece the model lacks, is the unknown id.
-
-Where a word starts is read from each piece's text (transforms.subword.
-word_starts). For an unknown piece that text is what it covers ("^|"), not
-`<unk>`: such a position, when its text continues a word, carries MARK
-(transforms.tokenize.chinese_words), which the record kernels read as they read a
-segmenter's marks (the unknown id itself counts as a word start).
+Read it beside the anchors' tokenization.py (`preprocess_text`,
+`encode_pieces`): their one difference is the `▁` the model puts before a
+re-encoded piece that had none, which the Model Garden drops and ALBERT's
+code means to drop but, under Python 3, never does. An unknown piece's text
+is what it covers, not `<unk>`, and when it continues a word its id carries
+MARK (transforms.tokenize.chinese_words), so whole-word masking groups it.
 """
 
 from __future__ import annotations
@@ -48,8 +37,10 @@ _WITHOUT_COMBINING = _WithoutCombining()
 
 
 def preprocess_text(text: str, *, lower: bool) -> str:
-    """The anchors' `preprocess_text` (remove_space=True). ASCII text is its
-    own NFKD and holds no combining character, so it skips those steps."""
+    """The anchors' `preprocess_text` (remove_space=True): whitespace runs
+    become one space, NFKD, combining characters dropped (accents stripped),
+    lower-cased if asked. ASCII text is its own NFKD and holds no combining
+    character, so it skips those steps."""
     text = " ".join(text.strip().split())
     if not text.isascii():
         text = unicodedata.normalize("NFKD", text).translate(_WITHOUT_COMBINING)
@@ -63,8 +54,11 @@ def reencoded(piece: str) -> bool:
 
 def encode_pieces(processor: sentencepiece.SentencePieceProcessor, text: str, *,
                   drop_added_space: bool) -> list[str]:
-    """The anchors' `encode_pieces` (sample=False); `drop_added_space`: the
-    Model Garden's (True) or ALBERT's under Python 3 (False)."""
+    """The anchors' `encode_pieces` (sample=False): the model's pieces, but a
+    piece ending in a digit and a comma ("1990,") is encoded again without
+    its `▁` and comma, and the comma appended as a piece of its own.
+    `drop_added_space`: the Model Garden's (True: "abc1990," gives "1990" and
+    ","), or ALBERT's under Python 3 (False: the `▁` stays)."""
     pieces: list[str] = []
     for piece in processor.encode_as_pieces(text):
         if not reencoded(piece):
@@ -110,8 +104,10 @@ class SentencePieceTokenizer:
                              drop_added_space=self._model_garden)
 
     def tokenize_to_ids(self, line: str) -> list[int]:
-        """Ids of one line; an unknown piece that continues a word carries MARK.
-        Most lines are the model's ids as they are, in one library call."""
+        """Ids of one line (`PieceToId` of each piece: an unknown piece, or a
+        re-encoded piece the model lacks, is the unknown id); an unknown piece
+        that continues a word carries MARK. Most lines are the model's ids as
+        they are, in one library call."""
         text = self.preprocess(line)
         ids = self._processor.encode_as_ids(text)
         if self._special.isdisjoint(ids):

@@ -2,12 +2,10 @@
 
 BERT's instances are built from whole sentences, so a corpus of documents
 (JSONL, Parquet, Wikipedia) needs its paragraphs split. A document's lines
-are paragraphs and stay boundaries; each is cut after CJK sentence-final
-punctuation (。！？ and their fullwidth forms, a closing quote or bracket
-kept with its sentence), then by the English splitter chosen by measurement
-(bench/SENTENCE_SPLITTERS.md). `none` keeps a line as one sentence, the
-original's text format. Every splitter here is deterministic and needs no
-download at run time.
+stay boundaries; each is cut after CJK sentence-final punctuation, then by the
+English splitter chosen by measurement (bench/SENTENCE_SPLITTERS.md); `none`
+keeps a line as one sentence, as the original's text format. Every splitter
+is deterministic and needs no download at run time.
 """
 
 from __future__ import annotations

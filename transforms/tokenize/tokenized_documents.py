@@ -1,16 +1,13 @@
 """Tokenized documents in flight: one compact bytes value instead of nested lists.
 
-A list of lists of Python ints costs ~36 bytes per token once decoded (a
-pointer plus an int object); runners that hold shuffled data or side inputs
-in memory (the DirectRunner) hold every document that way, and the
-DirectRunner holds it in several copies (shuffle buffer, data channel). Compacted,
-a token costs 2 bytes when every id of the document fits in 16 bits (any BERT
-vocabulary: 21k-120k entries mostly below 65,536) and 4 bytes otherwise.
-Documents are expanded only where an algorithm walks them, one at a time.
-
-Layout: one typecode byte ("H" or "i", the array module's), then int32
-sentence count and lengths (a document may hold more than 65,535 sentences),
-then every token id at the typecode's width.
+Runners that hold shuffled data or side inputs in memory (the DirectRunner,
+in several copies) would hold every document as Python ints; compacted, a
+token costs 2 bytes (4 when an id needs more than 16 bits), and documents
+are expanded only where an algorithm walks them (docs/design-notes.md,
+transforms.tokenize.tokenized_documents). Layout:
+one typecode byte ("H" or "i", the array module's), then int32 sentence count
+and lengths (a document may hold more than 65,535 sentences), then every
+token id at the typecode's width.
 """
 
 from __future__ import annotations
@@ -33,6 +30,8 @@ _ITEM_SIZES = {ord(code): array(code).itemsize for code in (_NARROW, _WIDE)}  # 
 
 
 def compact_document(sentences: Sequence[Sequence[int]]) -> CompactDocument:
+    """A document's sentences of token ids in the compact layout: 2 bytes an
+    id when every id fits in 16 bits, else 4."""
     header = array(_HEADER, [len(sentences)])
     header.extend(len(s) for s in sentences)
     tokens = array(_NARROW)
@@ -71,7 +70,7 @@ def compact_arrays(compact: CompactDocument) -> tuple[np.ndarray, np.ndarray]:
 @njit(cache=True)
 def read_compact(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """compact_arrays of a compact document's bytes (uint8), compiled: what the
-    record kernels call on every document."""
+    instance kernels call on every document."""
     wide = data[0] == _WIDE_CODE
     count = _int32_at(data, 1)
     bounds = np.zeros(count + 1, dtype=np.int64)

@@ -4,15 +4,10 @@ the pipeline, reference mode, the loaders and the tools.
 Three spellings, as the anchors' scripts take them:
 
     --vocab_file=vocab.txt                          BERT's WordPiece (default)
-    --spm_model_file=30k-clean.model                ALBERT's SentencePiece (ALBERT
-        [--vocab_file=30k-clean.vocab]              passes --vocab_file too; unread)
+    --spm_model_file=30k-clean.model                ALBERT's SentencePiece
     --tokenization=SentencePiece --sp_model_file=m  the Model Garden's SentencePiece
 
-`TokenizerSpec.of(flags)` reads them from a run's flags or from a dataset's
-manifest; its vocabulary and tokenizer have one interface whatever the kind:
-`tokenize_to_ids(line)`, `tokenize`, `convert_ids_to_tokens`,
-`convert_tokens_to_ids`, `vocabulary` (a transforms.tokenize.vocabulary.Vocabulary:
-tokens in id order, the [CLS] [SEP] [MASK] and unknown ids, word starts).
+`TokenizerSpec.of(flags)` reads them from a run's flags or a manifest's.
 """
 
 from __future__ import annotations
@@ -31,6 +26,8 @@ WORDPIECE, SENTENCEPIECE = "WordPiece", "SentencePiece"  # --tokenization's valu
 
 
 class Tokenizer(Protocol):
+    """What every tokenizer offers, WordPiece's and SentencePiece's alike."""
+
     vocabulary: Vocabulary
 
     def tokenize_to_ids(self, text: str) -> list[int]: ...
@@ -56,7 +53,8 @@ class TokenizerSpec:
     @classmethod
     def of(cls, flags: Mapping[str, object]) -> "TokenizerSpec":
         """From flags by the anchors' names (a Config's, a manifest's); flags
-        recorded before SentencePiece existed are WordPiece's."""
+        recorded before SentencePiece existed are WordPiece's. ALBERT passes
+        --vocab_file beside --spm_model_file; it is kept, and never read."""
         lower = bool(flags.get("do_lower_case", True))
         if flags.get("spm_model_file"):
             return cls(flags.get("vocab_file"), lower, str(flags["spm_model_file"]), "albert")

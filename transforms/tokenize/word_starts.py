@@ -1,24 +1,11 @@
 """Where a whole word starts among SentencePiece pieces: each anchor's rule, once.
 
-Whole-word masking, n-gram masking over words and ALBERT's `token_boundary`
-need to know which pieces begin a word. WordPiece marks the others (`##`);
-SentencePiece marks the beginnings instead (`▁`, the space it keeps), and
-the anchors read that differently:
-
-* ALBERT (`_is_start_piece_sp` of its create_pretraining_data.py): a piece
-  starts a word if it starts with `▁` or `<`, is one punctuation character,
-  or holds any character other than a-z (after lower-casing) and that
-  punctuation: digits, accented letters, CJK and any other script always
-  start a word. Its punctuation set is `!"#$%&()*+,-./:;?@[\\]^_`{|}~` (no
-  apostrophe, `<`, `=` or `>`); its `€` and `£` entries are bytes, which no
-  piece equals, so they start a word only as non-a-z characters.
-* The TF Model Garden (`_tokens_to_grams`): a piece continues a word if it
-  starts with `##`, as for WordPiece. SentencePiece pieces hardly ever do,
-  so under its flags every piece is a word of its own.
-
-Both are functions of the piece's text as the tokenizer produced it, which
-for an unknown piece is the text it covers, not `<unk>`
-(transforms.tokenize.sentencepiece_text marks such positions).
+Whole-word masking, n-gram masking and ALBERT's `token_boundary` need to know
+which pieces begin a word. WordPiece marks the others (`##`), SentencePiece
+the beginnings (`▁`), and the anchors read that differently: ALBERT by
+`_is_start_piece_sp`, the Model Garden by `_tokens_to_grams` (only `##`
+continues, so each SentencePiece piece is a word). Both read the piece's text
+as the tokenizer produced it, for an unknown piece the text it covers.
 """
 
 from __future__ import annotations
@@ -30,7 +17,13 @@ _ALBERT_WORD_CHARACTERS = _ALBERT_PUNCTUATION | frozenset("abcdefghijklmnopqrstu
 
 
 def albert_starts_word(piece: str) -> bool:
-    """ALBERT's `_is_start_piece_sp`."""
+    """ALBERT's `_is_start_piece_sp` (its create_pretraining_data.py): a piece
+    starts a word if it starts with `▁` or `<`, is one punctuation character,
+    or holds any character other than a-z (after lower-casing) and that
+    punctuation: digits, accented letters, CJK and any other script always
+    start a word. Its punctuation set is `!"#$%&()*+,-./:;?@[\\]^_`{|}~` (no
+    apostrophe, `<`, `=` or `>`); its `€` and `£` entries are bytes, which no
+    piece equals, so they start a word only as non-a-z characters."""
     return (piece.startswith(("▁", "<")) or piece in _ALBERT_PUNCTUATION
             or not all(char.lower() in _ALBERT_WORD_CHARACTERS for char in piece))
 

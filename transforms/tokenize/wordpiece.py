@@ -1,26 +1,16 @@
 """FullTokenizer-exact WordPiece tokenization, compiled.
 
-BERT's `FullTokenizer` (BasicTokenizer then WordpieceTokenizer) walks every
-character in Python. Here a line is tokenized by one compiled call
-(transforms.tokenize.wordpiece_kernel) that reads a per-code-point table: what the
-original makes of each character (deleted, a space, a CJK word of its own,
-or the characters it becomes in its word: lower-cased, NFD-decomposed,
-accents stripped, punctuation split off), then WordPiece's greedy longest
-match over a hash table of the vocabulary.
-
-The table is written by the Python functions below, the one definition of
-the original's character semantics with Python's own Unicode database (the
-vocabulary learner uses them too), for each character the first time it is
-seen: a corpus uses a few thousand of the 1.1 M code points, and filling all
-of them would take ~9 s in every process. Per character is exact because the
-original's per-word steps are per character but for two things, both kept:
-lower-casing U+03A3 depends on its word (Python's Final_Sigma rule, which
-the compiled code applies with each character's class from the table), and
-NFD reorders characters that keep a combining class (38 code points; a line
-holding one is tokenized word by word in Python). So the original's quirks
-hold: lower-casing per word, `[MASK]` in raw text split as punctuation, only
-Cc/Cf removed (private-use and unassigned characters survive), `[UNK]` for
-words over 200 characters.
+A line is one compiled call (transforms.tokenize.wordpiece_kernel) over a
+per-code-point table of what the original makes of each character. The
+functions below are the one definition of those character semantics, with
+Python's own Unicode database, and fill the table for each character when it
+is first seen (docs/design-notes.md, transforms.tokenize.wordpiece). Per
+character is exact because the original's per-word steps are per character
+but for two, both kept: lower-casing U+03A3 (Final_Sigma) and the 38
+characters NFD may reorder (a line holding one goes word by word in Python).
+So the original's quirks hold: lower-casing per word, `[MASK]` in raw text
+split as punctuation, only Cc/Cf removed, `[UNK]` for words over 200
+characters.
 """
 
 from __future__ import annotations
@@ -74,7 +64,7 @@ class _CharacterMap(dict):
     """The `str.translate` map, filled one character at its first sight.
 
     A corpus uses a few thousand of the 1.1 M code points; building the whole
-    table took ~0.5 s in every process that tokenizes (each worker).
+    table would cost every process that tokenizes (each worker) its start-up.
     """
 
     def __missing__(self, cp: int) -> str | None:
@@ -275,7 +265,7 @@ def _wordpiece_table(vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray, np.ndar
     key looked up at a word start, and every `##` token's rest as a key
     looked up after `##`, as the original's `"##" + substr in vocab`. (Flat
     lists of strings and ints: a tuple per token would make the garbage
-    collector walk all of Beam's objects, ~0.4 s.)"""
+    collector walk all of Beam's objects.)"""
     tokens = list(vocab.ids)
     ids = list(vocab.ids.values())
     tails = [i for i, token in enumerate(tokens) if token.startswith("##") and len(token) > 2]

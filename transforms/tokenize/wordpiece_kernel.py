@@ -1,26 +1,15 @@
 """The tokenizer's compiled core: one call turns a line of text into WordPiece ids.
 
-`transforms.tokenize.wordpiece` defines what the original's BasicTokenizer does to
-each character (in Python, with Python's own Unicode database, as the
-original); it writes that into a per-code-point table (`kinds`, `outputs`)
-the first time a character is seen. This module only reads the table:
-
-- `kinds[cp]`, low bits: UNKNOWN (not in the table yet: the line is
-  returned with its unknown characters for the caller to add), DROP (deleted
-  by the original's cleaning), SPACE (ends a word), CJK (a word of its own),
-  NORMAL, SIGMA (U+03A3 in a lower-casing table: its lower case depends on
-  its word, Python's Final_Sigma rule), COMPLEX (its output must be computed
-  per word, by the caller's Python path: the 38 characters that keep a
-  combining class, which NFD may reorder); high bits: the character's class
-  for the Final_Sigma rule (case-ignorable, cased).
-- `outputs[cp]`: [count, c1, c2, c3], the characters it becomes in its word
-  (lower-cased, NFD-decomposed, marks stripped, or itself), each flagged
-  PUNCT when the original splits it off as punctuation.
-
-WordPiece is the original's greedy longest-match-first with `##`
-continuations over an open-addressing hash table of the vocabulary (`slots`:
-[hash, id, key start, key length * 2 + is-continuation] rows over the keys'
-code points `chars`), an over-long piece or a stuck match giving `[UNK]`.
+transforms.tokenize.wordpiece writes what the original does to each character
+into a per-code-point table; this module only reads it:
+- `kinds[cp]`, low bits: UNKNOWN (not in the table yet: the caller adds it),
+  DROP, SPACE, CJK, NORMAL, SIGMA (U+03A3 when lower-casing), COMPLEX (output
+  computed per word, in Python); high bits: the Final_Sigma class.
+- `outputs[cp]`: [count, c1, c2, c3], the characters it becomes in its word,
+  each flagged PUNCT when the original splits it off.
+WordPiece is the original's greedy longest-match-first over an
+open-addressing hash table of the vocabulary (`slots`: [hash, id, key start,
+key length * 2 + is-continuation] rows over the keys' code points `chars`).
 """
 
 from __future__ import annotations
@@ -217,9 +206,10 @@ def line_ids(text, kinds, outputs, slots, chars, params, piece, hashes, out, mis
 def direct(dispatcher, *arguments):
     """Calls a compiled function once through its dispatcher (compiling it,
     or loading it from numba's cache), then returns its compiled entry point,
-    which skips the dispatcher's per-call typing of the arguments (~3 µs with
-    a str argument: more than tokenizing a short line). Every later call must
-    pass arguments of the same types."""
+    which skips the dispatcher's per-call typing of the arguments (with a
+    str argument it costs more than tokenizing a short line; the figure is in
+    docs/design-notes.md, transforms.tokenize.wordpiece_kernel). Every later
+    call must pass arguments of the same types."""
     dispatcher(*arguments)
     overload = dispatcher.overloads.get(dispatcher.signatures[-1])
     return getattr(overload, "entry_point", dispatcher)

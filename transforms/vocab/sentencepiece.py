@@ -2,26 +2,14 @@
 --tokenization=SentencePiece`): a sample of its sentences, Google's trainer
 (the library spm_train wraps) on one worker, with ALBERT's settings.
 
-A corpus of 16 GB on GCS needs no local copy: documents are read, split
-into training and held-out parts and preprocessed on the workers; the
-trainer sees at most `input_sentence_size` sentences, as spm_train would
-(ALBERT's 10,000,000 by default). They are the sentences with the smallest
-stable hash: each worker keeps those below a threshold set from the corpus's
-sentence count (a little above the wanted share), and the learner takes the
-smallest of what arrives, in hash order. The same corpus gives the same
-sentences in the same order on every runner, and the trainer, seeded and
-run with a fixed number of threads, the same model bytes.
-
-A sentence is a line as ALBERT's script hands it to the tokenizer
-(`preprocess_text`, lower-cased with `--do_lower_case`), so the pieces are
-learned from the text they will segment; the sample is of the raw lines, so
-that the training metrics can tokenize them as the pipeline will. ALBERT's settings are its README's
-spm_train command: `<pad>` 0, `<unk>` 1, no `<s>`/`</s>`, control symbols
-`[CLS] [SEP] [MASK]`, user-defined `( ) " - . – £ €`, shuffled input, a
-character coverage of 0.99995, unigram. One change: a corpus too small for
-`--vocab_size` gives a smaller model and says so (`hard_vocab_limit`
-false), where spm_train fails, which on Dataflow would fail the job after
-the corpus was read.
+The trainer sees at most `input_sentence_size` sentences, as spm_train would:
+those of smallest stable hash, so every runner gives the same sentences in
+the same order and the trainer, seeded, on fixed threads, the same model
+bytes. Sentences are preprocessed as ALBERT's script hands them to the
+tokenizer, so pieces are learned from the text they will segment. One change
+from ALBERT's spm_train command: a corpus too small for `--vocab_size` gives
+a smaller model and says so (`hard_vocab_limit` false), where spm_train
+would fail a Dataflow job after the corpus was read.
 """
 
 from __future__ import annotations
@@ -30,12 +18,11 @@ import dataclasses
 import io
 from typing import Iterable, Sequence
 
-import apache_beam as beam
 import sentencepiece
 
-from bert_pretraining_data.transforms.randomness import stable_hash
+from bert_pretraining_data.transforms.randomness import STABLE_HASH_RANGE, stable_hash
 from bert_pretraining_data.transforms.tokenize.sentencepiece_text import (SentencePieceTokenizer,
-                                                                        preprocess_text)
+                                                                          preprocess_text)
 from bert_pretraining_data.transforms.vocab.wordpiece import TokenizationStats
 
 MODEL_TYPES = ("unigram", "bpe")
@@ -49,7 +36,6 @@ ALBERT_SETTINGS = {
 # among threads): fixed, at spm_train's default, so every machine agrees.
 TRAINER_THREADS = 16
 TRAINER_SEED = 12345
-_HASH_RANGE = 1 << 63  # stable_hash's range
 SAMPLE_MARGIN = 1.05  # a threshold this much above the share, so that enough arrive
 
 
@@ -90,6 +76,7 @@ class SentencePieceLearning:
 
 
 def sample_key(line: str) -> int:
+    """A sentence's stable rank: the trainer's sample is the smallest keys."""
     return stable_hash("sentencepiece-sample", line)
 
 
@@ -97,8 +84,8 @@ def sample_threshold(total: int, size: int) -> int:
     """Keep a sentence whose key is below this: all of them when `size`
     covers the corpus, else a little more than the share `size / total`."""
     if total <= size:
-        return _HASH_RANGE
-    return min(_HASH_RANGE, int(_HASH_RANGE * SAMPLE_MARGIN * size / total))
+        return STABLE_HASH_RANGE
+    return min(STABLE_HASH_RANGE, int(STABLE_HASH_RANGE * SAMPLE_MARGIN * size / total))
 
 
 def chosen_lines(sample: Iterable[str], size: int) -> list[str]:
@@ -149,27 +136,8 @@ def line_stats(tokenizer: SentencePieceTokenizer, lines: Iterable[str]) -> Token
     return stats
 
 
-def _sentences(doc: tuple[str, list[str]]) -> list[str]:
-    """A document's lines that are sentences (not blank once preprocessed)."""
-    return [line for line in doc[1] if preprocess_text(line, lower=False)]
-
-
-def _below(line: str, threshold: int) -> bool:
+def below_threshold(line: str, threshold: int) -> bool:
+    """Whether a line is in the sample of this threshold (sample_threshold)."""
     return sample_key(line) < threshold
 
 
-class SampleSentences(beam.PTransform):
-    """(doc_key, [lines]) -> the lines the trainer may use: those whose key is
-    below the threshold set by the corpus's sentence count (`size`: the
-    trainer's input_sentence_size)."""
-
-    def __init__(self, *, size: int) -> None:
-        super().__init__()
-        self._size = size
-
-    def expand(self, docs):
-        lines = docs | "Sentences" >> beam.FlatMap(_sentences)
-        threshold = (lines
-                     | "CountSentences" >> beam.combiners.Count.Globally()
-                     | "Threshold" >> beam.Map(sample_threshold, self._size))
-        return lines | "BelowThreshold" >> beam.Filter(_below, beam.pvalue.AsSingleton(threshold))

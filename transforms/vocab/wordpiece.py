@@ -1,28 +1,14 @@
 """WordPiece vocabulary learning on a word-count table: pure and deterministic.
 
-The input is a table of words as the basic tokenizer makes them
-(`tokenization.basic_pieces`) with their counts; the output is a vocabulary
-for `FullTokenizer`, whose WordPiece step is greedy longest-match-first with
-`##` continuations. The learner optimizes for exactly that tokenizer:
-
-1. reserved tokens: `[PAD] [UNK] [CLS] [SEP] [MASK]`, then `[unused0..N-1]`;
-2. characters, most frequent first, until they cover `character_coverage` of
-   all character occurrences; each with its `##` form unless the basic
-   tokenizer always makes it a word of its own (punctuation, CJK);
-3. subwords, in rounds: segment every word with the current vocabulary; a
-   candidate is a substring that starts at a current token boundary (greedy
-   matching can pick nothing else); its gain is by how many tokens adding it
-   alone would shorten the count-weighted corpus, the rest of each word
-   re-segmented greedily; the best candidates of the round are added and the
-   next round re-segments (a round never takes a candidate together with one
-   of its own prefixes: their gains overlap). Rounds grow with the vocabulary
-   (30% of it), so N subwords take O(log N) rounds;
-4. pruning: tokens that the final segmentation of the corpus never uses
-   (stems made redundant by whole words added later) are dropped and their
-   slots refilled by step 3, while that fills the vocabulary.
-
-Every choice is a pure function of the table: ties break on the token
-string, never on dict or set order, so every run gives the same vocabulary.
+The learner optimizes for the tokenizer that will use the vocabulary,
+FullTokenizer's greedy longest-match-first with `##` continuations: after
+the reserved tokens and the characters that reach `character_coverage`, it
+adds subwords in rounds, a candidate being a substring at a current token
+boundary (greedy matching can pick nothing else) and its gain the tokens it
+alone would save the count-weighted corpus; rounds grow with the vocabulary,
+so N subwords take O(log N) rounds, and tokens the final segmentation never
+uses are pruned and refilled. Ties break on the token string, never on dict
+or set order, so every run gives the same vocabulary.
 """
 
 from __future__ import annotations
@@ -39,7 +25,7 @@ RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 CONTINUATION = "##"
 ROUND_GROWTH = 0.3  # a round adds this fraction of the subwords learned so far ...
 MIN_ROUND_SIZE = 16  # ... but at least this many
-PRUNE_PASSES = 4  # measured: pruning converges after 2-3 passes
+PRUNE_PASSES = 4  # more than pruning needs to converge (docs/design-notes.md)
 
 
 class LearningError(ValueError):

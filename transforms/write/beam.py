@@ -1,36 +1,15 @@
 """WriteShards: a deterministic global shuffle of entries into N shard files.
 
-Entries (transforms.write.shuffle_entries) go to shard `key % N`; a shard's
-row writer (transforms.write.rows) orders them and makes its records.
-
-Each bundle collects its entries per shard (`_ShardBuffersFn`, flushed at a
-byte budget), and the collected blobs reach their shard one of two ways
-(`--shuffle`):
-
-- `runner`: through the runner's GroupByKey, keyed by shard (the TFDS
-  writer's pattern). On Dataflow this is the Shuffle service, built for
-  exactly this data; storage sees only the shard files. The default on every
-  runner but the DirectRunner.
-- `files`: each blob goes to a temporary *bucket file* and only the small
-  (shard, path) pairs are grouped. The DirectRunner keeps a GroupByKey's
-  input in memory, so it takes this path by
-  default. On a distributed runner it would create a storage object per
-  bundle and shard.
-
-Either way one worker then writes each shard: it concatenates the shard's
-blobs and hands them to the row writer, which sorts them and writes framed
-records in ~1 MB chunks. Memory: one bundle's buffer while collecting; about
-the shard's entries plus a chunk while writing, so choose the number of
-shards so that a shard's entries fit a worker twice.
-
-Retries (`files`): a failed bundle's bucket files are never emitted, so they
-are only garbage; each shard's bucket directory is swept after the shard is
-written. The sweep runs after a Reshuffle (a checkpoint), so a retried shard
-write still finds its buckets.
-
-Layout under `staging_dir`:
-  buckets/shard-00003/<uuid>.bucket   temporary (`files`), deleted by WriteShards
-  <shard_name>                        one TFRecord file per shard
+Entries go to shard `key % N`, and each bundle collects them per shard and
+flushes at a byte budget. The blobs reach their shard through the runner's
+GroupByKey (`--shuffle=runner`, the TFDS writer's pattern; Dataflow's Shuffle
+service) or, on the DirectRunner, which holds a GroupByKey's input in memory,
+through temporary bucket files with only (shard, path) grouped
+(`--shuffle=files`). One worker writes each shard, holding its entries, so a
+shard's entries should fit a worker twice. A failed bundle's bucket files are
+never emitted; each shard's are swept after a Reshuffle (a checkpoint), so a
+retried shard write still finds them. Under `staging_dir`:
+`buckets/shard-00003/<uuid>.bucket` (temporary) and one TFRecord file per shard.
 """
 
 from __future__ import annotations
@@ -48,7 +27,7 @@ from apache_beam.transforms.window import GlobalWindows
 
 from bert_pretraining_data.transforms.counters import counter
 from bert_pretraining_data.transforms.write.rows import RawRecords, RowWriter
-from bert_pretraining_data.transforms.write.shuffle_entries import (SHUFFLES, RecordBatch,
+from bert_pretraining_data.transforms.write.shuffle_entries import (SHUFFLES, EntryBatch,
                                                                     scan_entries, split_by_shard)
 
 
@@ -170,7 +149,7 @@ class _ShardBuffersFn(beam.DoFn):
         self._buffers: dict[int, list[np.ndarray]] = {}
         self._buffered_bytes = 0
 
-    def process(self, batch: RecordBatch) -> Iterator[tuple[int, bytes]]:
+    def process(self, batch: EntryBatch) -> Iterator[tuple[int, bytes]]:
         for shard_index, entries in split_by_shard(batch, self._num_shards):
             self._buffers.setdefault(shard_index, []).append(entries)
             self._buffered_bytes += len(entries)
@@ -250,9 +229,9 @@ class _DeleteBucketsFn(beam.DoFn):
 
 
 class WriteShards(beam.PTransform):
-    """RecordBatches -> one TFRecord file per shard name, through the runner's
+    """EntryBatches -> one TFRecord file per shard name, through the runner's
     shuffle or through bucket files (`shuffle`, see the module docstring); both
-    give the same bytes. How records are batched never changes the output.
+    give the same bytes. How entries are batched never changes the output.
 
     Entry e goes to shard `key % len(shard_names)`; `rows` (default: the
     payloads are serialized records, `RawRecords`) sorts a shard's entries and
@@ -282,10 +261,10 @@ class WriteShards(beam.PTransform):
         self._max_buffer_bytes = max_buffer_bytes or (
             FILES_BUFFER_BYTES if shuffle == "files" else RUNNER_BUFFER_BYTES)
 
-    def expand(self, records: beam.PCollection) -> beam.PCollection:
+    def expand(self, entries: beam.PCollection) -> beam.PCollection:
         num_shards = len(self._shard_names)
         by_shard = (
-            records
+            entries
             | "GlobalWindow" >> beam.WindowInto(GlobalWindows())
             | "BufferByShard" >> beam.ParDo(_ShardBuffersFn(
                 num_shards=num_shards, max_buffer_bytes=self._max_buffer_bytes)))
@@ -294,7 +273,7 @@ class WriteShards(beam.PTransform):
                 _WriteBucketFn(staging_dir=self._staging_dir))
         # One marker per shard, so that a shard without records is written too.
         every_shard = (
-            records.pipeline
+            entries.pipeline
             | "ShardIndices" >> beam.Create(range(num_shards))
             | "AsMarkers" >> beam.Map(lambda index: (index, None)))
         written = (

@@ -1,19 +1,12 @@
 """A shard's records, made from its instances when the shard is written.
 
-The shuffle carries instances (transforms.instances.instance_bytes); the worker that
-writes a shard (transforms.write.shuffle_entries.WriteShards) hands its entries to a row
-writer, which orders them and writes each row as a `tf.train.Example`
-(transforms.write.tf_example), framed as a TFRecord record:
-
-- `InstanceRows`: a row per instance, the original's records, in shuffle-key
-  order (ties by the record's bytes);
-- `PackedRows` (`--pack_sequences`): up to `max_sequences` whole instances a
-  row (transforms.packing), rows in the order of a hash of their instances'
-  keys.
-
-Both read the same entries and write rows with the same compiled loop, so a
-packed row holds exactly the instances the unpacked run writes, each
-unchanged.
+The worker that writes a shard hands its entries to a row writer, which
+orders them and writes each row as a `tf.train.Example` framed as a TFRecord
+record: `InstanceRows`, a row per instance in shuffle-key order (the
+original's records), or `PackedRows` (`--pack_sequences`), up to
+`max_sequences` whole instances a row (transforms.pack.plan). Both write rows
+with the same compiled loop, so a packed row holds exactly the instances the
+unpacked run writes, unchanged.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ SHUFFLES = ("runner", "files")
 
 
 @dataclasses.dataclass(frozen=True)
-class RecordBatch:
+class EntryBatch:
     """Shuffle entries: entry i is entries[bounds[i]:bounds[i + 1]], its
     shuffle key (also keys[i]) and length followed by its payload."""
 
@@ -32,14 +32,14 @@ class RecordBatch:
     bounds: np.ndarray  # int64
 
     @classmethod
-    def of(cls, pairs: Sequence[tuple[int, bytes]]) -> "RecordBatch":
+    def of(cls, pairs: Sequence[tuple[int, bytes]]) -> "EntryBatch":
         """Entries of (shuffle key, payload) pairs (the Python paths)."""
         keys = np.array([key for key, _ in pairs], dtype=np.int64)
-        sizes = [len(record) for _, record in pairs]
-        records = np.frombuffer(b"".join(record for _, record in pairs), dtype=np.uint8)
-        record_bounds = np.zeros(len(pairs) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=record_bounds[1:])
-        entries, bounds = _entries_of(keys, records, record_bounds)
+        sizes = [len(payload) for _, payload in pairs]
+        payloads = np.frombuffer(b"".join(payload for _, payload in pairs), dtype=np.uint8)
+        payload_bounds = np.zeros(len(pairs) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=payload_bounds[1:])
+        entries, bounds = _entries_of(keys, payloads, payload_bounds)
         return cls(keys=keys, entries=entries, bounds=bounds)
 
     def __len__(self) -> int:
@@ -50,7 +50,7 @@ class RecordBatch:
 def close_entry(out, pos, key, length):
     """Completes the entry at out[pos:] whose payload (`length` bytes) is
     already at out[pos + ENTRY_HEADER:]: writes the key and length before it;
-    returns the entry's end. The record kernels write entries this way."""
+    returns the entry's end. The instance kernels write entries this way."""
     for b in range(ENTRY_KEY_SIZE):
         out[pos + b] = (key >> (8 * b)) & 0xFF
     for b in range(4):
@@ -59,14 +59,14 @@ def close_entry(out, pos, key, length):
 
 
 @njit(cache=True)
-def _entries_of(keys, records, record_bounds):
-    entries = np.empty(len(records) + ENTRY_HEADER * len(keys), dtype=np.uint8)
+def _entries_of(keys, payloads, payload_bounds):
+    entries = np.empty(len(payloads) + ENTRY_HEADER * len(keys), dtype=np.uint8)
     bounds = np.zeros(len(keys) + 1, dtype=np.int64)
     pos = 0
     for i in range(len(keys)):
-        length = record_bounds[i + 1] - record_bounds[i]
+        length = payload_bounds[i + 1] - payload_bounds[i]
         data = pos + ENTRY_HEADER
-        entries[data:data + length] = records[record_bounds[i]:record_bounds[i + 1]]
+        entries[data:data + length] = payloads[payload_bounds[i]:payload_bounds[i + 1]]
         pos = close_entry(entries, pos, keys[i], length)
         bounds[i + 1] = pos
     return entries, bounds
@@ -125,17 +125,17 @@ def _uint64_at(data, pos):
 
 
 def shard_of(key: int, num_shards: int) -> int:
-    """The shard a key's record goes to."""
+    """The shard a key's entry goes to."""
     if num_shards < 1:
         raise ValueError(f"num_shards must be at least 1, got {num_shards}")
     return key % num_shards
 
 
-def split_by_shard(batch: RecordBatch, num_shards: int) -> list[tuple[int, np.ndarray]]:
+def split_by_shard(batch: EntryBatch, num_shards: int) -> list[tuple[int, np.ndarray]]:
     """(shard, its entries of the batch) for every shard the batch touches."""
     if not len(batch):
         return []
-    if num_shards == 1:  # every small run: no per-record work at all
+    if num_shards == 1:  # every small run: no per-entry work at all
         return [(0, batch.entries)]
     shards = batch.keys % num_shards
     if (shards == shards[0]).all():

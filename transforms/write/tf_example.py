@@ -1,21 +1,15 @@
 """The records' feature layout and its compiled `tf.train.Example` writer.
 
 One definition of what a record holds: `layout` names each feature and the
-field it carries (`Field`), and `encode` writes any layout. Bytes equal
+field it carries (`Field`), and `encode` writes any layout, bytes equal to
 `SerializeToString(deterministic=True)` of the Example the original builds
-(map entries in sorted name order; tests/test_tf_example.py checks against
-TensorFlow), so shards are byte-identical in every process. Names, types
-and padding follow the original `write_instance_to_example_files`, so
-`run_pretraining.py` reads the records unchanged; `--padding=none` writes
-only the real values and leaves out `input_mask` and `masked_lm_weights`
-(all ones without padding; the loaders rebuild them).
-
-A record is a *row*: one instance, or with `--pack_sequences` up to
-`--max_sequences_per_pack` whole instances side by side (MLPerf's packed BERT
-features: `input_mask` holds each token's 1-based sequence index, `positions`
-restart at 0 for each sequence, masked-LM positions are row positions, and
-`next_sentence_positions`/`_labels`/`_weights` hold one entry per sequence).
-An unpacked record is the row of one sequence in the original's layout.
+(tests/test_tf_example.py checks against TensorFlow), so shards are
+byte-identical in every process and `run_pretraining.py` reads them
+unchanged. A record is a *row*: one instance, or with `--pack_sequences`
+whole instances side by side in MLPerf's packed features (`input_mask` the
+1-based sequence index, `positions` restarting per sequence, one
+`next_sentence_*` entry per sequence). `--padding=none` writes only the real
+values, without `input_mask` and `masked_lm_weights` (the loaders rebuild them).
 """
 
 from __future__ import annotations

@@ -1,17 +1,13 @@
 """TFRecord framing on plain file handles, so Beam's FileSystems can carry it.
 
-`tf.io.TFRecordWriter` only writes to paths TensorFlow's own filesystems know,
-and TensorFlow is not needed on the workers for anything else. Framing a record
-by hand lets the shard writer go through `apache_beam.io.filesystems`
-(local, gs://, compression by extension) and hash the bytes as it writes them.
-
-A record is: uint64 little-endian length, masked crc32c of those 8 bytes, the
-data, masked crc32c of the data. The pipeline frames its records in compiled
-code (`frame`, called from the record kernels), whose crc32c is the C library
-google_crc32c's wheel bundles (the CPU's crc32 instruction: 0.09 us a 752-byte
-record, against 0.6 us table-driven, a sixth of the records' encoding), or
-table-driven where that library is not there; `masked_crc32c` (google_crc32c)
-serves readers, which verify every record.
+`tf.io.TFRecordWriter` writes only to TensorFlow's own filesystems, and the
+workers need TensorFlow for nothing else; framing by hand lets the shard
+writer use `apache_beam.io.filesystems` and hash the bytes as it writes. A
+record is: uint64 little-endian length, masked crc32c of those 8 bytes, the
+data, masked crc32c of the data. `frame` (compiled) uses the crc32c of the C
+library google_crc32c's wheel bundles, the CPU's instruction, where it is
+there (docs/design-notes.md, transforms.write.tfrecord); readers verify
+every record.
 """
 
 from __future__ import annotations

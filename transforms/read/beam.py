@@ -1,0 +1,358 @@
+"""The Beam sources of every input format, each giving outputs `documents`
+((doc_key, [lines])) and `problems` (a dict per file not read to its end).
+
+Text files get a splittable FileBasedSource of our own: ReadFromText cannot
+split on a blank line (a self-overlapping delimiter, and whitespace-only or
+CRLF separators), and whole-file reading would not parallelize one huge file.
+A document belongs to the bundle whose byte range holds its first line, and a
+reader starting mid-file looks back just far enough to know whether the line
+before is blank, so bundles split anywhere and no document is cut.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import zlib
+from typing import BinaryIO, Iterator, Sequence
+
+import apache_beam as beam
+from apache_beam.io import fileio
+from apache_beam.io.filebasedsource import FileBasedSource
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.io.range_trackers import OffsetRangeTracker
+
+from bert_pretraining_data.transforms.counters import BundleCounters, CountingDoFn, counter
+from bert_pretraining_data.transforms.read.documents import (DOCUMENTS, PROBLEMS, DecodeStats,
+                                                             Document, InputError, InputProblem,
+                                                             _line_before_is_blank, _read_lines,
+                                                             comma_separated, document_key,
+                                                             key_root, split_documents)
+from bert_pretraining_data.transforms.read.tables import ROW_COUNTERS, row_document
+from bert_pretraining_data.transforms.read.wikipedia import (ARTICLE_COUNTERS, ARTICLE_NAMESPACE,
+                                                             article_document, dump_pages,
+                                                             index_path, is_index, stream_offsets,
+                                                             stream_pages)
+
+
+
+class DocumentSource(FileBasedSource):
+    """A splittable source whose elements are (doc_key, [lines]) documents.
+
+    A document belongs to the reader whose range holds the offset of its
+    first line; the reader finishes its last document past the range end.
+    """
+
+    def __init__(self, file_pattern: str, *, min_bundle_size: int = 0,
+                 split_bytes: int | None = None, root: str | None = None) -> None:
+        # validate=False: match_inputs reports unmatched patterns in one line.
+        super().__init__(file_pattern, min_bundle_size=min_bundle_size,
+                         compression_type=CompressionTypes.AUTO,
+                         splittable=True, validate=False)
+        if split_bytes is not None and split_bytes < 1:
+            raise ValueError(f"split_bytes must be >= 1, got {split_bytes}")
+        self._split_bytes = split_bytes
+        self._root = key_root([file_pattern]) if root is None else root
+        self._documents = counter("documents")
+        self._lines = counter("lines")
+        self._repairs = {f.name: counter(f.name) for f in dataclasses.fields(DecodeStats)}
+        self._problems = counter("unreadable_files")
+
+    def split(self, desired_bundle_size: int | None = None,
+              start_position=None, stop_position=None):
+        """Caps bundles at `split_bytes` so tests can force many tiny splits."""
+        if self._split_bytes is not None:
+            desired_bundle_size = min(desired_bundle_size or self._split_bytes,
+                                      self._split_bytes)
+        return super().split(desired_bundle_size, start_position, stop_position)
+
+    def read_records(self, file_name: str, range_tracker: OffsetRangeTracker
+                     ) -> Iterator[tuple[str, list[str]]]:
+        """Claims and yields the documents that start in the tracker's range.
+
+        A compressed file that is corrupt or truncated ends in an InputProblem
+        (after the documents read before the damage): the run goes on, and
+        the manifest names the file. Beam's reader does not notice a truncated
+        stream by itself, so the decompressor's end-of-stream flag is checked.
+        """
+        compressed = CompressionTypes.detect_compression_type(file_name) != \
+            CompressionTypes.UNCOMPRESSED
+        stats = DecodeStats()
+        documents = lines_read = 0
+        try:
+            with self.open_file(file_name) as f:
+                for key, lines in self._documents_in_range(f, file_name, range_tracker, stats):
+                    documents += 1
+                    lines_read += len(lines)
+                    yield key, lines
+                if compressed and not getattr(getattr(f, "_decompressor", None), "eof", True):
+                    raise EOFError("compressed stream ends early (truncated file)")
+        except _DECOMPRESSION_ERRORS as err:
+            if not compressed:
+                raise
+            self._problems.inc()
+            yield InputProblem(path=file_name, message=(
+                f"{type(err).__name__}: {err}; read {documents} document(s), skipped "
+                "the rest; re-create the file or remove it from --input_file"))
+        # Counted once per range: a counter update costs more than a short document.
+        counts = [(self._documents, documents), (self._lines, lines_read)] + [
+            (self._repairs[f.name], getattr(stats, f.name)) for f in dataclasses.fields(stats)]
+        for counted, value in counts:
+            if value:
+                counted.inc(value)
+
+    def _documents_in_range(self, f: BinaryIO, file_name: str,
+                            range_tracker: OffsetRangeTracker, stats: DecodeStats) -> Iterator[tuple[str, list[str]]]:
+        start = range_tracker.start_position()
+        if start > 0:
+            # The first line that starts at or after `start`.
+            f.seek(start - 1)
+            head = f.readline()
+            if not head.endswith(b"\n"):
+                return  # no line starts in [start, end of file)
+            first = start - 1 + len(head)
+            if first >= range_tracker.stop_position():
+                return  # every document here starts past our range
+            after_blank = _line_before_is_blank(f, first)
+            f.seek(first)
+        else:
+            f.seek(0)
+            first, after_blank = 0, True
+        for offset, lines in split_documents(
+                _read_lines(f, first), stats=stats,
+                after_blank=after_blank, claim=range_tracker.try_claim):
+            yield document_key(file_name, offset, self._root), lines
+
+
+def _no_match(pattern: str) -> InputError:
+    return InputError(
+        f"--input_file pattern {pattern!r} matches no files; check the path "
+        "(local paths and gs:// globs are supported)")
+
+
+def match_inputs(input_file: str) -> list[tuple[str, int]]:
+    """Expands the comma-separated --input_file into sorted, unique
+    (path, size_bytes), failing before any work starts if a pattern matches
+    nothing. Uses FileSystems, so local paths and gs:// work alike."""
+    patterns = comma_separated(input_file)
+    if not patterns:
+        raise InputError("--input_file is empty; give one or more paths or "
+                         "globs, separated by commas")
+    files: dict[str, int] = {}
+    for pattern in patterns:
+        # One pattern per call: FileSystems.match picks the filesystem of
+        # its first pattern for the whole list.
+        metadata_list = FileSystems.match([pattern])[0].metadata_list
+        if not metadata_list:
+            raise _no_match(pattern)
+        for metadata in metadata_list:
+            files[metadata.path] = metadata.size_in_bytes
+    return sorted(files.items())
+
+
+class ReadDocuments(beam.PTransform):
+    """Patterns (already split, e.g. by match_inputs' caller) -> outputs
+    `documents`: (doc_key, [stripped non-blank lines]) and `problems`: a dict
+    (path, message) per file that could not be read to its end.
+
+    Overlapping patterns would read a shared file twice: pass disjoint ones.
+    """
+
+    def __init__(self, *, patterns: Sequence[str],
+                 split_bytes: int | None = None) -> None:
+        super().__init__()
+        if isinstance(patterns, str):
+            raise TypeError("patterns must be a sequence of patterns, not one "
+                            "string (split a comma list first)")
+        if not patterns:
+            raise InputError("ReadDocuments needs at least one input pattern")
+        self._patterns = tuple(patterns)
+        self._split_bytes = split_bytes
+
+    def expand(self, pbegin):
+        for pattern in self._patterns:  # fail at construction, in one line
+            if not FileSystems.match([pattern], limits=[1])[0].metadata_list:
+                raise _no_match(pattern)
+        root = key_root(self._patterns)
+        reads = [
+            pbegin | f"ReadPattern{i}" >> beam.io.Read(
+                DocumentSource(pattern, split_bytes=self._split_bytes, root=root))
+            for i, pattern in enumerate(self._patterns)
+        ]
+        return (tuple(reads)
+                | "Flatten" >> beam.Flatten()
+                | "SeparateProblems" >> beam.ParDo(_SeparateProblems()).with_outputs(
+                    PROBLEMS, main=DOCUMENTS))
+
+
+class _SeparateProblems(beam.DoFn):
+    def process(self, record):
+        if isinstance(record, InputProblem):
+            yield beam.pvalue.TaggedOutput(PROBLEMS, dataclasses.asdict(record))
+        else:
+            yield record
+
+
+class _ParseRows(CountingDoFn):
+    """An input row (a JSON line, or a Parquet row as a dict) -> (key, [paragraphs]),
+    or a count of why it gave none (transforms.read.tables.row_document)."""
+
+    def __init__(self, *, text_field: str, json_lines: bool) -> None:
+        self._field = text_field
+        self._json = json_lines
+        self._count = BundleCounters(*ROW_COUNTERS)
+
+    def process(self, row) -> Iterator[Document]:
+        document = row_document(row, text_field=self._field, json_lines=self._json,
+                                counts=self._count.counts)
+        if document is not None:
+            yield document
+
+
+def check_parquet_schema(paths: Sequence[str], text_field: str) -> None:
+    """Every file has a string `text_field` column; else a one-line InputError."""
+    import pyarrow
+    import pyarrow.parquet as pq
+
+    for path in paths:
+        with FileSystems.open(path) as handle:
+            try:
+                schema = pq.read_schema(handle)
+            except (pyarrow.ArrowException, OSError) as err:
+                raise InputError(f"{path} is not a Parquet file ({err}); check "
+                                 "--input_format") from None
+        if text_field not in schema.names:
+            raise InputError(f"{path} has no column {text_field!r} (its columns: "
+                             f"{', '.join(schema.names)}); pass --text_field")
+        kind = schema.field(text_field).type
+        if not (pyarrow.types.is_string(kind) or pyarrow.types.is_large_string(kind)):
+            raise InputError(f"{path}: column {text_field!r} holds {kind}, not text; "
+                             "pass the text column as --text_field")
+
+
+class ReadTables(beam.PTransform):
+    """JSONL or Parquet files -> outputs `documents` (key, [paragraphs]) and
+    `problems` (none: a file that cannot be read fails the run), as
+    ReadDocuments gives for text files."""
+
+    def __init__(self, *, patterns: Sequence[str], input_format: str, text_field: str) -> None:
+        super().__init__()
+        self._patterns = tuple(patterns)
+        self._format = input_format
+        self._field = text_field
+
+    def expand(self, pbegin):
+        if self._format == "jsonl":  # splittable, .gz/.bz2 by extension, as text
+            reads = [pbegin | f"ReadPattern{i}" >> beam.io.ReadFromText(pattern)
+                     for i, pattern in enumerate(self._patterns)]
+        else:
+            reads = [pbegin | f"ReadPattern{i}" >> beam.io.ReadFromParquet(
+                         pattern, columns=[self._field])
+                     for i, pattern in enumerate(self._patterns)]
+        documents = (tuple(reads) | "Flatten" >> beam.Flatten()
+                     | "ParseRows" >> beam.ParDo(_ParseRows(
+                         text_field=self._field, json_lines=self._format == "jsonl")))
+        problems = pbegin | "NoProblems" >> beam.Create([])
+        return {DOCUMENTS: documents, PROBLEMS: problems}
+
+
+class _Articles(CountingDoFn):
+    """A dump file -> (title, wikitext) of its articles; other pages counted.
+    A file that breaks off (damaged compression, cut XML) keeps the articles
+    read so far and is reported as a problem."""
+
+    def __init__(self) -> None:
+        self._count = BundleCounters("pages", "redirect_pages", "non_article_pages",
+                                     "pages_without_text", "unreadable_files")
+
+    def process(self, unit: tuple[str, int]):
+        """`unit`: (path, offset of one bz2 stream of a multistream dump), or
+        (path, -1): the whole file (decompressed by its extension)."""
+        count = self._count.counts
+        path, offset = unit
+        try:
+            if offset < 0:
+                handle = FileSystems.open(path)
+            else:
+                handle = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+            with handle:
+                pages = dump_pages(handle) if offset < 0 else stream_pages(handle, offset)
+                for page in pages:
+                    count["pages"] += 1
+                    if page.namespace != ARTICLE_NAMESPACE:
+                        count["non_article_pages"] += 1
+                    elif page.redirect:
+                        count["redirect_pages"] += 1
+                    elif not (page.text or "").strip():
+                        count["pages_without_text"] += 1
+                    else:
+                        yield page.title, page.text
+        except (OSError, EOFError, ValueError, SyntaxError) as err:  # ParseError is a SyntaxError
+            count["unreadable_files"] += 1
+            yield beam.pvalue.TaggedOutput(PROBLEMS, {
+                "path": path, "message": f"{type(err).__name__}: {err}"})
+
+
+class _ToDocument(CountingDoFn):
+    """(title, wikitext) -> (key, [paragraphs]) of its plain text
+    (transforms.read.wikipedia.article_document)."""
+
+    def __init__(self) -> None:
+        self._count = BundleCounters(*ARTICLE_COUNTERS)
+
+    def process(self, article: tuple[str, str]) -> Iterator[Document]:
+        document = article_document(article[1], counts=self._count.counts)
+        if document is not None:
+            yield document
+
+
+def read_units(metadata) -> Iterator[tuple[str, int]]:
+    """A matched dump file's units of work: one per bz2 stream when its
+    multistream index is beside it, else the whole file. Index files
+    matched by the patterns themselves are not dumps."""
+    path = metadata.path
+    if is_index(path):
+        return
+    index = index_path(path)
+    if index != path and FileSystems.exists(index):
+        with FileSystems.open(index) as handle:
+            for offset in stream_offsets(handle.read()):
+                yield path, offset
+    else:
+        yield path, -1
+
+
+class ReadDump(beam.PTransform):
+    """MediaWiki XML dump files -> outputs `documents` (key, [paragraphs]) and
+    `problems`, as ReadDocuments gives for text files."""
+
+    def __init__(self, *, patterns) -> None:
+        super().__init__()
+        self._patterns = tuple(patterns)
+
+    def expand(self, pbegin):
+        streams, files = (pbegin
+                          | "Patterns" >> beam.Create(self._patterns)
+                          | "Match" >> fileio.MatchAll()
+                          | "Units" >> beam.FlatMap(read_units)
+                          | "SpreadUnits" >> beam.Reshuffle()
+                          | "StreamsOrFiles" >> beam.Partition(
+                              lambda unit, _: 0 if unit[1] >= 0 else 1, 2))
+        # A stream's 100 pages are converted where they are read; a whole
+        # file's articles are spread first (shuffling the wikitext of a
+        # multistream dump again would only cost its bytes).
+        from_streams = streams | "StreamArticles" >> beam.ParDo(_Articles()).with_outputs(
+            PROBLEMS, main="articles")
+        from_files = files | "FileArticles" >> beam.ParDo(_Articles()).with_outputs(
+            PROBLEMS, main="articles")
+        documents = ((from_streams["articles"],
+                      from_files["articles"] | "SpreadArticles" >> beam.Reshuffle())
+                     | "AllArticles" >> beam.Flatten()
+                     | "PlainText" >> beam.ParDo(_ToDocument()))
+        problems = ((from_streams[PROBLEMS], from_files[PROBLEMS])
+                    | "AllProblems" >> beam.Flatten())
+        return {DOCUMENTS: documents, PROBLEMS: problems}
+
+
+# What zlib, gzip and bz2 raise on damaged data, and our own truncation check.
+_DECOMPRESSION_ERRORS = (zlib.error, OSError, EOFError, ValueError)

@@ -1,0 +1,66 @@
+"""Tokenize's Beam shell: a document's lines to its sentences' token ids,
+with the tokenizer built once per worker and every drop counted."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from bert_pretraining_data.transforms.counters import BundleCounters, CountingDoFn
+from bert_pretraining_data.transforms.progress_sink import ProgressSink
+from bert_pretraining_data.transforms.tokenize.chinese_words import MARK, line_ids
+from bert_pretraining_data.transforms.tokenize.sentences import sentence_splitter
+from bert_pretraining_data.transforms.tokenize.tokenized_documents import (CompactDocument,
+                                                                           compact_document)
+from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
+from bert_pretraining_data.transforms.tokenize.wordpiece import count_control_characters
+from bert_pretraining_data.transforms.worker_memory import tune_worker_memory
+class TokenizeDocument(CountingDoFn):
+    """(doc_key, [line]) -> (doc_key, compact [[token id]]): each line a sentence,
+    or split into sentences (--sentence_splitter); sentences without tokens dropped."""
+
+    def __init__(self, *, vocab_file: str | None = None, do_lower_case: bool = True,
+                 tokenizer: TokenizerSpec | None = None,
+                 whole_word_segmenter: str = "none", sentence_splitter: str = "none",
+                 progress_dir: str | None = None) -> None:
+        # Any tokenizer (`tokenizer`), or WordPiece's by its vocab.txt.
+        self._tokenizer = tokenizer or TokenizerSpec(vocab_file, do_lower_case)
+        self._progress_dir = progress_dir
+        self._segmenter = whole_word_segmenter
+        self._splitter = sentence_splitter
+        self._count = BundleCounters("sentences", "tokens", "unk_tokens", "empty_documents",
+                                     "lines_without_tokens", "tokenized_documents",
+                                     "control_characters")
+
+    def setup(self) -> None:
+        tune_worker_memory()
+        tokenizer = self._tokenizer.tokenizer()
+        # A line's ids, with segmented words marked (transforms.tokenize.chinese_words).
+        self._line_ids = line_ids(tokenizer, self._segmenter)
+        unk = tokenizer.vocabulary.unk_id  # an unknown SentencePiece piece may be marked
+        self._unk = (unk, unk | MARK) if self._tokenizer.sentencepiece else (unk,)
+        # A document's lines as sentences: themselves, or split (paragraphs).
+        self._sentences = sentence_splitter(self._splitter)
+        self._progress = ProgressSink(self._progress_dir)
+
+    def finish_bundle(self) -> None:
+        super().finish_bundle()
+        self._progress.write()
+
+    def process(self, element: tuple[str, list[str]]) -> Iterator[tuple[str, CompactDocument]]:
+        doc_key, lines = element
+        count = self._count.counts
+        count["control_characters"] += sum(map(count_control_characters, lines))
+        texts = self._sentences(lines)
+        sentences = [ids for ids in map(self._line_ids, texts) if ids]
+        count["lines_without_tokens"] += len(texts) - len(sentences)
+        if self._progress.active:  # text bytes: one encode per line, only when shown
+            self._progress.add(documents=1, tokenized=int(bool(sentences)),
+                               bytes=sum(len(line.encode()) + 1 for line in lines))
+        if not sentences:
+            count["empty_documents"] += 1
+            return
+        count["tokenized_documents"] += 1
+        count["sentences"] += len(sentences)
+        count["tokens"] += sum(map(len, sentences))
+        count["unk_tokens"] += sum(s.count(unk) for s in sentences for unk in self._unk)
+        yield doc_key, compact_document(sentences)
