@@ -21,15 +21,19 @@ from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSp
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
 
 MANIFEST_NAME = "manifest.json"
-# An --output_dir dataset's vocabulary, beside its manifest: its vocab.txt, or
-# its SentencePiece model.
+# An --output_dir dataset's vocabulary, beside its manifest: its vocab.txt, its
+# SentencePiece model or its tokenizer.json.
 VOCAB_NAME = "vocab.txt"
 SENTENCEPIECE_NAME = "sentencepiece.model"
+TOKENIZER_JSON_NAME = "tokenizer.json"
 
 
 def vocabulary_name(flags: dict[str, Any]) -> str:
     """What a dataset made with these flags calls its copy of the vocabulary."""
-    return SENTENCEPIECE_NAME if TokenizerSpec.of(flags).sentencepiece else VOCAB_NAME
+    spec = TokenizerSpec.of(flags)
+    if spec.tokenizer_file:
+        return TOKENIZER_JSON_NAME
+    return SENTENCEPIECE_NAME if spec.sentencepiece else VOCAB_NAME
 
 
 class DatasetError(ValueError):

@@ -198,8 +198,9 @@ def _d2l(f: Features, index: int) -> Instance:
                     1 - int(f["nsp_labels"][0]))  # d2l stores 1 for "is next"
 
 
+# roberta's records are bert's layout with one segment.
 _RECIPES: dict[str, Callable[[Features, int], "Instance | Row"]] = {
-    "bert": _bert, "d2l": _d2l, "packed": _packed}
+    "bert": _bert, "roberta": _bert, "d2l": _d2l, "packed": _packed}
 
 
 @dataclasses.dataclass(frozen=True)

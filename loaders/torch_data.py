@@ -21,7 +21,7 @@ from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from bert_pretraining_data.loaders.dynamic_masking import dynamic_masking, mask_for_epoch
 from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, read_manifest,
-                                                    read_vocabulary_bytes)
+                                                    read_vocabulary, read_vocabulary_bytes)
 from bert_pretraining_data.loaders.records import (Instance, InstanceDecoder, Row, read_shard,
                                                    sequences_of)
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig
@@ -190,7 +190,9 @@ class Collator:
             raise DatasetError(f"style='blocks' lays out packed rows; {manifest.path} holds "
                                "one instance a record: use style='hf' or 'flat'")
         pad_id = 0  # the original pads with 0 whatever the vocabulary
-        if manifest.recipe == "d2l":
+        if manifest.tokenizer.tokenizer_file:  # a tokenizer.json's pad (RoBERTa's is 1)
+            pad_id = read_vocabulary(manifest, vocab_file).pad_id
+        elif manifest.recipe == "d2l":
             pad_id = read_vocabulary_bytes(manifest).decode("utf-8").split("\n").index("<pad>")
         return cls(style=style, pad_id=pad_id, masking=dynamic_masking(manifest, vocab_file),
                    shape=shape, seed=manifest.flags["random_seed"] if seed is None else seed)

@@ -28,10 +28,11 @@ BATCH_SIZE = 32  # for the dynamic-padding estimate
 
 
 def vocabulary_tokens(manifest: Manifest, vocab_file: str | None) -> list[str] | None:
-    """Token per id (a vocab.txt's lines, a SentencePiece model's pieces), or
-    None when the vocabulary is not at hand (ids are shown)."""
+    """Token per id (a vocab.txt's lines, a SentencePiece model's pieces, a
+    tokenizer.json's tokens), or None when the vocabulary is not at hand (ids
+    are shown)."""
     try:
-        if manifest.tokenizer.sentencepiece:
+        if manifest.tokenizer.marks_continuations:
             return list(read_vocabulary(manifest, vocab_file).tokens)
         return read_vocabulary_bytes(manifest, vocab_file).decode("utf-8").split("\n")
     except DatasetError:
@@ -55,11 +56,13 @@ def objective(manifest: Manifest) -> str:
     flags = manifest.flags
     if manifest.recipe == "d2l":
         return "objective: d2l's NSP and MLM over word tokens"
-    task = {"nsp": "BERT's next sentence prediction (NSP)",
-            "sop": "ALBERT's sentence order prediction (SOP)",
-            "none": "no pair task: full sequences (ELECTRA/RoBERTa)"}[
+    tasks = {"nsp": "BERT's next sentence prediction (NSP)",
+             "sop": "ALBERT's sentence order prediction (SOP)",
+             "none": "no pair task: full sequences (ELECTRA/RoBERTa)"}
+    task = "no pair task: RoBERTa's DOC-SENTENCES" if manifest.recipe == "roberta" else tasks[
         flags.get("next_sentence", "nsp")]
-    pieces = "SentencePiece pieces" if manifest.tokenizer.sentencepiece else "WordPieces"
+    pieces = ("SentencePiece pieces" if manifest.tokenizer.sentencepiece
+              else "tokens" if manifest.tokenizer.tokenizer_file else "WordPieces")
     words = "whole words" if flags.get("do_whole_word_mask") else pieces
     if flags.get("whole_word_segmenter", "none") != "none":
         words += f" (Chinese words by {flags['whole_word_segmenter']})"

@@ -50,6 +50,7 @@ GROUPS = {
     "run": "what the run reproduces and how it runs",
 }
 _VALUE_TYPES = {"int": int, "float": float}
+RECIPES = ("bert", "roberta", "d2l")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,7 +114,9 @@ class Config:
         default_help="none; required unless a SentencePiece model or --recipe=d2l gives "
                      "the vocabulary")
     do_lower_case: bool = flag(
-        "tokenizer", "lower-case and strip accents (uncased models)", default=True, absl=True)
+        "tokenizer", "lower-case and strip accents (uncased models); not with "
+        "--tokenizer_file, whose normalizer decides", default=True, absl=True,
+        parser_default=None)
     do_whole_word_mask: bool = flag(
         "masking", "mask whole words instead of WordPieces", default=False, absl=True)
     max_seq_length: int = flag(
@@ -121,13 +124,15 @@ class Config:
         default=128)
     max_predictions_per_seq: int = flag(
         "masking", "masked-LM predictions an instance holds at most",
-        default_help="20; with --recipe=d2l, round(max_seq_length * masked_lm_prob)")
+        default_help="20; with --recipe=d2l or roberta, round(max_seq_length * "
+                     "masked_lm_prob)")
     random_seed: int = flag(
         "instances", "the seed of every random choice: sequence lengths, random next "
         "sentences, masks", default=12345)
     dupe_factor: int = flag(
         "instances", "copies of the data, each with different masks",
-        default_help="10; 1 with --recipe=d2l, which makes one pass as d2l does")
+        default_help="10; 1 with --recipe=d2l, which makes one pass as d2l does, and with "
+                     "--recipe=roberta, whose masks are drawn at load time")
     masked_lm_prob: float = flag(
         "masking", "the fraction of an instance's tokens masked (up to "
         "--max_predictions_per_seq)", default=0.15)
@@ -157,13 +162,17 @@ class Config:
         "output", "replace a dataset already at the output location (only once this run "
         "has succeeded)", default=False)
     recipe: str = flag(
-        "run", "bert: the original's instances and features; d2l: the WikiText-2 dataset "
-        "of d2l.ai (one paragraph per line, word tokens, a vocabulary computed from the "
-        "corpus, written as vocab.txt)", choices=["bert", "d2l"], default="bert")
+        "run", "bert: the original's instances and features; roberta: RoBERTa's "
+        "DOC-SENTENCES (whole consecutive sentences of one document up to max_seq_length, "
+        "one segment framed by the tokenizer, e.g. <s> ... </s>, no pair task), masked at "
+        "load time unless --masking=static; d2l: the WikiText-2 dataset of d2l.ai (one "
+        "paragraph per line, word tokens, a vocabulary computed from the corpus, written "
+        "as vocab.txt)", choices=list(RECIPES), default="bert")
     masking: str = flag(
         "masking", "static: mask here, as the original; none: leave instances unmasked "
         "for dynamic masking at load time (loaders.torch_data)",
-        choices=["static", "none"], default="static")
+        choices=["static", "none"], default="static", parser_default=None,
+        default_help="static; none with --recipe=roberta, RoBERTa's dynamic masking")
     padding: str = flag(
         "output", "fixed: pad to max_seq_length / max_predictions_per_seq, as the "
         "original; none: variable-length features, padded per batch at load time",
@@ -180,7 +189,8 @@ class Config:
         "half the time; label 1 = swapped); none, ELECTRA's and RoBERTa's full sequences "
         "(filled to max_seq_length across a document's sentences, no label; with "
         "--masking=none, ELECTRA's input_ids, input_mask and segment_ids only)",
-        choices=list(NEXT_SENTENCE_OBJECTIVES), default="nsp")
+        choices=list(NEXT_SENTENCE_OBJECTIVES), default="nsp", parser_default=None,
+        default_help="nsp; none with --recipe=roberta")
     ngram: int = flag(
         "masking", "ALBERT's n-gram masking: mask spans of up to N words (or WordPieces), "
         "lengths weighted 1/n; 0: BERT's masking. ALBERT's features (token_boundary) are "
@@ -251,6 +261,11 @@ class Config:
     sp_model_file: str | None = flag(
         "tokenizer", "the Model Garden's flag: with --tokenization=SentencePiece, the "
         "SentencePiece model", type=_path_or_none, default=None)
+    tokenizer_file: str | None = flag(
+        "tokenizer", "a Hugging Face tokenizer.json (byte-level BPE, WordPiece, Unigram): "
+        "each line encoded alone by the tokenizers library, framed by the file's "
+        "post-processor, padded with its pad token (in place of --vocab_file)",
+        type=_path_or_none, default=None)
 
     @property
     def token_boundary(self) -> bool:
@@ -259,8 +274,9 @@ class Config:
 
     @property
     def tokenizer(self) -> TokenizerSpec:
-        """WordPiece (--vocab_file) or SentencePiece (ALBERT's --spm_model_file,
-        the Model Garden's --tokenization=SentencePiece --sp_model_file)."""
+        """WordPiece (--vocab_file), SentencePiece (ALBERT's --spm_model_file, the
+        Model Garden's --tokenization=SentencePiece --sp_model_file) or a
+        tokenizer.json (--tokenizer_file)."""
         return TokenizerSpec.of(self.flags())
 
     def flags(self) -> dict[str, object]:
@@ -277,6 +293,17 @@ class _Spellings:
         absl=True)
 
 
+def check_framing(config: Config, vocab: Vocabulary) -> None:
+    """Raises ConfigError when the tokenizer cannot frame what the objective
+    writes: sentence pairs need BERT's `CLS A SEP B SEP` with B of type 1."""
+    if config.recipe != "roberta" and not vocab.framing.bert_pairs:
+        raise ConfigError(
+            f"{config.tokenizer.path}: its tokenizer frames two segments as CLS A SEP SEP "
+            "B SEP or with one segment type (RoBERTa's); --next_sentence="
+            f"{config.next_sentence} writes BERT's CLS A SEP B SEP pairs: use "
+            "--recipe=roberta (one segment), or a tokenizer.json with BERT's pair framing")
+
+
 @dataclasses.dataclass(frozen=True)
 class Stages:
     """What the stages need, derived once from the flags and the vocabulary."""
@@ -288,13 +315,16 @@ class Stages:
 
     @classmethod
     def of(cls, config: Config, vocab: Vocabulary) -> "Stages":
+        """Raises ConfigError when the tokenizer cannot frame what the objective writes."""
+        check_framing(config, vocab)
+        single_segment = config.recipe == "roberta"
         masking = masking_config(
             vocab, masked_lm_prob=config.masked_lm_prob,
             max_predictions_per_seq=config.max_predictions_per_seq,
             do_whole_word_mask=config.do_whole_word_mask, ngram=config.ngram,
             favor_shorter_ngram=config.favor_shorter_ngram,
             max_ngram_size=config.max_ngram_size)
-        layout = record_layout(config)
+        layout = dataclasses.replace(record_layout(config), pad_id=vocab.pad_id)
         if config.pack_sequences:
             rows = PackedRows(layout, config.max_seq_length,
                               row_prediction_budget(config, masking),
@@ -307,8 +337,11 @@ class Stages:
                 cls_id=vocab.cls_id, sep_id=vocab.sep_id, next_sentence=config.next_sentence,
                 continues=tuple(vocab.continuation_flags()) if config.token_boundary else None,
                 # segmenters mark whole words in the ids; SentencePiece, its
-                # unknown pieces that continue one (transforms.subword)
-                segmented=config.whole_word_segmenter != "none" or config.tokenizer.sentencepiece),
+                # unknown pieces that continue one; a tokenizer.json, every
+                # continuation (transforms.tokenize)
+                segmented=(config.whole_word_segmenter != "none"
+                           or config.tokenizer.marks_continuations),
+                single_segment=single_segment),
             masking=masking, layout=layout, rows=rows)
 
 
@@ -410,6 +443,9 @@ def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
                           "--pack_sequences or drop it")
     if config.dedup != "near" and given.keys() & {"dedup_threshold", "dedup_ngram"}:
         raise ConfigError("--dedup_threshold and --dedup_ngram set --dedup=near; add it")
+    if config.tokenizer_file and "do_lower_case" in given:
+        raise ConfigError("--do_lower_case does not apply to --tokenizer_file: the "
+                          "tokenizer.json's normalizer decides the case; drop it")
     validate(config)
     return config, beam_args
 
@@ -421,11 +457,13 @@ def _dependent_defaults(args: argparse.Namespace, beam_args: Sequence[str]) -> d
     round(max_len * 0.15), as d2l does; a run that reproduces a tool which keeps
     every document (--reference_compatible, --recipe=d2l) does not dedup.
     """
-    d2l = args.recipe == "d2l"
+    d2l, roberta = args.recipe == "d2l", args.recipe == "roberta"
     return {
         "max_predictions_per_seq": (max(1, round(args.max_seq_length * args.masked_lm_prob))
-                                    if d2l else 20),
-        "dupe_factor": 1 if d2l else 10,
+                                    if d2l or roberta else 20),
+        "dupe_factor": 1 if d2l or roberta else 10,
+        "masking": "none" if roberta else "static",
+        "next_sentence": "none" if roberta else "nsp",
         "shuffle": default_shuffle(beam_args),
         "sentence_splitter": "none" if args.input_format == "text" else DEFAULT_SPLITTER,
         "dedup": "none" if args.reference_compatible or d2l else "exact",
@@ -438,8 +476,8 @@ def validate(config: Config) -> None:
     # model is the vocabulary.
     sentencepiece = (config.spm_model_file or config.sp_model_file
                      or config.tokenization == SENTENCEPIECE)
-    required = ("input_file",) if config.recipe == "d2l" or sentencepiece else (
-        "input_file", "vocab_file")
+    required = ("input_file",) if (config.recipe == "d2l" or sentencepiece
+                                   or config.tokenizer_file) else ("input_file", "vocab_file")
     for flag in required:
         if not getattr(config, flag):
             raise ConfigError(f"--{flag} is required")
@@ -477,9 +515,19 @@ def validate(config: Config) -> None:
         (not config.sp_model_file or config.tokenization == SENTENCEPIECE,
          "--sp_model_file is read with --tokenization=SentencePiece (the Model Garden's "
          "flags); add it, or give the model as --spm_model_file (ALBERT's)"),
-        (config.whole_word_segmenter == "none" or not sentencepiece,
+        (not (config.tokenizer_file and (config.vocab_file or sentencepiece)),
+         "--tokenizer_file is the whole tokenizer (its vocabulary included); drop "
+         "--vocab_file, --spm_model_file and --tokenization=SentencePiece"),
+        (not (config.tokenizer_file and config.reference_compatible),
+         "--reference_compatible reproduces a script that tokenizes with its own "
+         "vocabulary; drop --tokenizer_file"),
+        (not (config.tokenizer_file and config.masking == "none" and config.do_whole_word_mask),
+         "with --tokenizer_file, a word's tokens are known when tokenizing, not in the "
+         "records: whole-word masking needs --masking=static"),
+        (config.whole_word_segmenter == "none" or not (sentencepiece or config.tokenizer_file),
          "--whole_word_segmenter marks Chinese words among WordPiece's one-character "
-         "tokens; SentencePiece pieces are words already: drop it"),
+         "tokens; SentencePiece's pieces and a tokenizer.json's word ids are words "
+         "already: drop it"),
         (not config.reference_compatible or config.input_format == "text",
          "--reference_compatible reads the original's text format; drop --input_format"),
         (config.whole_word_segmenter == "none" or config.masking == "static",
@@ -519,11 +567,21 @@ def validate(config: Config) -> None:
         (config.max_sequences_per_pack >= 2, "--max_sequences_per_pack must be at least 2, "
          f"got {config.max_sequences_per_pack} (one instance a row: drop --pack_sequences)"),
     ]
+    if config.recipe == "roberta":
+        checks += [
+            (config.next_sentence == "none", "--recipe=roberta has no sentence-pair task "
+             "(RoBERTa's DOC-SENTENCES); drop --next_sentence"),
+            (not config.reference_compatible, "--reference_compatible reproduces the "
+             "original BERT script; drop it with --recipe=roberta"),
+            ((config.ngram, config.max_ngram_size) == (0, 0), "--recipe=roberta masks "
+             "tokens (or whole words) as RoBERTa does; drop --ngram and --max_ngram_size"),
+        ]
     if config.recipe == "d2l":
         checks += [
-            (not config.vocab_file and not sentencepiece, "--recipe=d2l computes its "
+            (not (config.vocab_file or sentencepiece or config.tokenizer_file),
+             "--recipe=d2l computes its "
              "vocabulary from the corpus (written as vocab.txt); drop --vocab_file, "
-             "--spm_model_file and --tokenization"),
+             "--spm_model_file, --tokenization and --tokenizer_file"),
             (bool(config.output_dir), "--recipe=d2l writes vocab.txt beside its "
              "shards; use --output_dir"),
             (not config.reference_compatible, "--reference_compatible reproduces the "

@@ -16,7 +16,7 @@ import apache_beam as beam
 
 from bert_pretraining_data.pipeline.changes import DocumentHistory, DocumentPlan
 from bert_pretraining_data.pipeline.local_runner import new_pipeline
-from bert_pretraining_data.pipeline.options import Config, Stages
+from bert_pretraining_data.pipeline.options import Config, Stages, check_framing
 from bert_pretraining_data.pipeline.publish import OutputLayout, prepare_output
 from bert_pretraining_data.transforms.counters import read_counters
 from bert_pretraining_data.transforms.read.beam import check_parquet_schema, match_inputs
@@ -53,12 +53,14 @@ class Prepared:
 
 
 def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:
-    """Matches the inputs, reads the vocabulary (the bert recipe's) and
-    prepares the output location."""
+    """Matches the inputs, reads the vocabulary (every recipe's but d2l's,
+    which computes its own) and prepares the output location."""
     inputs = match_inputs(config.input_file)
     if config.input_format == "parquet":
         check_parquet_schema([path for path, _ in inputs], config.text_field)
-    vocab = config.tokenizer.load_vocabulary() if config.recipe == "bert" else None
+    vocab = config.tokenizer.load_vocabulary() if config.recipe != "d2l" else None
+    if vocab is not None:
+        check_framing(config, vocab)
     layout, replaces = prepare_output(config, inputs)
     return Prepared(config=config, beam_args=beam_args, inputs=inputs, layout=layout,
                     replaces=replaces, vocab=vocab,

@@ -43,7 +43,7 @@ def _flags(**flags) -> list[str]:
     (["--tokenization=SentencePiece"], "needs --sp_model_file"),
     (["--sp_model_file=m"], "is read with --tokenization=SentencePiece"),
     (["--spm_model_file=m", "--do_whole_word_mask", "--whole_word_segmenter=jieba"],
-     "SentencePiece pieces are words already"),
+     "SentencePiece's pieces and a tokenizer.json's word ids are words already"),
     (["--spm_model_file=m", "--recipe=d2l"], "drop --vocab_file, --spm_model_file"),
 ])
 def test_sentencepiece_flags_that_cannot_work_fail_in_one_line(flags, message):

@@ -55,7 +55,7 @@ def encode_example(*, input_ids, segment_ids, masked_lm_positions, masked_lm_ids
                  one + segment_b_start, one + next_sentence_label,
                  np.asarray(masked_lm_positions, dtype=np.int64),
                  np.asarray(masked_lm_ids, dtype=np.int64), max_seq_length,
-                 max_predictions_per_seq, 1,
+                 max_predictions_per_seq, 1, 0,
                  np.empty(scratch_size(max_seq_length, max_predictions_per_seq), np.uint8),
                  np.empty(len(fields) + 1, dtype=np.int64))
     return out[:end].tobytes()

@@ -105,3 +105,51 @@ def create_sequences(mt, tokens, bounds, target, seed_lo, seed_hi, dupe, s, w, o
         first = last
         length = 0
     return target, out, pos, entry_bounds, keys, count
+
+
+@njit(cache=True)
+def _emit_block(mt, n, index, seed_lo, seed_hi, dupe, s, w, out, pos, entry_bounds, keys,
+                count, stats):
+    """The block of n tokens at w.instance[1:n + 1], framed CLS block SEP, as
+    one single-segment instance with the shuffle key of (dupe, index)."""
+    w.instance[0] = s.cls_id
+    w.instance[n + 1] = s.sep_id
+    return emit(mt, w.instance[:n + 2], n + 2, False, shuffle_key(seed_lo, seed_hi, dupe, index),
+                s, w, out, pos, entry_bounds, keys, count, stats)
+
+
+@njit(cache=True)
+def create_doc_sentences(mt, tokens, bounds, seed_lo, seed_hi, dupe, s, w, out, pos,
+                         entry_bounds, keys, count, stats):
+    """RoBERTa's DOC-SENTENCES for one copy of a document (`--recipe=roberta`):
+    blocks of whole consecutive sentences, each as long as fits max_seq_length
+    with its CLS and SEP, never crossing into another document; a sentence
+    longer than a block is cut into blocks of its own (fairseq's
+    `TokenBlockDataset`, break_mode `complete_doc`, without dropping any
+    token). Block i gets the shuffle key of (dupe, i). Returns (out, pos,
+    entry_bounds, keys, count): the output grown as needed."""
+    block = s.max_seq_length - 2
+    n = 0
+    index = 0
+    for i in range(len(bounds) - 1):
+        start, end = bounds[i], bounds[i + 1]
+        if n > 0 and n + end - start > block:
+            out, pos, entry_bounds, keys, count = _emit_block(
+                mt, n, index, seed_lo, seed_hi, dupe, s, w, out, pos, entry_bounds, keys,
+                count, stats)
+            index += 1
+            n = 0
+        while end - start > block:
+            w.instance[1:block + 1] = tokens[start:start + block]
+            out, pos, entry_bounds, keys, count = _emit_block(
+                mt, block, index, seed_lo, seed_hi, dupe, s, w, out, pos, entry_bounds, keys,
+                count, stats)
+            index += 1
+            start += block
+        w.instance[1 + n:1 + n + end - start] = tokens[start:end]
+        n += end - start
+    if n > 0:
+        out, pos, entry_bounds, keys, count = _emit_block(
+            mt, n, index, seed_lo, seed_hi, dupe, s, w, out, pos, entry_bounds, keys, count,
+            stats)
+    return out, pos, entry_bounds, keys, count

@@ -47,6 +47,9 @@ class InstanceConfig:
     # Per vocabulary id, True for `##` pieces (ALBERT's token_boundary).
     continues: tuple[bool, ...] | None = None
     segmented: bool = False  # ids carry segmented words' marks (transforms.tokenize.chinese_words)
+    # With next_sentence "none": RoBERTa's DOC-SENTENCES (one segment of whole
+    # sentences) instead of ELECTRA's two-segment full sequences.
+    single_segment: bool = False
 
 
 @njit(cache=True)

@@ -21,7 +21,8 @@ import numpy as np
 from numba import njit
 
 from bert_pretraining_data.transforms.instances import masking
-from bert_pretraining_data.transforms.instances.full_sequences import create_sequences, next_target
+from bert_pretraining_data.transforms.instances.full_sequences import (create_doc_sentences,
+                                                                 create_sequences, next_target)
 from bert_pretraining_data.transforms.instances.pairs import (NEXT_SENTENCE_OBJECTIVES, NONE,
                                                         InstanceConfig, create_instances)
 from bert_pretraining_data.transforms.mersenne_twister import (SEED_WORDS, generator_state, lanes,
@@ -51,6 +52,7 @@ class Settings(NamedTuple):
     token_boundary: bool  # ALBERT's token_boundary goes with each instance
     continues: np.ndarray  # per id: a `##` piece (for token_boundary)
     segmented: bool  # ids may carry segmented words' marks (--whole_word_segmenter)
+    single_segment: bool  # RoBERTa's DOC-SENTENCES (--recipe=roberta), with NONE
 
 
 class Workspace(NamedTuple):
@@ -90,7 +92,7 @@ def settings(instances: InstanceConfig, masking_config: masking.MaskingConfig | 
         next_sentence=NEXT_SENTENCE_OBJECTIVES[instances.next_sentence],
         token_boundary=continues is not None,
         continues=np.array(continues if continues is not None else [False], dtype=np.bool_),
-        segmented=instances.segmented)
+        segmented=instances.segmented, single_segment=instances.single_segment)
 
 
 def workspace(max_seq_length: int, max_ngram_size: int = 1) -> Workspace:
@@ -161,7 +163,11 @@ def unit_entries(documents, document_bounds, seeds, dupe_starts, dupe_ends, owns
                 seeded, taken = _seed_generators(seeds, dupe_starts, dupe_ends, u, dupe, w), 0
             twisted_state(w.lanes, taken, mt)
             taken += 1
-            if s.next_sentence == NONE:
+            if s.single_segment:
+                out, pos, entry_bounds, keys, count = create_doc_sentences(
+                    mt, tokens, bounds, seed_lo, seed_hi, dupe, s, w, out, pos, entry_bounds,
+                    keys, count, stats)
+            elif s.next_sentence == NONE:
                 _, out, pos, entry_bounds, keys, count = create_sequences(
                     mt, tokens, bounds, next_target(mt, s.max_seq_length), seed_lo, seed_hi,
                     dupe, s, w, out, pos, entry_bounds, keys, count, stats)

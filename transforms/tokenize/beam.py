@@ -7,7 +7,7 @@ from typing import Iterator
 
 from bert_pretraining_data.transforms.counters import BundleCounters, CountingDoFn
 from bert_pretraining_data.transforms.progress_sink import ProgressSink
-from bert_pretraining_data.transforms.tokenize.chinese_words import MARK, line_ids
+from bert_pretraining_data.transforms.tokenize.chinese_words import MARK, lines_ids
 from bert_pretraining_data.transforms.tokenize.sentences import sentence_splitter
 from bert_pretraining_data.transforms.tokenize.tokenized_documents import (CompactDocument,
                                                                            compact_document)
@@ -34,10 +34,10 @@ class TokenizeDocument(CountingDoFn):
     def setup(self) -> None:
         tune_worker_memory()
         tokenizer = self._tokenizer.tokenizer()
-        # A line's ids, with segmented words marked (transforms.tokenize.chinese_words).
-        self._line_ids = line_ids(tokenizer, self._segmenter)
-        unk = tokenizer.vocabulary.unk_id  # an unknown SentencePiece piece may be marked
-        self._unk = (unk, unk | MARK) if self._tokenizer.sentencepiece else (unk,)
+        # Lines' ids, with segmented words marked (transforms.tokenize.chinese_words).
+        self._lines_ids = lines_ids(tokenizer, self._segmenter)
+        unk = tokenizer.vocabulary.unk_id  # an unknown piece may be marked
+        self._unk = (unk, unk | MARK) if self._tokenizer.marks_continuations else (unk,)
         # A document's lines as sentences: themselves, or split (paragraphs).
         self._sentences = sentence_splitter(self._splitter)
         self._progress = ProgressSink(self._progress_dir)
@@ -51,7 +51,7 @@ class TokenizeDocument(CountingDoFn):
         count = self._count.counts
         count["control_characters"] += sum(map(count_control_characters, lines))
         texts = self._sentences(lines)
-        sentences = [ids for ids in map(self._line_ids, texts) if ids]
+        sentences = [ids for ids in self._lines_ids(texts) if ids]
         count["lines_without_tokens"] += len(texts) - len(sentences)
         if self._progress.active:  # text bytes: one encode per line, only when shown
             self._progress.add(documents=1, tokenized=int(bool(sentences)),

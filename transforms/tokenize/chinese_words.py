@@ -73,3 +73,14 @@ def line_ids(tokenizer, segmenter: str):
     if segmenter == "jieba":
         return JiebaMarker(tokenizer)
     return tokenizer.tokenize_to_ids
+
+
+def lines_ids(tokenizer, segmenter: str):
+    """The function from a document's lines to their ids: one call of the
+    tokenizer for all of them where it encodes in batches (a tokenizer.json's),
+    else line by line (`line_ids`)."""
+    batch = getattr(tokenizer, "lines_to_ids", None)
+    if batch is not None and segmenter == "none":
+        return batch
+    one = line_ids(tokenizer, segmenter)
+    return lambda lines: [one(line) for line in lines]

@@ -19,6 +19,25 @@ class VocabularyError(ValueError):
 
 
 @dataclasses.dataclass(frozen=True)
+class Framing:
+    """How a tokenizer frames one segment (`cls A sep`) and two
+    (`cls A sep*separators B sep`, B's type id `b_type_id`): the shapes the
+    instance kernels write. BERT's vocab.txt and SentencePiece models frame
+    as the original, [CLS] A [SEP] B [SEP]."""
+
+    cls_id: int
+    sep_id: int
+    separators: int = 1  # between A and B: 1 (BERT's), 2 (RoBERTa's </s></s>)
+    b_type_id: int = 1  # B's segment id: 1 (BERT's), 0 (RoBERTa's single type)
+
+    @property
+    def bert_pairs(self) -> bool:
+        """Whether pairs are framed `[CLS] A [SEP] B [SEP]` with B of type 1,
+        the only pair framing the sentence-pair objectives write."""
+        return self.separators == 1 and self.b_type_id == 1
+
+
+@dataclasses.dataclass(frozen=True)
 class Vocabulary:
     """Tokens in id order plus the special ids; ids are line numbers from 0."""
 
@@ -44,6 +63,15 @@ class Vocabulary:
     @property
     def unk_id(self) -> int:
         return self.ids["[UNK]"]
+
+    @property
+    def framing(self) -> Framing:
+        return Framing(self.cls_id, self.sep_id)
+
+    @property
+    def pad_id(self) -> int:
+        """What padding holds: 0, as the original pads, whatever [PAD]'s id."""
+        return 0
 
     def __len__(self) -> int:
         return len(self.tokens)

@@ -37,6 +37,7 @@ class RowSettings(NamedTuple):
     max_seq_length: int
     max_predictions: int
     max_sequences: int
+    pad_id: int
 
 
 class RowWorkspace(NamedTuple):
@@ -87,7 +88,7 @@ def _write_rows(entries, bounds, members, member_bounds, s, w):
         end = encode(out, pos + HEADER_SIZE, s.names, s.name_bounds, s.fields, s.padded,
                      w.tokens[:n], w.boundary, w.starts[:m], w.b_starts[:m], w.labels[:m],
                      w.positions[:k], w.ids[:k], s.max_seq_length, s.max_predictions,
-                     s.max_sequences, w.scratch, w.field_starts)
+                     s.max_sequences, s.pad_id, w.scratch, w.field_starts)
         pos = frame(out, pos, end - pos - HEADER_SIZE)
     return out[:pos]
 
@@ -106,7 +107,8 @@ class _Rows:
     def _compiled(self) -> tuple[RowSettings, RowWorkspace]:
         names, name_bounds, fields = layout_arrays(self.layout.features())
         settings = RowSettings(names, name_bounds, fields, self.layout.padded,
-                               self.max_seq_length, self.max_predictions, self.max_sequences)
+                               self.max_seq_length, self.max_predictions, self.max_sequences,
+                               self.layout.pad_id)
         length, predictions, sequences = (self.max_seq_length, self.max_predictions,
                                           self.max_sequences)
         workspace = RowWorkspace(

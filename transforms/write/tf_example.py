@@ -69,6 +69,7 @@ class RecordLayout:
     next_sentence_labels: bool = True
     masked_lm: bool = True
     packed: bool = False  # --pack_sequences: rows of several instances
+    pad_id: int = 0  # what input_ids are padded with: the tokenizer's pad (RoBERTa's is 1)
 
     def features(self) -> dict[str, Field]:
         """Feature name -> field, in the sorted order the writer writes them."""
@@ -165,6 +166,18 @@ def _pack_varints(scratch, values, pad) -> int:
 
 
 @njit(cache=True)
+def _pack_ids(scratch, tokens, pad, pad_id) -> int:
+    """The token ids, then `pad` times `pad_id`."""
+    pos = _pack_varints(scratch, tokens, 0)
+    if pad_id == 0:  # the original's padding: one zero byte a token
+        scratch[pos:pos + pad] = 0
+        return pos + pad
+    for _ in range(pad):
+        pos = _put_varint(scratch, pos, pad_id)
+    return pos
+
+
+@njit(cache=True)
 def _pack_ones(scratch, count, pad) -> int:
     """`count` float 1.0 then `pad` float 0.0."""
     for c in range(count):
@@ -178,14 +191,14 @@ def _pack_ones(scratch, count, pad) -> int:
 
 @njit(cache=True)
 def _pack_field(scratch, field, tokens, boundary, starts, b_starts, labels, positions, ids,
-                token_pad, prediction_pad, sequence_pad) -> int:
+                token_pad, prediction_pad, sequence_pad, pad_id) -> int:
     """Packs one field's values into scratch; returns their size. Sequence s
     of the row is tokens[starts[s]:starts[s + 1]] (the last one runs to the
     row's end), its segment B starting at b_starts[s]."""
     n = len(tokens)
     m = len(starts)
     if field == 0:  # INPUT_IDS
-        return _pack_varints(scratch, tokens, token_pad)
+        return _pack_ids(scratch, tokens, token_pad, pad_id)
     if field == 3:  # MASKED_LM_POSITIONS
         return _pack_varints(scratch, positions, prediction_pad)
     if field == 4:  # MASKED_LM_IDS
@@ -225,8 +238,8 @@ def _pack_field(scratch, field, tokens, boundary, starts, b_starts, labels, posi
 
 @njit(cache=True)
 def encode(out, pos, names, name_bounds, fields, padded, tokens, boundary, starts, b_starts,
-           labels, positions, ids, max_seq_length, max_predictions, max_sequences, scratch,
-           field_starts) -> int:
+           labels, positions, ids, max_seq_length, max_predictions, max_sequences, pad_id,
+           scratch, field_starts) -> int:
     """Writes one row as an Example at out[pos:]; returns its end. The
     features are those of (names, name_bounds, fields) (`layout_arrays`).
 
@@ -234,8 +247,9 @@ def encode(out, pos, names, name_bounds, fields, padded, tokens, boundary, start
     sequence: starts == [0]) with its segment B from b_starts[s] and its
     sentence-pair label labels[s]; `boundary` (0/1 per token) is read only
     for TOKEN_BOUNDARY; the predictions are at row positions `positions`,
-    their original ids `ids`. Padded (`padded`) to max_seq_length tokens,
-    max_predictions predictions and max_sequences sequences. `scratch`
+    their original ids `ids`. Padded (`padded`) to max_seq_length tokens
+    (input_ids with `pad_id`, the rest with zeros), max_predictions
+    predictions and max_sequences sequences. `scratch`
     (`scratch_size` bytes) and `field_starts` (one more than the features)
     are scratch space."""
     token_pad = max_seq_length - len(tokens) if padded else 0
@@ -247,7 +261,7 @@ def encode(out, pos, names, name_bounds, fields, padded, tokens, boundary, start
         start = field_starts[f]
         field_starts[f + 1] = start + _pack_field(
             scratch[start:], fields[f], tokens, boundary, starts, b_starts, labels, positions,
-            ids, token_pad, prediction_pad, sequence_pad)
+            ids, token_pad, prediction_pad, sequence_pad, pad_id)
         _, _, entry = _entry_sizes(name_bounds[f + 1] - name_bounds[f],
                                    field_starts[f + 1] - start)
         body += 1 + _varint_size(entry) + entry

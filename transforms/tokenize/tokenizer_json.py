@@ -1,0 +1,212 @@
+"""A Hugging Face `tokenizer.json` as the pipeline's tokenizer (`--tokenizer_file`):
+byte-level BPE, WordPiece or Unigram, whatever the file says, through the
+`tokenizers` library itself.
+
+Each line is encoded alone (`add_special_tokens=False`, as fairseq's RoBERTa
+preprocessing encodes lines), so a sentence's ids never depend on its
+neighbours. The special tokens are the file's: the framing of one and two
+segments is read by running its own post-processor on two known sequences, the
+mask, pad and unknown tokens from its added tokens. A token that continues the
+word of the token before it (`Encoding.word_ids`) carries MARK where it occurs
+(transforms.tokenize.chinese_words), so whole-word masking and ALBERT's
+token_boundary group a word's tokens for every kind of model alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from typing import Sequence
+
+from bert_pretraining_data.transforms.tokenize.chinese_words import ID_BITS, MARK
+from bert_pretraining_data.transforms.tokenize.vocabulary import (Framing, Vocabulary,
+                                                                  VocabularyError,
+                                                                  read_vocabulary_file)
+
+FLAG = "--tokenizer_file"
+PARALLELISM = "TOKENIZERS_PARALLELISM"  # the library's switch for its thread pool
+# Two texts whose encodings the post-processor frames, to read its framing.
+_PROBE_A, _PROBE_B = "hello world", "good morning"
+
+
+@dataclasses.dataclass(frozen=True)
+class JsonVocabulary(Vocabulary):
+    """A tokenizer.json's tokens in id order, its framing and special ids, and
+    the file's bytes, which the tokenizer loads (on each worker)."""
+
+    framing: Framing = Framing(0, 0)  # the file's, in place of Vocabulary's
+    mask: int = 0
+    pad: int = 0
+    unk: int = -1  # byte-level BPE has no unknown token
+    data: bytes = dataclasses.field(default=b"", repr=False, compare=False)
+
+    @property
+    def cls_id(self) -> int:
+        return self.framing.cls_id
+
+    @property
+    def sep_id(self) -> int:
+        return self.framing.sep_id
+
+    @property
+    def mask_id(self) -> int:
+        return self.mask
+
+    @property
+    def unk_id(self) -> int:
+        return self.unk
+
+    @property
+    def pad_id(self) -> int:
+        return self.pad
+
+    def continuation_flags(self) -> list[bool]:
+        """No id continues a word by itself: continuations are marked where
+        they occur, from the library's word ids."""
+        return [False] * len(self.tokens)
+
+    def tokenizer(self):
+        """The library's tokenizer of this file, encoding lines as they are:
+        the file's own truncation and padding, if any, switched off."""
+        from tokenizers import Tokenizer
+
+        return _as_pipeline_encodes(Tokenizer.from_str(self.data.decode("utf-8")))
+
+
+def _as_pipeline_encodes(tokenizer):
+    """The tokenizer set to encode lines as they are: no truncation or padding
+    the file may ask for, and text that spells a special token (`</s>`,
+    `[MASK]`, WikiText's `<unk>`) encoded as text, as FullTokenizer does, so
+    that a corpus cannot put a separator or a mask into the data."""
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    tokenizer.encode_special_tokens = True
+    return tokenizer
+
+
+def _error(source: str, problem: str) -> VocabularyError:
+    return VocabularyError(f"{source}: {problem}")
+
+
+def _special(added: dict, name: str) -> int | None:
+    """The id of the special added token spelled `[NAME]` or `<name>`."""
+    for token_id, token in sorted(added.items()):
+        if token.special and token.content.strip("[]<>").lower() == name:
+            return token_id
+    return None
+
+
+def _framing(tokenizer, source: str) -> Framing:
+    """The framing the file's post-processor applies, read by running it."""
+    a = tokenizer.encode(_PROBE_A, add_special_tokens=False)
+    b = tokenizer.encode(_PROBE_B, add_special_tokens=False)
+    single = tokenizer.post_process(a, None, True)
+    pair = tokenizer.post_process(a, b, True)
+    ids, n_a, n_b = list(single.ids), len(a.ids), len(b.ids)
+    shape = ("frames one segment as " + " ".join(single.tokens) + " and two as "
+             + " ".join(pair.tokens))
+    unknown = _error(source, f"its post-processor {shape}; the pipeline needs CLS A SEP and "
+                             "CLS A SEP (SEP) B SEP: use a tokenizer.json whose post-processor "
+                             "is BertProcessing, RobertaProcessing or such a TemplateProcessing")
+    if len(ids) != n_a + 2 or ids[1:-1] != a.ids or set(single.type_ids) != {0}:
+        raise unknown
+    cls_id, sep_id = ids[0], ids[-1]
+    pair_ids = list(pair.ids)
+    separators = len(pair_ids) - n_a - n_b - 2
+    expected = [cls_id, *a.ids, *[sep_id] * separators, *b.ids, sep_id]
+    if separators not in (1, 2) or pair_ids != expected:
+        raise unknown
+    b_types = set(pair.type_ids[n_a + 1 + separators:])
+    if set(pair.type_ids[:n_a + 1 + separators]) != {0} or len(b_types) != 1:
+        raise unknown
+    return Framing(cls_id, sep_id, separators, b_types.pop())
+
+
+def parse_tokenizer_json(data: bytes, *, source: str = "tokenizer.json") -> JsonVocabulary:
+    """Reads and validates a tokenizer.json: it loads in the library, frames
+    segments as the kernels write them, and has mask and pad tokens.
+
+    Raises:
+      VocabularyError: one line saying what is wrong and what to pass instead.
+    """
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        raise _error(source, "reading a tokenizer.json needs the tokenizers library: pip "
+                             "install 'bert-pretraining-data[tokenizers]'") from None
+    if not data.strip():
+        raise _error(source, f"the tokenizer file is empty; pass the tokenizer.json of the "
+                             f"model to train as {FLAG}")
+    try:
+        tokenizer = Tokenizer.from_str(data.decode("utf-8"))
+    except Exception as err:  # the library raises a plain Exception on bad JSON
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise _error(source, f"not a tokenizer.json the tokenizers library can load "
+                             f"({reason}); pass a Hugging Face tokenizer.json") from None
+    tokenizer = _as_pipeline_encodes(tokenizer)
+    size = tokenizer.get_vocab_size(with_added_tokens=True)
+    tokens = tuple(tokenizer.id_to_token(i) for i in range(size))
+    if None in tokens:
+        raise _error(source, f"its ids are not 0..{size - 1} (id {tokens.index(None)} has no "
+                             "token); re-save it with the tokenizers library")
+    added = tokenizer.get_added_tokens_decoder()
+    mask, pad = _special(added, "mask"), _special(added, "pad")
+    if mask is None:
+        raise _error(source, "it has no mask token (a special added token [MASK] or "
+                             "<mask>); masked-LM data needs one: add it when training the "
+                             "tokenizer (create-vocab --special_tokens does)")
+    if pad is None:
+        raise _error(source, "it has no pad token (a special added token [PAD] or <pad>); "
+                             "add it when training the tokenizer")
+    unk = _special(added, "unk")
+    return JsonVocabulary(
+        tokens=tokens, sha256=hashlib.sha256(data).hexdigest(),
+        framing=_framing(tokenizer, source), mask=mask, pad=pad,
+        unk=-1 if unk is None else unk, data=data)
+
+
+def load_tokenizer_json(path: str) -> JsonVocabulary:
+    """Reads and validates a tokenizer.json from a local or gs:// path."""
+    data = read_vocabulary_file(path, what="the tokenizer file", flags=FLAG)
+    return parse_tokenizer_json(data, source=path)
+
+
+def marked_ids(ids: Sequence[int], word_ids: Sequence[int | None]) -> list[int]:
+    """The ids with MARK on each that continues the word of the one before it."""
+    marked = list(ids)
+    for i in range(1, len(marked)):
+        if word_ids[i] is not None and word_ids[i] == word_ids[i - 1]:
+            marked[i] |= MARK
+    return marked
+
+
+class JsonTokenizer:
+    """The Tokenizer of a tokenizer.json (transforms.tokenize.tokenizer_spec):
+    ids marked where a token continues a word, a batch of lines in one call."""
+
+    def __init__(self, vocabulary: JsonVocabulary) -> None:
+        # One thread: a runner already keeps a worker process busy per core,
+        # and the library's thread pool, woken for every document's batch,
+        # costs more CPU (system time most of all) than it saves
+        # (docs/tokenizers.md#speed). A user's own setting stands.
+        os.environ.setdefault(PARALLELISM, "false")
+        self.vocabulary = vocabulary
+        self._tokenizer = vocabulary.tokenizer()
+
+    def lines_to_ids(self, lines: Sequence[str]) -> list[list[int]]:
+        """Each line's ids as the library encodes it alone, in one batch call."""
+        encodings = self._tokenizer.encode_batch(list(lines), add_special_tokens=False)
+        return [marked_ids(e.ids, e.word_ids) for e in encodings]
+
+    def tokenize_to_ids(self, text: str) -> list[int]:
+        return self.lines_to_ids([text])[0]
+
+    def tokenize(self, text: str) -> list[str]:
+        return self._tokenizer.encode(text, add_special_tokens=False).tokens
+
+    def convert_ids_to_tokens(self, ids: Sequence[int]) -> list[str]:
+        return [self.vocabulary.tokens[i & ID_BITS] for i in ids]
+
+    def convert_tokens_to_ids(self, tokens: Sequence[str]) -> list[int]:
+        return [self.vocabulary.ids[token] for token in tokens]
