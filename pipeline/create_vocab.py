@@ -1,5 +1,5 @@
-"""create-vocab: a WordPiece vocabulary, or a SentencePiece model, learned from a
-corpus on Beam (usage: docs/vocabularies.md).
+"""create-vocab: a WordPiece vocabulary, a SentencePiece model or a byte-level
+BPE tokenizer.json, learned from a corpus on Beam (usage: docs/vocabularies.md).
 
 A stable fraction of the documents is held out, so the vocabulary is measured
 on text it was not learned from; vocabulary and `<output_file>.metrics.json`
@@ -9,7 +9,7 @@ are published only when the run succeeded.
                                                         -> MostFrequentWords -> LearnWordPiece
                                                         -> MeasureTraining
                                   -> CountHeldOutWords  -> MeasureHeldOut
-    --tokenization=SentencePiece:
+    --tokenization=SentencePiece (ByteLevelBPE: LearnByteLevelBPE):
     ReadDocuments -> SplitHeldOut -> SampleSentences -> CollectSample -> LearnSentencePiece
                                                                      -> MeasureTraining
                                   -> HeldOutLines   -> MeasureHeldOut
@@ -36,6 +36,7 @@ from bert_pretraining_data.transforms.read.documents import (DOCUMENTS, PROBLEMS
                                                              comma_separated)
 from bert_pretraining_data.transforms.tokenize.sentencepiece_model import parse_model
 from bert_pretraining_data.transforms.tokenize.sentencepiece_text import SentencePieceTokenizer
+from bert_pretraining_data.transforms.tokenize.tokenizer_json import parse_tokenizer_json
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import SENTENCEPIECE, WORDPIECE
 from bert_pretraining_data.transforms.vocab.beam import (CountCharacters, CountWords,
                                                          MeasureVocabulary, SampleSentences,
@@ -45,6 +46,11 @@ from bert_pretraining_data.transforms.vocab.sentencepiece import (MODEL_TYPES,
                                                                   SentencePieceLearningError,
                                                                   chosen_lines, line_stats,
                                                                   train_model, vocab_text)
+from bert_pretraining_data.transforms.vocab.tokenizer_json import (SPECIAL_TOKENS,
+                                                                   ByteLevelBpeLearning,
+                                                                   TokenizerLearningError,
+                                                                   tokenizer_line_stats,
+                                                                   train_byte_level_bpe)
 from bert_pretraining_data.transforms.vocab.word_counts import WordCount, sum_stats
 from bert_pretraining_data.transforms.vocab.wordpiece import (LearningConfig, LearningError,
                                                               TokenizationStats, learn_wordpiece,
@@ -56,11 +62,17 @@ STAGED_VOCAB = "vocab.txt"
 STAGED_METRICS = "metrics.json"
 STAGED_MODEL = "sentencepiece.model"
 STAGED_PIECES = "sentencepiece.vocab"
-# Defaults that differ by --tokenization: BERT-Base's size, every character;
-# ALBERT's 30k and spm_train character coverage.
-DEFAULTS = {WORDPIECE: {"vocab_size": 30522, "character_coverage": 1.0,
+STAGED_TOKENIZER = "tokenizer.json"
+BYTE_LEVEL_BPE = "ByteLevelBPE"  # a tokenizer.json for --tokenizer_file
+# Defaults that differ by --tokenization (a flag without one here does not
+# apply): BERT-Base's size, every character, uncased; ALBERT's 30k and
+# spm_train character coverage; RoBERTa's 50,265 tokens, cased.
+DEFAULTS = {WORDPIECE: {"vocab_size": 30522, "character_coverage": 1.0, "do_lower_case": True,
                         "num_unused": 0, "max_words": 200_000},
-            SENTENCEPIECE: {"vocab_size": 30000, "character_coverage": 0.99995}}
+            SENTENCEPIECE: {"vocab_size": 30000, "character_coverage": 0.99995,
+                            "do_lower_case": True},
+            BYTE_LEVEL_BPE: {"vocab_size": 50265, "do_lower_case": False,
+                             "special_tokens": "roberta"}}
 
 @dataclasses.dataclass(frozen=True)
 class VocabConfig:
@@ -76,6 +88,7 @@ class VocabConfig:
     tokenization: str = WORDPIECE
     model_type: str = "unigram"
     input_sentence_size: int = 10_000_000
+    special_tokens: str | None = None  # ByteLevelBPE's family
 
     @property
     def learning(self) -> LearningConfig:
@@ -90,11 +103,19 @@ class VocabConfig:
             input_sentence_size=self.input_sentence_size, do_lower_case=self.do_lower_case)
 
     @property
+    def byte_level_bpe(self) -> ByteLevelBpeLearning:
+        return ByteLevelBpeLearning(
+            vocab_size=self.vocab_size, special_tokens=self.special_tokens or "roberta",
+            do_lower_case=self.do_lower_case, input_sentence_size=self.input_sentence_size)
+
+    @property
     def outputs(self) -> list[tuple[str, str]]:
         """(staged name, final path) of each file, the metrics last: vocab.txt;
-        or the model and the .vocab spm_train writes beside it."""
+        the tokenizer.json; or the model and the .vocab spm_train writes beside it."""
         if self.tokenization == WORDPIECE:
             files = [(STAGED_VOCAB, self.output_file)]
+        elif self.tokenization == BYTE_LEVEL_BPE:
+            files = [(STAGED_TOKENIZER, self.output_file)]
         else:
             stem = self.output_file[:-len(".model")] if self.output_file.endswith(
                 ".model") else self.output_file
@@ -121,29 +142,38 @@ class VocabConfig:
 def _parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog=PROG, allow_abbrev=False,
-        description="Learn a BERT WordPiece vocabulary, or an ALBERT SentencePiece model, "
-                    "from a corpus on Apache Beam. Unknown flags are Beam pipeline options "
-                    "(--runner, ...).")
+        description="Learn a BERT WordPiece vocabulary, an ALBERT SentencePiece model or a "
+                    "RoBERTa-style byte-level BPE tokenizer.json from a corpus on Apache "
+                    "Beam. Unknown flags are Beam pipeline options (--runner, ...).")
     add = parser.add_argument
     add("--input_file", help="input text file(s): comma-separated paths or globs, local "
         "or gs://, .gz/.bz2 by extension; one sentence per line, blank line between "
         "documents")
-    add("--output_file", help="the vocab.txt (or SentencePiece .model) to write (local or "
-        f"gs://); the metrics go beside it, to <output_file>{METRICS_SUFFIX}")
-    add("--tokenization", choices=[WORDPIECE, SENTENCEPIECE], default=WORDPIECE,
+    add("--output_file", help="the vocab.txt (SentencePiece .model, tokenizer.json) to write "
+        f"(local or gs://); the metrics go beside it, to <output_file>{METRICS_SUFFIX}")
+    add("--tokenization", choices=[WORDPIECE, SENTENCEPIECE, BYTE_LEVEL_BPE],
+        default=WORDPIECE,
         help="WordPiece: a BERT vocab.txt for --vocab_file (default); SentencePiece: a model "
-             "for --spm_model_file (ALBERT's settings), and its .vocab beside it")
+             "for --spm_model_file (ALBERT's settings), and its .vocab beside it; "
+             "ByteLevelBPE: a tokenizer.json for --tokenizer_file (RoBERTa's and "
+             "ModernBERT's kind), learned by the tokenizers library's trainer")
+    add("--special_tokens", choices=list(SPECIAL_TOKENS),
+        help="with --tokenization=ByteLevelBPE: the family whose special tokens and framing "
+             "the file carries: roberta (<s> A </s></s> B </s>, <pad>=1; default) or bert "
+             "([CLS] A [SEP] B [SEP], [PAD]=0, as ModernBERT's)")
     add("--model_type", choices=list(MODEL_TYPES), default="unigram",
         help="with --tokenization=SentencePiece: the trainer's algorithm (default unigram, "
              "ALBERT's)")
     add("--input_sentence_size", type=int, default=10_000_000,
-        help="with --tokenization=SentencePiece: learn from at most this many sentences, a "
-             "stable sample of the training lines (default 10,000,000, ALBERT's)")
+        help="with --tokenization=SentencePiece or ByteLevelBPE: learn from at most this "
+             "many sentences, a stable sample of the training lines (default 10,000,000, "
+             "ALBERT's)")
     add("--vocab_size", type=int,
         help="tokens in the vocabulary, reserved ones included (default 30522, BERT-Base's; "
-             "SentencePiece: 30000, ALBERT's)")
-    add("--do_lower_case", type=parse_bool, nargs="?", const=True, default=True,
-        help="lower-case and strip accents, for uncased models (default True)")
+             "SentencePiece: 30000, ALBERT's; ByteLevelBPE: 50265, RoBERTa's)")
+    add("--do_lower_case", type=parse_bool, nargs="?", const=True,
+        help="lower-case (and, for WordPiece and SentencePiece, strip accents), for uncased "
+             "models (default True; ByteLevelBPE: False, as RoBERTa and ModernBERT are cased)")
     add("--nodo_lower_case", dest="do_lower_case", action="store_false",
         help=argparse.SUPPRESS)
     add("--num_unused", type=int,
@@ -172,9 +202,11 @@ def parse_args(argv: Sequence[str]) -> tuple[VocabConfig, list[str]]:
         if not getattr(args, flag):
             raise ConfigError(f"--{flag} is required")
     defaults = DEFAULTS[args.tokenization]
-    for flag in ("num_unused", "max_words"):
+    for flag in ("num_unused", "max_words", "character_coverage", "special_tokens"):
         if flag not in defaults and getattr(args, flag) is not None:
-            raise ConfigError(f"--{flag} applies to --tokenization=WordPiece; drop it")
+            applies = [name for name, given in DEFAULTS.items() if flag in given]
+            raise ConfigError(f"--{flag} applies to --tokenization={' or '.join(applies)}; "
+                              "drop it")
     values = {flag: default if getattr(args, flag) is None else getattr(args, flag)
               for flag, default in defaults.items()}
     checks = [
@@ -188,15 +220,17 @@ def parse_args(argv: Sequence[str]) -> tuple[VocabConfig, list[str]]:
             raise ConfigError(message)
     config = VocabConfig(
         input_file=args.input_file, output_file=args.output_file,
-        vocab_size=values["vocab_size"], do_lower_case=args.do_lower_case,
+        vocab_size=values["vocab_size"], do_lower_case=values["do_lower_case"],
         num_unused=values.get("num_unused", 0),
-        character_coverage=values["character_coverage"],
+        character_coverage=values.get("character_coverage", 1.0),
         held_out_fraction=args.held_out_fraction, max_words=values.get("max_words"),
         overwrite=args.overwrite, tokenization=args.tokenization, model_type=args.model_type,
-        input_sentence_size=args.input_sentence_size)
+        input_sentence_size=args.input_sentence_size,
+        special_tokens=values.get("special_tokens"))
     try:  # validates the learner's settings now, not on a worker
-        config.sentencepiece if config.tokenization == SENTENCEPIECE else config.learning
-    except (LearningError, SentencePieceLearningError) as err:
+        {SENTENCEPIECE: lambda: config.sentencepiece, WORDPIECE: lambda: config.learning,
+         BYTE_LEVEL_BPE: lambda: config.byte_level_bpe}[config.tokenization]()
+    except (LearningError, SentencePieceLearningError, TokenizerLearningError) as err:
         raise ConfigError(f"--{err}") from None
     return config, beam_args
 
@@ -217,8 +251,12 @@ def metrics_report(files: dict[str, bytes], *, config: VocabConfig,
     def section(stats: TokenizationStats, documents: int) -> dict:
         return dict(documents=documents, **dataclasses.asdict(stats), **stats.rates())
     vocabulary = files[config.outputs[0][0]]
-    size = (len(parse_model(vocabulary, source="learned model"))
-            if config.tokenization == SENTENCEPIECE else vocabulary.count(b"\n"))
+    if config.tokenization == SENTENCEPIECE:
+        size = len(parse_model(vocabulary, source="learned model"))
+    elif config.tokenization == BYTE_LEVEL_BPE:  # parsed as --tokenizer_file will parse it
+        size = len(parse_tokenizer_json(vocabulary, source="learned tokenizer.json"))
+    else:
+        size = vocabulary.count(b"\n")
     return {
         "vocab_size": size,
         "vocab_sha256": hashlib.sha256(vocabulary).hexdigest(),
@@ -290,29 +328,38 @@ def build_vocab_pipeline(p: beam.Pipeline, *, config: VocabConfig,
 
 
 class _MeasureLines(beam.DoFn):
-    """Lines + the learned model (side input) -> TokenizationStats of the lines."""
+    """Lines + the learned file (side input) -> TokenizationStats of the lines."""
 
-    def __init__(self, *, do_lower_case: bool) -> None:
+    def __init__(self, *, do_lower_case: bool, tokenization: str) -> None:
         super().__init__()
         self._lower = do_lower_case
+        self._json = tokenization == BYTE_LEVEL_BPE
 
     def setup(self) -> None:
         self._model: object = None
 
+    def _measure(self, model: bytes):
+        """The function from lines to their stats under the learned file."""
+        if self._json:
+            tokenizer = parse_tokenizer_json(model, source="learned tokenizer.json").tokenizer()
+            return lambda lines: tokenizer_line_stats(tokenizer, lines)
+        vocabulary = parse_model(model, source="learned model")
+        tokenizer = SentencePieceTokenizer(vocabulary, do_lower_case=self._lower)
+        return lambda lines: line_stats(tokenizer, lines)
+
     def process(self, lines: list[str], model: bytes) -> Iterator[TokenizationStats]:
         if model is not self._model:  # the side input is one object per bundle
-            vocabulary = parse_model(model, source="learned model")
-            self._tokenizer = SentencePieceTokenizer(vocabulary, do_lower_case=self._lower)
-            self._model = model
-        yield line_stats(self._tokenizer, lines)
+            self._stats, self._model = self._measure(model), model
+        yield self._stats(lines)
 
 
 def build_sentencepiece_pipeline(p: beam.Pipeline, *, config: VocabConfig,
                                  patterns: list[str]) -> dict[str, beam.PCollection]:
-    """Adds the SentencePiece job to `p`; runs nothing. The sample is one
-    list on the learning worker (the trainer holds it in memory anyway); the
-    held-out documents are measured where they are read."""
-    learning = config.sentencepiece
+    """Adds the SentencePiece (or byte-level BPE) job to `p`; runs nothing.
+    The sample is one list on the learning worker (the trainer holds it in
+    memory anyway); the held-out documents are measured where they are read."""
+    bpe = config.tokenization == BYTE_LEVEL_BPE
+    learning = config.byte_level_bpe if bpe else config.sentencepiece
     read = p | "ReadDocuments" >> ReadDocuments(patterns=patterns)
     training_docs, held_out_docs = read[DOCUMENTS] | "SplitHeldOut" >> SplitHeldOut(
         fraction=config.held_out_fraction)
@@ -320,15 +367,18 @@ def build_sentencepiece_pipeline(p: beam.Pipeline, *, config: VocabConfig,
               | "SampleSentences" >> SampleSentences(size=learning.input_sentence_size)
               | "CollectSample" >> beam.combiners.ToList()
               | "ChooseSample" >> beam.Map(chosen_lines, learning.input_sentence_size))
-    model = chosen | "LearnSentencePiece" >> beam.Map(train_model, learning)
-    measure = _MeasureLines(do_lower_case=config.do_lower_case)
+    model = (chosen | "LearnByteLevelBPE" >> beam.Map(train_byte_level_bpe, learning) if bpe
+             else chosen | "LearnSentencePiece" >> beam.Map(train_model, learning))
+    measure = _MeasureLines(do_lower_case=config.do_lower_case,
+                            tokenization=config.tokenization)
     training_stats = chosen | "MeasureTraining" >> beam.ParDo(
         measure, beam.pvalue.AsSingleton(model))
     held_out_stats = (held_out_docs
                       | "HeldOutLines" >> beam.Map(lambda doc: doc[1])
                       | "MeasureHeldOut" >> beam.ParDo(measure, beam.pvalue.AsSingleton(model))
                       | "SumHeldOut" >> beam.CombineGlobally(sum_stats))
-    files = model | "Files" >> beam.Map(_sentencepiece_files)
+    files = model | "Files" >> beam.Map(
+        (lambda data: {STAGED_TOKENIZER: data}) if bpe else _sentencepiece_files)
     staged = _report_and_stage(files, config, training=training_stats, held_out=held_out_stats,
                                training_docs=training_docs, held_out_docs=held_out_docs,
                                problems=read[PROBLEMS])
@@ -365,8 +415,8 @@ def run(argv: Sequence[str]) -> dict:
     check_writable(OutputLayout(config.staging_dir, (config.output_file,), config.metrics_file))
     patterns = comma_separated(config.input_file)
     pipeline = new_pipeline(beam_args)
-    build = (build_sentencepiece_pipeline if config.tokenization == SENTENCEPIECE
-             else build_vocab_pipeline)
+    build = (build_vocab_pipeline if config.tokenization == WORDPIECE
+             else build_sentencepiece_pipeline)
     build(pipeline, config=config, patterns=patterns)
     try:
         pipeline.run().wait_until_finish()
@@ -384,7 +434,8 @@ def summary(report: dict) -> str:
              f"{report['vocab_file']}"]
     if report["vocab_size"] < report["flags"]["vocab_size"]:
         lines.append(f"  (asked for {report['flags']['vocab_size']:,}: "
-                     + ("the trainer found no more pieces in this corpus)" if sentencepiece
+                     + ("the trainer found no more pieces in this corpus)"
+                        if report["flags"].get("tokenization") != WORDPIECE
                         else "no further subword shortens this corpus)"))
     for name in ("held_out", "training"):
         part, label = report[name], name.replace("_", "-")
