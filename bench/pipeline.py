@@ -19,6 +19,7 @@ minor and major page faults, and bytes written to files (`ru_oublock`, see
     python bench/pipeline.py --sizes 20 --dedup none,exact,near --repeat 3   # dedup's cost
     python bench/pipeline.py --sizes 20 --packed                      # + --pack_sequences
     python bench/pipeline.py --sizes 20 --spm_model m.model --reference path/to/bert
+    python bench/pipeline.py --sizes 20 --tokenizer_json bpe.json,bert.json --stages
 
 `--reference DIR` runs the original create_pretraining_data.py from a local
 checkout of google-research/bert (under TF2 through tf.compat.v1) on the same
@@ -27,7 +28,9 @@ instance in memory: 2.2 GB and 3 CPU-minutes at 20 MB). `--stages` times each
 stage of the functional core in this process, without Beam, on the 1 MB corpus
 of each shape, per document and per instance. `--spm_model M` adds a run
 tokenizing with that SentencePiece model (`--spm_model_file`, ALBERT's text
-handling) beside each WordPiece run, and its stage breakdown.
+handling) beside each WordPiece run, and its stage breakdown;
+`--tokenizer_json A.json,B.json` a run with each tokenizer.json
+(`--tokenizer_file`, in place of the vocab.txt and --do_lower_case) likewise.
 
 Runs are `--dedup=none` (the original removes no duplicates, and the bench
 corpora repeat their sources) unless `--dedup` lists modes: then each mode
@@ -192,6 +195,14 @@ def _flags_of(checkout: pathlib.Path) -> set[str]:
     return set(re.findall(r"--[a-z_]+", listed))
 
 
+def _tokenizer_flags(flags: tuple[str, ...]) -> list[str]:
+    """The vocabulary and the original's flags, or, where `flags` give a
+    tokenizer.json, the original's flags without what it decides itself."""
+    if any(flag.startswith("--tokenizer_file=") for flag in flags):
+        return [flag for flag in FLAGS if not flag.startswith("--do_lower_case")]
+    return [f"--vocab_file={VOCAB}", *FLAGS]
+
+
 def run_ours(corpus: pathlib.Path, workers: int, *, checkout: pathlib.Path = ROOT,
              label: str = "ours", flags: tuple[str, ...] = ()) -> Run:
     mode = ("--direct_running_mode=in_memory" if workers == 1
@@ -200,8 +211,7 @@ def run_ours(corpus: pathlib.Path, workers: int, *, checkout: pathlib.Path = ROO
         out = pathlib.Path(tmp) / "out"
         entry, cwd = _entry(checkout)
         command = [*entry, f"--input_file={corpus}", f"--output_dir={out}",
-                   f"--vocab_file={VOCAB}", *FLAGS, mode, f"--direct_num_workers={workers}",
-                   *flags]
+                   *_tokenizer_flags(flags), mode, f"--direct_num_workers={workers}", *flags]
         known = _flags_of(checkout)  # an older checkout (--baseline) may lack them
         if "--progress" in known:
             command.append("--progress=none")
@@ -308,10 +318,9 @@ class Breakdown:
     instances: int
 
 
-def stage_breakdown(corpus: pathlib.Path, *, vocab_file: pathlib.Path = VOCAB,
-                    flags: tuple[str, ...] = ()) -> Breakdown:
+def stage_breakdown(corpus: pathlib.Path, *, flags: tuple[str, ...] = ()) -> Breakdown:
     """CPU seconds per stage, and the documents and instances made (`flags`:
-    more of the pipeline's, e.g. a SentencePiece model).
+    more of the pipeline's, e.g. a SentencePiece model or a tokenizer.json).
 
     The pipeline's per-element work without the runner, in one process: its
     own DoFns and functions (counters included) with its own seeds, so the
@@ -322,7 +331,7 @@ def stage_breakdown(corpus: pathlib.Path, *, vocab_file: pathlib.Path = VOCAB,
     clock = time.process_time
     start = clock()
     config, _ = parse_args([f"--input_file={corpus}", "--output_dir=unused",
-                            f"--vocab_file={vocab_file}", *FLAGS, *flags])
+                            *_tokenizer_flags(flags), *flags])
     stages = Stages.of(config, config.tokenizer.load_vocabulary())
     tokenize = TokenizeDocument(tokenizer=config.tokenizer)
     tokenize.setup()
@@ -433,6 +442,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--spm_model", type=pathlib.Path,
                         help="a SentencePiece model: each corpus also runs with "
                              "--spm_model_file (1 worker), beside WordPiece")
+    parser.add_argument("--tokenizer_json", type=lambda text: [pathlib.Path(p) for p in
+                                                           text.split(",") if p],
+                        default=[], help="comma-separated tokenizer.json files: each corpus "
+                        "also runs with each as --tokenizer_file (1 worker), beside WordPiece")
     parser.add_argument("--seed", type=int, default=0, help="corpus shuffle seed")
     parser.add_argument("--dedup", type=lambda text: [m.strip() for m in text.split(",")],
                         help="dedup modes to compare with none on each corpus, e.g. "
@@ -459,6 +472,11 @@ def main(argv: list[str] | None = None) -> None:
                               flags=(f"--spm_model_file={args.spm_model.resolve()}",))
             print(_row(pieces), flush=True)
             print_ratios(pieces, runs[0])
+        for path in args.tokenizer_json:
+            encoded = run_ours(corpus, 1, label=path.stem,
+                               flags=(f"--tokenizer_file={path.resolve()}",))
+            print(_row(encoded), flush=True)
+            print_ratios(encoded, runs[0])
         if args.jsonl:
             jsonl = run_ours(jsonl_path(corpus), 1, label="jsonl",
                              flags=("--input_format=jsonl",))
@@ -497,6 +515,9 @@ def main(argv: list[str] | None = None) -> None:
             if args.spm_model:
                 print_stages(corpus_path(1, shape=shape, seed=args.seed), label=" (sentencepiece)",
                              flags=(f"--spm_model_file={args.spm_model.resolve()}",))
+            for path in args.tokenizer_json:
+                print_stages(corpus_path(1, shape=shape, seed=args.seed), label=f" ({path.stem})",
+                             flags=(f"--tokenizer_file={path.resolve()}",))
 
 
 if __name__ == "__main__":

@@ -13,11 +13,17 @@ tokenizer of another checkout of this project (e.g. the per-word cache before
 the compiled one); with `--reference DIR` (a checkout of google-research/bert,
 never committed here) the original `tokenization.FullTokenizer`; with
 `--spm_model M` the SentencePiece tokenizer (ALBERT's text handling around
-Google's library). Each line's WordPiece ids are compared with the compiled
-tokenizer's (SentencePiece's ids are another vocabulary's: not compared).
+Google's library); with `--tokenizer_json A.json,B.json` each tokenizer.json
+as `--tokenizer_file` runs it (transforms.tokenize.tokenizer_json: the
+library's batch encoding, one call per 64 lines, about a document's worth,
+continuations marked). Each line's WordPiece ids are compared with the
+compiled tokenizer's (SentencePiece's and a tokenizer.json's are compared
+only when they are the same vocabulary's, e.g. a BERT vocab.txt's
+tokenizer.json).
 
     python bench/tokenizer.py --corpus tests/data/wikitext2_valid.txt --baseline ../main
     python bench/tokenizer.py --spm_model tests/data/sentencepiece-8k.model
+    python bench/tokenizer.py --tokenizer_json /tmp/bpe.json,/tmp/bert.json
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from helpers.oracle_tokenization import OracleTokenizer  # noqa: E402
+from bert_pretraining_data.transforms.tokenize.chinese_words import ID_BITS  # noqa: E402
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec  # noqa: E402
 from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer  # noqa: E402
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary, parse_vocabulary  # noqa: E402
@@ -78,19 +85,33 @@ def _original(reference: str, vocab_path: str, lower: bool) -> Ids:
     return lambda line: original.convert_tokens_to_ids(original.tokenize(line))
 
 
+def _tokenizer_json(path: str) -> Callable[[list[str]], list]:
+    """A tokenizer.json's lines -> ids as the pipeline runs it, ids unmarked."""
+    spec = TokenizerSpec(None, tokenizer_file=path)
+    tokenizer = spec.tokenizer()
+    return lambda lines: [[i & ID_BITS for i in ids] for ids in tokenizer.lines_to_ids(lines)]
+
+
 def measure(label: str, build: Callable[[], Ids], lines: list[str], megabytes: float,
-            passes: int, expected: list[list[int]] | None) -> list[list[int]]:
+            passes: int, expected: list[list[int]] | None, batch: int = 0
+            ) -> list[list[int]]:
+    """Prints one tokenizer's row; `batch` > 0: `build` gives a function of
+    that many lines at a time."""
     start = _cpu()
     ids = build()
     construction = _cpu() - start
+
+    def run() -> list[list[int]]:
+        if batch:
+            return [i for at in range(0, len(lines), batch) for i in ids(lines[at:at + batch])]
+        return [ids(line) for line in lines]
     start = _cpu()
-    first = [ids(line) for line in lines]
+    first = run()
     cold = max(_cpu() - start, 1e-9)
     warm = cold
     for _ in range(passes - 1):
         start = _cpu()
-        for line in lines:
-            ids(line)
+        run()
         warm = min(warm, max(_cpu() - start, 1e-9))
     same = ("" if expected is None else
             f"{sum(a == b for a, b in zip(first, expected)) / len(lines):>9.2%}")
@@ -112,6 +133,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reference", help="checkout of google-research/bert")
     parser.add_argument("--oracle", action="store_true", help="the slow oracle too")
     parser.add_argument("--spm_model", help="a SentencePiece model: time it too")
+    parser.add_argument("--tokenizer_json", type=lambda text: [p for p in text.split(",") if p],
+                        default=[], help="comma-separated tokenizer.json files: time each too")
     args = parser.parse_args(argv)
 
     text = pathlib.Path(args.corpus).read_text(encoding="utf-8")
@@ -141,6 +164,12 @@ def main(argv: list[str] | None = None) -> None:
         measure("SentencePiece (ALBERT's text handling)",
                 lambda: TokenizerSpec(None, lower, args.spm_model, "albert").tokenizer()
                 .tokenize_to_ids, lines, megabytes, args.passes, None)
+    for path in args.tokenizer_json:
+        spec = TokenizerSpec(None, tokenizer_file=path)
+        same = spec.load_vocabulary().tokens == vocab.tokens
+        measure(f"tokenizer.json ({pathlib.Path(path).stem}), batches",
+                lambda: _tokenizer_json(path), lines, megabytes, args.passes,
+                ours if same else None, batch=64)
     if args.reference:
         measure("original FullTokenizer", lambda: _original(args.reference, args.vocab, lower),
                 lines, megabytes, 1, ours)
