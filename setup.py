@@ -74,6 +74,8 @@ setuptools.setup(
         "torch": ["torch>=2.1,<3"],
         # loaders.tf_data
         "tf": [r for r in WORKER if r.startswith("tensorflow>")],
+        # the loaders of an --output_format=parquet dataset (Beam's own pyarrow range)
+        "parquet": ["pyarrow>=14,<26"],
         # the loaders of a --tokenizer_file dataset: its tokenizer.json's pad and mask
         "tokenizers": [r for r in WORKER if r.startswith("tokenizers>")],
         # gs:// datasets in the loaders, through fsspec
@@ -85,13 +87,14 @@ setuptools.setup(
         # datasketch: the MinHash the dedup stage's signatures are checked against.
         # pytest-xdist: make test runs the suite on every core (two on CI's machine).
         # torch: the CPU build CI uses, pinned.
+        # datasets: the Hugging Face client that reads --output_format=parquet shards.
         # transformers: tiny HF models (BERT on packed rows; RoBERTa and ModernBERT on
         # tokenizer.json datasets) train on the loaders' batches.
         "test": PIPELINE + PLOT + [
             "pytest>=8,<10", "pytest-xdist>=3.5,<4", "hypothesis>=6.100,<7",
             "gcp-storage-emulator>=2026.7.19,<2027",
             "torch==2.13.0", "psutil>=5.9,<8", "gcsfs>=2024.2,<2028",
-            "transformers>=5,<6", "datasketch>=2,<3"],
+            "transformers>=5,<6", "datasketch>=2,<3", "datasets>=3,<6"],
     },
     entry_points={
         "console_scripts": [

@@ -64,6 +64,10 @@ class Manifest:
         return self.flags.get("recipe", "bert")  # manifests older than --recipe
 
     @property
+    def output_format(self) -> str:
+        return self.flags.get("output_format", "tfrecord")  # manifests older than Parquet
+
+    @property
     def masking(self) -> str:
         return self.flags.get("masking", "static")
 

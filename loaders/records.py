@@ -219,9 +219,11 @@ class InstanceDecoder:
             return cls("d2l", {})
         return cls("packed" if manifest.packed else "bert", manifest.features)
 
-    def __call__(self, record: bytes, index: int, epoch: int = 0) -> "Instance | Row":
-        """The record's Instance, or its Row for a packed dataset."""
-        features = decode_example(record)
+    def __call__(self, record: "bytes | Features", index: int, epoch: int = 0
+                 ) -> "Instance | Row":
+        """The record's (a serialized Example's, or a Parquet row's features)
+        Instance, or its Row for a packed dataset."""
+        features = record if isinstance(record, dict) else decode_example(record)
         if self.roles:
             missing = sorted(set(self.roles) - set(features))
             if missing:
@@ -240,12 +242,51 @@ class InstanceDecoder:
         return instance
 
 
+PARQUET_SUFFIX = ".parquet"
+PARQUET_BATCH_ROWS = 1024  # rows decoded from a Parquet file at a time
+
+
+def _parquet_rows(handle, start: int, stop: int) -> Iterator[tuple[int, Features]]:
+    """(position, features) of rows [start, stop) of a Parquet shard, streamed
+    a batch at a time (never the whole file): each list column's values as
+    int64 arrays, each scalar as a one-value array, as a record decodes."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise DatasetError("reading Parquet shards needs pyarrow: pip install "
+                           "'bert-pretraining-data[parquet]'") from None
+    position = 0
+    for batch in pq.ParquetFile(handle).iter_batches(batch_size=PARQUET_BATCH_ROWS):
+        if position + batch.num_rows <= start:
+            position += batch.num_rows
+            continue
+        columns = {}
+        for name, column in zip(batch.schema.names, batch.columns):
+            if hasattr(column, "offsets"):  # a list column
+                columns[name] = (column.values.to_numpy().astype(np.int64),
+                                 column.offsets.to_numpy())
+            else:
+                columns[name] = (column.to_numpy().astype(np.int64), None)
+        for r in range(batch.num_rows):
+            if position >= stop:
+                return
+            if position >= start:
+                yield position, {
+                    name: values[r:r + 1] if offsets is None
+                    else values[offsets[r]:offsets[r + 1]]
+                    for name, (values, offsets) in columns.items()}
+            position += 1
+
+
 def read_shard(shard: Shard, start: int = 0,
-               stop: int | None = None) -> Iterator[tuple[int, bytes]]:
-    """(global index, record) of positions [start, stop) of one shard."""
+               stop: int | None = None) -> Iterator[tuple[int, "bytes | Features"]]:
+    """(global index, record) of positions [start, stop) of one shard: a
+    TFRecord's serialized Examples, or a Parquet shard's rows as features."""
     stop = shard.records if stop is None else stop
     with files.open_binary(shard.path) as handle:
-        for position, record in enumerate(read_records(handle)):
+        rows = (_parquet_rows(handle, start, stop) if shard.path.endswith(PARQUET_SUFFIX)
+                else enumerate(read_records(handle)))
+        for position, record in rows:
             if position >= stop:
                 return
             if position >= start:

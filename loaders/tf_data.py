@@ -139,6 +139,10 @@ def tf_dataset(data: str, *, batch_size: int, training: bool = True, seed: int |
     is_dataset = data.endswith(".json") or files.is_dir(data)
     manifest = (read_manifest(data) if is_dataset or files.exists(find_manifest(data))
                 else None)
+    if manifest and manifest.output_format == "parquet":
+        raise DatasetError(f"{manifest.path}: Parquet shards (--output_format=parquet); "
+                           "tf.data reads TFRecords: write the data with the default "
+                           "--output_format=tfrecord, or read it with the PyTorch loader")
     seq_len, predictions = _lengths(manifest, max_seq_length, max_predictions_per_seq)
     paths = ([shard.path for shard in manifest.shards] if is_dataset
              else _files(data))

@@ -106,7 +106,8 @@ def summary(manifest: Manifest) -> str:
     shown = ("max_seq_length", "max_predictions_per_seq", "masked_lm_prob", "dupe_factor",
              "random_seed", "do_lower_case", "do_whole_word_mask", "compression")
     lines = [f"dataset: {manifest.path}",
-             f"{manifest.total_instances:,} instances in {len(manifest.shards)} shard(s); "
+             f"{manifest.total_instances:,} instances in {len(manifest.shards)} "
+             f"{manifest.output_format} shard(s); "
              f"recipe {manifest.recipe}, padding {manifest.padding}, "
              f"masking {manifest.masking}",
              objective(manifest),

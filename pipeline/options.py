@@ -30,6 +30,9 @@ from bert_pretraining_data.transforms.tokenize.sentences import DEFAULT_SPLITTER
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import (SENTENCEPIECE, WORDPIECE,
                                                                       TokenizerSpec)
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
+from bert_pretraining_data.transforms.write.parquet_rows import (COMPRESSIONS as
+                                                                 PARQUET_COMPRESSIONS,
+                                                                 ParquetRows)
 from bert_pretraining_data.transforms.write.rows import InstanceRows, PackedRows
 from bert_pretraining_data.transforms.write.shuffle_entries import SHUFFLES
 from bert_pretraining_data.transforms.write.tf_example import RecordLayout
@@ -176,7 +179,16 @@ class Config:
     padding: str = flag(
         "output", "fixed: pad to max_seq_length / max_predictions_per_seq, as the "
         "original; none: variable-length features, padded per batch at load time",
-        choices=["fixed", "none"], default="fixed")
+        choices=["fixed", "none"], default="fixed", parser_default=None,
+        default_help="fixed; none with --output_format=parquet, whose rows are unpadded")
+    output_format: str = flag(
+        "output", "tfrecord: tf.train.Example records, as the original; parquet: the same "
+        "instances in the same shards and order as unpadded Parquet rows (pyarrow), for "
+        "Hugging Face datasets, Spark, DuckDB", choices=["tfrecord", "parquet"],
+        default="tfrecord")
+    parquet_compression: str = flag(
+        "output", "with --output_format=parquet: the codec inside each file",
+        choices=list(PARQUET_COMPRESSIONS), default="zstd", parser_default=None)
     shuffle: str = flag(
         "run", "how records reach their shard: runner (the runner's GroupByKey; on "
         "Dataflow the Shuffle service) or files (temporary bucket files, for the "
@@ -311,7 +323,7 @@ class Stages:
     instances: InstanceConfig
     masking: MaskingConfig
     layout: RecordLayout
-    rows: InstanceRows | PackedRows  # how the shard writer makes records of instances
+    rows: InstanceRows | PackedRows | ParquetRows  # how the shard writer makes records
 
     @classmethod
     def of(cls, config: Config, vocab: Vocabulary) -> "Stages":
@@ -331,6 +343,8 @@ class Stages:
                               config.max_sequences_per_pack)
         else:
             rows = InstanceRows(layout, config.max_seq_length, config.max_predictions_per_seq)
+        if config.output_format == "parquet":
+            rows = ParquetRows(rows, len(vocab), config.parquet_compression)
         return cls(
             instances=InstanceConfig(
                 max_seq_length=config.max_seq_length, short_seq_prob=config.short_seq_prob,
@@ -443,6 +457,12 @@ def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
                           "--pack_sequences or drop it")
     if config.dedup != "near" and given.keys() & {"dedup_threshold", "dedup_ngram"}:
         raise ConfigError("--dedup_threshold and --dedup_ngram set --dedup=near; add it")
+    if config.output_format == "parquet" and given.get("padding") == "fixed":
+        raise ConfigError("--output_format=parquet writes unpadded rows (their lengths imply "
+                          "input_mask and masked_lm_weights); drop --padding=fixed")
+    if config.output_format != "parquet" and "parquet_compression" in given:
+        raise ConfigError("--parquet_compression applies to --output_format=parquet; add it "
+                          "or drop --parquet_compression")
     if config.tokenizer_file and "do_lower_case" in given:
         raise ConfigError("--do_lower_case does not apply to --tokenizer_file: the "
                           "tokenizer.json's normalizer decides the case; drop it")
@@ -463,6 +483,7 @@ def _dependent_defaults(args: argparse.Namespace, beam_args: Sequence[str]) -> d
                                     if d2l or roberta else 20),
         "dupe_factor": 1 if d2l or roberta else 10,
         "masking": "none" if roberta else "static",
+        "padding": "none" if args.output_format == "parquet" else "fixed",
         "next_sentence": "none" if roberta else "nsp",
         "shuffle": default_shuffle(beam_args),
         "sentence_splitter": "none" if args.input_format == "text" else DEFAULT_SPLITTER,
@@ -567,6 +588,20 @@ def validate(config: Config) -> None:
         (config.max_sequences_per_pack >= 2, "--max_sequences_per_pack must be at least 2, "
          f"got {config.max_sequences_per_pack} (one instance a row: drop --pack_sequences)"),
     ]
+    if config.output_format == "parquet":
+        checks += [
+            (config.compression is None, "--output_format=parquet compresses inside each "
+             "file (--parquet_compression, default zstd); drop --compression and "
+             "--gzip_compress"),
+            (not config.reference_compatible, "--reference_compatible reproduces the "
+             "original's TFRecord files; drop --output_format=parquet"),
+            (config.recipe != "d2l", "--recipe=d2l writes d2l's TFRecord features; drop "
+             "--output_format=parquet"),
+            (not config.pack_sequences, "--output_format=parquet does not hold packed rows "
+             "yet; write them as TFRecords, or drop --pack_sequences"),
+            (bool(config.output_dir), "--output_format=parquet writes part-NNNNN-of-NNNNN."
+             "parquet shards: use --output_dir"),
+        ]
     if config.recipe == "roberta":
         checks += [
             (config.next_sentence == "none", "--recipe=roberta has no sentence-pair task "

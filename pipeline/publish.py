@@ -108,7 +108,8 @@ def output_layout(config: Config, num_shards: int) -> OutputLayout:
     `--output_file`: exactly the listed files, manifest beside the first."""
     if config.output_dir:
         root = config.output_dir.rstrip("/")
-        suffix = ".tfrecord.gz" if config.compression == "gzip" else ".tfrecord"
+        suffix = (".parquet" if config.output_format == "parquet"
+                  else ".tfrecord.gz" if config.compression == "gzip" else ".tfrecord")
         finals = tuple(FileSystems.join(root, f"part-{i:05d}-of-{num_shards:05d}{suffix}")
                        for i in range(num_shards))
         return OutputLayout(FileSystems.join(root, STAGING_NAME), finals,
@@ -334,7 +335,10 @@ def _publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
         FileSystems.delete(old_manifests)
     if len(old) > len(old_manifests):
         FileSystems.delete([p for p in old if p not in old_manifests])
-    by_shard = sorted(shards, key=lambda s: s["shard"])
+    # Parquet shards name their columns' types; the manifest states them once.
+    schema = next((s["columns"] for s in shards if "columns" in s), None)
+    by_shard = sorted(({k: v for k, v in s.items() if k != "columns"} for s in shards),
+                      key=lambda s: s["shard"])
     move_files(staged_paths(layout), layout.final_paths,
                [(s["bytes"], s["sha256"]) if "sha256" in s else None for s in by_shard])
     if documents is not None:
@@ -343,7 +347,7 @@ def _publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
     _copy_vocabulary(layout, layout.staged_vocab_path if config.recipe == "d2l"
                      else config.tokenizer.path, vocab_sha256)
     manifest = {
-        "format": "bert-pretraining-tfrecord/1",
+        "format": f"bert-pretraining-{config.output_format}/1",
         "flags": config.flags(),
         # d2l's own features are described by its recipe.
         "features": {} if config.recipe == "d2l" else record_layout(config).roles(),
@@ -358,6 +362,8 @@ def _publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
         "warnings": list(warnings),
         "versions": package_versions(),
     }
+    if schema is not None:
+        manifest["schema"] = schema
     if config.pack_sequences:
         manifest["packing"] = packing_summary(config, shards, max_predictions_per_row)
     if documents is not None:

@@ -19,7 +19,7 @@ from bert_pretraining_data.transforms.pack import histogram, plan
 from bert_pretraining_data.transforms.tokenize import tokenized_documents, wordpiece_kernel
 from bert_pretraining_data.transforms.tokenize.vocabulary import parse_vocabulary
 from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
-from bert_pretraining_data.transforms.write import rows, shuffle_entries
+from bert_pretraining_data.transforms.write import parquet_rows, rows, shuffle_entries
 from bert_pretraining_data.transforms.write.rows import RawRecords
 from bert_pretraining_data.transforms.write.shuffle_entries import scan_entries, split_by_shard
 from bert_pretraining_data.transforms.write.tf_example import RecordLayout
@@ -28,16 +28,18 @@ from bert_pretraining_data.transforms.write.tf_example import RecordLayout
 KERNELS = (units_kernel.unit_entries, tokenized_documents.read_compact, shuffle_entries._entries_of,
            shuffle_entries.gather, shuffle_entries._scan_entries, rows._frame_payloads,
            rows._lengths, rows._write_rows, histogram._solve, plan._fill_rows,
-           wordpiece_kernel.line_ids, wordpiece_kernel.build_slots, wordpiece_kernel.wordpiece)
+           wordpiece_kernel.line_ids, wordpiece_kernel.build_slots, wordpiece_kernel.wordpiece,
+           parquet_rows._sizes, parquet_rows._flatten)
 
 # Kernel types do not depend on flag values: one small configuration compiles
 # every specialization the pipeline uses.
 _INSTANCES = InstanceConfig(max_seq_length=16, short_seq_prob=0.1, cls_id=2, sep_id=3)
 _MASKING = MaskingConfig(masked_lm_prob=0.15, max_predictions_per_seq=2, vocab_size=8,
                          mask_id=4, cls_id=2, sep_id=3, continuation=None)
-# The row writers of one instance a record and of packed rows.
+# The row writers of one instance a record, of packed rows and of Parquet.
 _ROWS = (rows.InstanceRows(RecordLayout(), 16, 2),
-         rows.PackedRows(RecordLayout(packed=True), 16, 4, 3))
+         rows.PackedRows(RecordLayout(packed=True), 16, 4, 3),
+         parquet_rows.ParquetRows(rows.InstanceRows(RecordLayout(padded=False), 16, 2), 8))
 
 
 def warm_up() -> dict[str, tuple[int, int]]:

@@ -164,3 +164,26 @@ def test_urls_fall_back_to_tensorflow_then_fail_in_one_line(monkeypatch):
                                       r"them \(for gs://: pip install 'bert-pretraining-data"
                                       r"\[gcs\]'\) or TensorFlow"):
         files.exists("gs://b/data/manifest.json")
+
+
+@pytest.mark.slow
+def test_parquet_on_a_bucket_reads_back_through_datasets_and_the_loader(gcs, corpus,  # noqa: F811
+                                                                         tmp_path):
+    """--output_format=parquet to gs://: the shards equal a local run's bytes,
+    and `datasets` (through gcsfs) and the PyTorch loader read them back."""
+    import datasets
+
+    parquet = ["--output_format=parquet"]
+    bucket = run([f"--input_file={corpus['input']}", f"--vocab_file={corpus['vocab']}",
+                  f"--output_dir={gcs.url('parquet')}", *FLAGS, *parquet])
+    local = tmp_path / "local"
+    run([f"--input_file={DATA / 'sample_text.txt'}", f"--vocab_file={UNCASED_VOCAB}",
+         f"--output_dir={local}", *FLAGS, *parquet])
+    names = [f"part-{i:05d}-of-00003.parquet" for i in range(3)]
+    assert [gcs.read(f"parquet/{name}") for name in names] == [
+        (local / name).read_bytes() for name in names]
+    # streamed: read through fsspec's open, a row group at a time
+    rows = datasets.load_dataset("parquet", data_files=[gcs.url(f"parquet/{n}") for n in names],
+                                 split="train", streaming=True)
+    assert sum(1 for _ in rows) == bucket["total_instances"] > 0
+    assert _batches(gcs.url("parquet"), shuffle=False) == _batches(str(local), shuffle=False)

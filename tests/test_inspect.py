@@ -41,7 +41,7 @@ def test_prints_instances_as_the_original_logs_them(tiny, tmp_path, capsys):
     out = capsys.readouterr().out
     shards = sorted(str(p) for p in pathlib.Path(tiny).glob("part-*"))
     records = read_examples(shards, 128, 20)
-    assert f"{len(records):,} instances in 2 shard(s); recipe bert, padding fixed" in out
+    assert f"{len(records):,} instances in 2 tfrecord shard(s); recipe bert, padding fixed" in out
     assert out.count("*** Example") == 3
     for index, record in enumerate(records[:3]):
         n = sum(record["input_mask"])

@@ -139,10 +139,14 @@ class _Rows:
 class InstanceRows(_Rows):
     """A record per instance, in shuffle-key order: the original's records."""
 
-    def rows(self, entries: np.ndarray, keys: np.ndarray, bounds: np.ndarray) -> ShardRows:
+    def order(self, entries: np.ndarray, keys: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+        """The entries in shard order: by shuffle key, ties by the record."""
         single = np.arange(2, dtype=np.int64)
-        order = key_order(keys, lambda i: self.write(
+        return key_order(keys, lambda i: self.write(
             entries, bounds, np.array([i], dtype=np.int64), single).tobytes())
+
+    def rows(self, entries: np.ndarray, keys: np.ndarray, bounds: np.ndarray) -> ShardRows:
+        order = self.order(entries, keys, bounds)
         return ShardRows(len(order), self.chunks(entries, bounds, order,
                                                  np.arange(len(order) + 1, dtype=np.int64)))
 

@@ -1,0 +1,184 @@
+"""--output_format=parquet on a corpus not used in its development (UD English
+EWT dev): the same instances as the TFRecord run, read back through Hugging
+Face `datasets` (the independent reader), byte-identical across workers and
+shuffle paths, a fraction of the bytes, and usable by the loaders and HF's
+own collator."""
+
+from __future__ import annotations
+
+import collections
+import pathlib
+
+import numpy as np
+import pytest
+
+from conftest import DATA, UNCASED_VOCAB
+from bert_pretraining_data.loaders.manifest import DatasetError, read_manifest
+from bert_pretraining_data.loaders.records import read_instances
+from bert_pretraining_data.pipeline.beam_options import ConfigError
+from bert_pretraining_data.pipeline.main import run
+
+CORPUS = DATA / "en_ewt-ud-dev.sentences.txt"
+OBJECTIVES = {
+    "nsp": [],
+    "sop_ngram": ["--next_sentence=sop", "--ngram=3"],
+    "full_sequences": ["--next_sentence=none"],
+    "electra": ["--next_sentence=none", "--masking=none"],
+    "unmasked_nsp": ["--masking=none"],
+}
+
+
+def build(out: pathlib.Path, *flags: str) -> pathlib.Path:
+    run([f"--input_file={CORPUS}", f"--output_dir={out}", f"--vocab_file={UNCASED_VOCAB}",
+         "--dupe_factor=2", "--num_shards=2", *flags])
+    return out
+
+
+def _tfrecord_instances(out: pathlib.Path) -> list[tuple]:
+    return [(tuple(i.input_ids), tuple(i.segment_ids), tuple(i.masked_lm_positions),
+             tuple(i.masked_lm_ids), i.next_sentence_label,
+             None if i.token_boundary is None else tuple(i.token_boundary))
+            for i in read_instances(read_manifest(str(out)))]
+
+
+def _datasets_instances(out: pathlib.Path, **load) -> list[tuple]:
+    import datasets
+
+    files = sorted(str(p) for p in out.glob("part-*.parquet"))
+    rows = datasets.load_dataset("parquet", data_files=files, split="train", **load)
+    empty: tuple = ()
+    return [(tuple(r["input_ids"]), tuple(r["segment_ids"]),
+             tuple(r.get("masked_lm_positions", empty)), tuple(r.get("masked_lm_ids", empty)),
+             r.get("next_sentence_labels"),
+             tuple(r["token_boundary"]) if "token_boundary" in r else None) for r in rows]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, tuple[pathlib.Path, pathlib.Path]]:
+    """(TFRecord run, Parquet run) per objective, same flags otherwise."""
+    root = tmp_path_factory.mktemp("formats")
+    return {name: (build(root / f"{name}-tfrecord", *flags),
+                   build(root / f"{name}-parquet", *flags, "--output_format=parquet"))
+            for name, flags in OBJECTIVES.items()}
+
+
+@pytest.mark.parametrize("objective", list(OBJECTIVES))
+def test_datasets_reads_the_tfrecord_runs_instances_in_shard_order(runs, objective):
+    tfrecord, parquet = runs[objective]
+    expected = _tfrecord_instances(tfrecord)
+    got = _datasets_instances(parquet)
+    assert collections.Counter(got) == collections.Counter(expected)
+    assert got == expected  # shard by shard, in the TFRecord shards' order
+    assert sorted(p.name for p in parquet.glob("part-*")) == [
+        "part-00000-of-00002.parquet", "part-00001-of-00002.parquet"]
+    assert read_manifest(str(parquet)).output_format == "parquet"
+
+
+def test_streaming_reads_the_same_rows(runs):
+    tfrecord, parquet = runs["nsp"]
+    assert _datasets_instances(parquet, streaming=True) == _tfrecord_instances(tfrecord)
+
+
+def test_columns_are_unpadded_and_narrow(runs):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    _, parquet = runs["sop_ngram"]
+    schema = pq.read_schema(sorted(parquet.glob("part-*.parquet"))[0])
+    assert schema.names == ["input_ids", "masked_lm_ids", "masked_lm_positions",
+                            "next_sentence_labels", "segment_ids", "token_boundary"]
+    assert schema.field("input_ids").type.value_type == pa.uint16()  # 30,522 ids
+    assert schema.field("segment_ids").type.value_type == pa.uint8()
+    assert schema.field("next_sentence_labels").type == pa.uint8()
+    manifest = read_manifest(str(parquet)).data
+    assert manifest["format"] == "bert-pretraining-parquet/1"
+    assert manifest["schema"] == {field.name: str(field.type) for field in schema}
+
+
+def test_parquet_is_at_most_a_third_of_the_tfrecord_bytes(runs):
+    tfrecord, parquet = runs["nsp"]
+    tf_bytes = sum(p.stat().st_size for p in tfrecord.glob("part-*"))
+    pq_bytes = sum(p.stat().st_size for p in parquet.glob("part-*"))
+    assert pq_bytes <= tf_bytes / 3, (pq_bytes, tf_bytes)
+
+
+@pytest.mark.slow
+def test_shards_are_byte_identical_across_workers_and_shuffle_paths(runs, tmp_path):
+    _, reference = runs["nsp"]
+    for name, flags in [("runner", ["--shuffle=runner"]),
+                        ("two", ["--direct_num_workers=2",
+                                 "--direct_running_mode=multi_processing", "--shuffle=files"])]:
+        out = build(tmp_path / name, "--output_format=parquet", *flags)
+        for shard in sorted(reference.glob("part-*")):
+            assert (out / shard.name).read_bytes() == shard.read_bytes(), (name, shard.name)
+
+
+def test_the_pytorch_loader_gives_the_tfrecord_runs_batches(runs):
+    from bert_pretraining_data.loaders.torch_data import make_dataloader
+
+    for objective in ("nsp", "unmasked_nsp"):  # unmasked: masked at load time, alike
+        tfrecord, parquet = runs[objective]
+        for a, b in zip(make_dataloader(str(tfrecord), batch_size=16, seed=3),
+                        make_dataloader(str(parquet), batch_size=16, seed=3)):
+            assert a.keys() == b.keys()
+            for key in a:
+                assert np.array_equal(a[key].numpy(), b[key].numpy()), (objective, key)
+
+
+def test_hf_collator_trains_a_tiny_bert_on_unmasked_rows(runs):
+    """datasets + HF's DataCollatorForLanguageModeling, as a run_mlm.py user
+    would read --masking=none Parquet data, into a BertForPreTraining step."""
+    import datasets
+    import torch
+    import transformers
+
+    _, parquet = runs["unmasked_nsp"]
+    rows = datasets.load_dataset("parquet", data_files=sorted(
+        str(p) for p in parquet.glob("part-*.parquet")), split="train")
+    rows = rows.rename_columns({"segment_ids": "token_type_ids",
+                                "next_sentence_labels": "next_sentence_label"})
+    rows = rows.remove_columns(["masked_lm_positions", "masked_lm_ids"])
+    from tokenizers.implementations import BertWordPieceTokenizer
+
+    tokenizer = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=BertWordPieceTokenizer(str(UNCASED_VOCAB), lowercase=True),
+        unk_token="[UNK]", sep_token="[SEP]", pad_token="[PAD]", cls_token="[CLS]",
+        mask_token="[MASK]")
+    assert len(tokenizer) == 30522
+    collate = transformers.DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15)
+    batch = collate([rows[i] for i in range(8)])
+    assert (batch["labels"] != -100).any()
+    torch.manual_seed(0)
+    model = transformers.BertForPreTraining(transformers.BertConfig(
+        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1,
+        num_attention_heads=2, intermediate_size=64, max_position_embeddings=128))
+    loss = model(**batch).loss
+    loss.backward()
+    assert np.isfinite(loss.item()) and loss.item() > 1
+
+
+def test_tf_dataset_refuses_parquet_in_one_line(runs):
+    from bert_pretraining_data.loaders.tf_data import tf_dataset
+
+    _, parquet = runs["nsp"]
+    with pytest.raises(DatasetError, match="Parquet shards") as err:
+        tf_dataset(str(parquet), batch_size=2)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("flags, expected", [
+    (["--output_format=orc"], "--output_format"),
+    (["--output_format=parquet", "--reference_compatible"], "--reference_compatible"),
+    (["--output_format=parquet", "--compression=gzip"], "compresses inside each file"),
+    (["--output_format=parquet", "--gzip_compress"], "compresses inside each file"),
+    (["--output_format=parquet", "--padding=fixed"], "drop --padding=fixed"),
+    (["--output_format=parquet", "--pack_sequences"], "does not hold packed rows yet"),
+    (["--parquet_compression=snappy"], "applies to --output_format=parquet"),
+])
+def test_flags_parquet_cannot_take_are_refused_in_one_line(tmp_path, flags, expected):
+    out = tmp_path / "out"
+    with pytest.raises(ConfigError) as err:
+        run([f"--input_file={CORPUS}", f"--output_dir={out}", f"--vocab_file={UNCASED_VOCAB}",
+             *flags])
+    assert expected in str(err.value) and "\n" not in str(err.value)
+    assert not out.exists()
