@@ -29,6 +29,7 @@ stage of the functional core in this process, without Beam, on the 1 MB corpus
 of each shape, per document and per instance. `--spm_model M` adds a run
 tokenizing with that SentencePiece model (`--spm_model_file`, ALBERT's text
 handling) beside each WordPiece run, and its stage breakdown;
+`--parquet` a run with `--output_format=parquet`;
 `--tokenizer_json A.json,B.json` a run with each tokenizer.json
 (`--tokenizer_file`, in place of the vocab.txt and --do_lower_case) likewise.
 
@@ -114,6 +115,7 @@ class Run:
     megabytes: float
     instances: int
     usage: Usage
+    output_bytes: int = 0  # the shards' bytes, from the manifest
 
     @property
     def cpu(self) -> float:
@@ -218,9 +220,10 @@ def run_ours(corpus: pathlib.Path, workers: int, *, checkout: pathlib.Path = ROO
         if "--dedup" in known and not any(flag.startswith("--dedup=") for flag in flags):
             command.append("--dedup=none")
         usage = measure(command, pathlib.Path(tmp) / "log", cwd=cwd)
-        instances = json.loads((out / "manifest.json").read_text())["total_instances"]
+        manifest = json.loads((out / "manifest.json").read_text())
     return Run(f"{label}, {workers} worker{'s' * (workers > 1)}", _shape(corpus),
-               corpus.stat().st_size / MB, instances, usage)
+               corpus.stat().st_size / MB, manifest["total_instances"], usage,
+               sum(shard["bytes"] for shard in manifest["shards"]))
 
 
 def kept_corpus(corpus: pathlib.Path, mode: str) -> tuple[pathlib.Path, int, int]:
@@ -400,7 +403,8 @@ def print_ratios(ours: Run, other: Run) -> None:
           f"minor faults {mine.minor_faults / theirs.minor_faults:.3f}x, written "
           f"{mine.written / max(theirs.written, 1):.3f}x, peak RSS (sum) "
           f"{mine.rss_sum / theirs.rss_sum:.3f}x, instances "
-          f"{ours.instances / other.instances:.3f}x")
+          f"{ours.instances / other.instances:.3f}x, output bytes/instance "
+          f"{ours.output_bytes / ours.instances:.0f} / {other.output_bytes / other.instances:.0f}")
 
 
 def _sizes(text: str) -> list[float]:
@@ -437,6 +441,8 @@ def main(argv: list[str] | None = None) -> None:
                              "(--input_format=jsonl, the default splitter), 1 worker")
     parser.add_argument("--packed", action="store_true",
                         help="also the same corpus with --pack_sequences, 1 worker")
+    parser.add_argument("--parquet", action="store_true",
+                        help="also the same corpus with --output_format=parquet, 1 worker")
     parser.add_argument("--stages", action="store_true",
                         help="per-stage CPU time of the pipeline's work, no runner, on 1 MB")
     parser.add_argument("--spm_model", type=pathlib.Path,
@@ -486,6 +492,10 @@ def main(argv: list[str] | None = None) -> None:
             packed = run_ours(corpus, 1, label="packed", flags=("--pack_sequences",))
             print(_row(packed), flush=True)
             print_ratios(packed, runs[0])
+        if args.parquet:
+            parquet = run_ours(corpus, 1, label="parquet", flags=("--output_format=parquet",))
+            print(_row(parquet), flush=True)
+            print_ratios(parquet, runs[0])
         if args.baseline:
             baseline = run_ours(corpus, 1, checkout=args.baseline.resolve(), label="baseline")
             print(_row(baseline), flush=True)
