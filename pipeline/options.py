@@ -597,8 +597,6 @@ def validate(config: Config) -> None:
              "original's TFRecord files; drop --output_format=parquet"),
             (config.recipe != "d2l", "--recipe=d2l writes d2l's TFRecord features; drop "
              "--output_format=parquet"),
-            (not config.pack_sequences, "--output_format=parquet does not hold packed rows "
-             "yet; write them as TFRecords, or drop --pack_sequences"),
             (bool(config.output_dir), "--output_format=parquet writes part-NNNNN-of-NNNNN."
              "parquet shards: use --output_dir"),
         ]

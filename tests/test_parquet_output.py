@@ -25,6 +25,9 @@ OBJECTIVES = {
     "full_sequences": ["--next_sentence=none"],
     "electra": ["--next_sentence=none", "--masking=none"],
     "unmasked_nsp": ["--masking=none"],
+    "packed": ["--pack_sequences"],
+    "packed_full_sequences": ["--pack_sequences", "--next_sentence=none",
+                              "--max_sequences_per_pack=4"],
 }
 
 
@@ -34,10 +37,12 @@ def build(out: pathlib.Path, *flags: str) -> pathlib.Path:
     return out
 
 
-def _tfrecord_instances(out: pathlib.Path) -> list[tuple]:
+def _instances(out: pathlib.Path) -> list[tuple]:
+    """The dataset's instances as the project's loaders read them (a packed
+    row's in its order, with their place in it)."""
     return [(tuple(i.input_ids), tuple(i.segment_ids), tuple(i.masked_lm_positions),
              tuple(i.masked_lm_ids), i.next_sentence_label,
-             None if i.token_boundary is None else tuple(i.token_boundary))
+             None if i.token_boundary is None else tuple(i.token_boundary), i.sequence)
             for i in read_instances(read_manifest(str(out)))]
 
 
@@ -50,7 +55,8 @@ def _datasets_instances(out: pathlib.Path, **load) -> list[tuple]:
     return [(tuple(r["input_ids"]), tuple(r["segment_ids"]),
              tuple(r.get("masked_lm_positions", empty)), tuple(r.get("masked_lm_ids", empty)),
              r.get("next_sentence_labels"),
-             tuple(r["token_boundary"]) if "token_boundary" in r else None) for r in rows]
+             tuple(r["token_boundary"]) if "token_boundary" in r else None, None)
+            for r in rows]
 
 
 @pytest.fixture(scope="module")
@@ -62,21 +68,48 @@ def runs(tmp_path_factory) -> dict[str, tuple[pathlib.Path, pathlib.Path]]:
             for name, flags in OBJECTIVES.items()}
 
 
+def _datasets_rows(out: pathlib.Path) -> list[tuple]:
+    """A packed dataset's instances as `datasets` reads the rows, taken apart
+    by their sequence index (input_mask) as a trainer would."""
+    import datasets
+
+    files = sorted(str(p) for p in out.glob("part-*.parquet"))
+    instances = []
+    for row in datasets.load_dataset("parquet", data_files=files, split="train"):
+        sequence_of = np.array(row["input_mask"])
+        positions, ids = np.array(row["masked_lm_positions"]), np.array(row["masked_lm_ids"])
+        for s in range(sequence_of.max()):
+            where = np.flatnonzero(sequence_of == s + 1)
+            start, end = where[0], where[-1] + 1
+            assert row["positions"][start:end] == list(range(end - start))
+            own = (positions >= start) & (positions < end)
+            labels = row.get("next_sentence_labels")
+            if labels is not None:
+                assert row["next_sentence_positions"][s] == start
+            instances.append((tuple(row["input_ids"][start:end]),
+                              tuple(row["segment_ids"][start:end]),
+                              tuple((positions[own] - start).tolist()),
+                              tuple(ids[own].tolist()),
+                              None if labels is None else labels[s], None, s))
+    return instances
+
+
 @pytest.mark.parametrize("objective", list(OBJECTIVES))
 def test_datasets_reads_the_tfrecord_runs_instances_in_shard_order(runs, objective):
     tfrecord, parquet = runs[objective]
-    expected = _tfrecord_instances(tfrecord)
-    got = _datasets_instances(parquet)
+    expected = _instances(tfrecord)
+    got = (_datasets_rows if "packed" in objective else _datasets_instances)(parquet)
     assert collections.Counter(got) == collections.Counter(expected)
     assert got == expected  # shard by shard, in the TFRecord shards' order
     assert sorted(p.name for p in parquet.glob("part-*")) == [
         "part-00000-of-00002.parquet", "part-00001-of-00002.parquet"]
     assert read_manifest(str(parquet)).output_format == "parquet"
+    assert _instances(parquet) == expected  # the project's loaders read it alike
 
 
 def test_streaming_reads_the_same_rows(runs):
     tfrecord, parquet = runs["nsp"]
-    assert _datasets_instances(parquet, streaming=True) == _tfrecord_instances(tfrecord)
+    assert _datasets_instances(parquet, streaming=True) == _instances(tfrecord)
 
 
 def test_columns_are_unpadded_and_narrow(runs):
@@ -116,7 +149,8 @@ def test_shards_are_byte_identical_across_workers_and_shuffle_paths(runs, tmp_pa
 def test_the_pytorch_loader_gives_the_tfrecord_runs_batches(runs):
     from bert_pretraining_data.loaders.torch_data import make_dataloader
 
-    for objective in ("nsp", "unmasked_nsp"):  # unmasked: masked at load time, alike
+    # unmasked: masked at load time, alike; packed: block-diagonal batches
+    for objective in ("nsp", "unmasked_nsp", "packed"):
         tfrecord, parquet = runs[objective]
         for a, b in zip(make_dataloader(str(tfrecord), batch_size=16, seed=3),
                         make_dataloader(str(parquet), batch_size=16, seed=3)):
@@ -172,7 +206,6 @@ def test_tf_dataset_refuses_parquet_in_one_line(runs):
     (["--output_format=parquet", "--compression=gzip"], "compresses inside each file"),
     (["--output_format=parquet", "--gzip_compress"], "compresses inside each file"),
     (["--output_format=parquet", "--padding=fixed"], "drop --padding=fixed"),
-    (["--output_format=parquet", "--pack_sequences"], "does not hold packed rows yet"),
     (["--parquet_compression=snappy"], "applies to --output_format=parquet"),
 ])
 def test_flags_parquet_cannot_take_are_refused_in_one_line(tmp_path, flags, expected):

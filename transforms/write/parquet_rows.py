@@ -4,9 +4,12 @@ shard holds, in its order, unpadded, one Arrow list column per feature.
 The columns are the features of the same layout written with
 `--padding=none` (named as the TFRecord's: `input_ids`, or the Model
 Garden's `input_word_ids`, ...), so `input_mask` and `masked_lm_weights`,
-implied by the lengths, are left out. Each column takes the smallest integer
-type its values fit: token ids uint16 below 65,536 ids, else int32;
-positions uint16; segment ids, labels and token boundaries uint8. A file is
+implied by the lengths, are left out; packed rows keep their own features
+(`input_mask` holding each token's 1-based sequence index, `positions`,
+`next_sentence_positions`, and a label per sequence). Each column takes the
+smallest integer type its values fit: token ids uint16 below 65,536 ids,
+else int32; positions uint16; segment ids, labels, sequence indexes (up to
+255 sequences a row) and token boundaries uint8. A file is
 zstd-compressed (`--parquet_compression`) in row groups of ROW_GROUP_ROWS
 rows. Its bytes depend only on the rows and the pyarrow version: no
 timestamps, the same writer settings everywhere.
@@ -21,7 +24,8 @@ import numpy as np
 from numba import njit
 
 from bert_pretraining_data.transforms.instances.instance_bytes import instance_header, read_instance
-from bert_pretraining_data.transforms.write.rows import InstanceRows, ShardRows
+from bert_pretraining_data.transforms.write.rows import (InstanceRows, PackedRows, RowPlan,
+                                                        ShardRows)
 from bert_pretraining_data.transforms.write.shuffle_entries import ENTRY_HEADER
 from bert_pretraining_data.transforms.write.tf_example import Field
 
@@ -34,11 +38,11 @@ UINT16_LIMIT = 1 << 16
 
 
 @njit(cache=True)
-def _sizes(entries, bounds, order):
-    """Total tokens and predictions of the instances `order`."""
+def _sizes(entries, bounds, members):
+    """Total tokens and predictions of the instances `members`."""
     tokens = 0
     predictions = 0
-    for i in order:
+    for i in members:
         n, _, k, _ = instance_header(entries, bounds[i] + ENTRY_HEADER)
         tokens += n
         predictions += k
@@ -46,36 +50,48 @@ def _sizes(entries, bounds, order):
 
 
 @njit(cache=True)
-def _flatten(entries, bounds, order, tokens, boundary, segments, positions, ids,
-             token_offsets, prediction_offsets, labels):
-    """The instances `order` as Arrow list layouts: each column's values one
-    after another, with row i's tokens at token_offsets[i]:token_offsets[i + 1]
-    and its predictions at prediction_offsets[i]:prediction_offsets[i + 1]."""
+def _flatten(entries, bounds, members, member_bounds, tokens, boundary, segments, sequence_of,
+             token_positions, positions, ids, labels, starts, token_offsets,
+             prediction_offsets):
+    """Rows r (instances members[member_bounds[r]:member_bounds[r + 1]], side
+    by side) as Arrow list layouts: each column's values one row after
+    another, row r's tokens at token_offsets[r]:token_offsets[r + 1], its
+    predictions at prediction_offsets[r]:..., its sequences at
+    member_bounds[r]:... (labels, starts). Per token: the 1-based sequence
+    index (packed rows' input_mask), the position in its sequence, the
+    segment; positions and starts are row positions, as the TFRecord holds them."""
     n_at = 0
     k_at = 0
-    for r in range(len(order)):
+    for r in range(len(member_bounds) - 1):
         token_offsets[r] = n_at
         prediction_offsets[r] = k_at
-        n, b_start, k, label = read_instance(entries, bounds[order[r]] + ENTRY_HEADER, n_at,
-                                             tokens, boundary, positions[k_at:], ids[k_at:])
-        for c in range(k):  # read_instance gives row positions: the row is the instance
-            positions[k_at + c] -= n_at
-        segments[n_at:n_at + b_start] = 0
-        segments[n_at + b_start:n_at + n] = 1
-        labels[r] = label
-        n_at += n
-        k_at += k
-    token_offsets[len(order)] = n_at
-    prediction_offsets[len(order)] = k_at
+        row_start = n_at
+        for j in range(member_bounds[r], member_bounds[r + 1]):
+            n, b_start, k, label = read_instance(entries, bounds[members[j]] + ENTRY_HEADER,
+                                                 n_at, tokens, boundary, positions[k_at:],
+                                                 ids[k_at:])
+            for c in range(k):  # row positions: read_instance gives flat ones
+                positions[k_at + c] -= row_start
+            segments[n_at:n_at + b_start] = 0
+            segments[n_at + b_start:n_at + n] = 1
+            sequence_of[n_at:n_at + n] = j - member_bounds[r] + 1
+            for t in range(n):
+                token_positions[n_at + t] = t
+            labels[j] = label
+            starts[j] = n_at - row_start
+            n_at += n
+            k_at += k
+    token_offsets[len(member_bounds) - 1] = n_at
+    prediction_offsets[len(member_bounds) - 1] = k_at
 
 
 @dataclasses.dataclass(frozen=True)
 class ParquetRows:
     """The row writer of `--output_format=parquet`: the rows `instances` would
-    write as TFRecords, in its order, as one Parquet file (its layout is
-    unpadded: parquet runs take --padding=none)."""
+    write as TFRecords (a row per instance, or packed rows), in its order, as
+    one Parquet file (its layout is unpadded: parquet runs take --padding=none)."""
 
-    instances: InstanceRows
+    instances: InstanceRows | PackedRows
     vocab_size: int
     compression: str = "zstd"
 
@@ -94,29 +110,40 @@ class ParquetRows:
         def list_of(kind):  # named as Parquet's nested lists are, so read back alike
             return pa.list_(pa.field("element", kind))
         ids = pa.uint16() if self.vocab_size <= UINT16_LIMIT else pa.int32()
+        packed = self.instances.layout.packed  # per-sequence columns are lists
         types = {Field.INPUT_IDS: list_of(ids), Field.SEGMENT_IDS: list_of(pa.uint8()),
                  Field.MASKED_LM_POSITIONS: list_of(pa.uint16()),
-                 Field.MASKED_LM_IDS: list_of(ids), Field.NEXT_SENTENCE_LABELS: pa.uint8(),
-                 Field.TOKEN_BOUNDARY: list_of(pa.uint8())}
+                 Field.MASKED_LM_IDS: list_of(ids),
+                 Field.NEXT_SENTENCE_LABELS: list_of(pa.uint8()) if packed else pa.uint8(),
+                 Field.TOKEN_BOUNDARY: list_of(pa.uint8()),
+                 Field.INPUT_MASK: list_of(pa.uint8() if self.instances.max_sequences < 256
+                                           else pa.uint16()),
+                 Field.POSITIONS: list_of(pa.uint16()),
+                 Field.NEXT_SENTENCE_POSITIONS: list_of(pa.uint16())}
         return pa.schema([pa.field(name, types[field], nullable=False)
                           for name, field in self.columns().items()])
 
-    def _table(self, entries: np.ndarray, bounds: np.ndarray, order: np.ndarray):
+    def _table(self, entries: np.ndarray, bounds: np.ndarray, members: np.ndarray,
+               member_bounds: np.ndarray):
         import pyarrow as pa
 
-        n, k = _sizes(entries, bounds, order)
-        tokens, ids, positions = (np.empty(n, np.int64), np.empty(k, np.int64),
-                                  np.empty(k, np.int64))
-        boundary, segments = np.zeros(n, np.uint8), np.empty(n, np.uint8)
-        token_offsets = np.empty(len(order) + 1, np.int32)
-        prediction_offsets = np.empty(len(order) + 1, np.int32)
-        labels = np.empty(len(order), np.uint8)
-        _flatten(entries, bounds, order, tokens, boundary, segments, positions, ids,
-                 token_offsets, prediction_offsets, labels)
+        n, k = _sizes(entries, bounds, members)
+        tokens, token_positions = np.empty(n, np.int64), np.empty(n, np.int64)
+        boundary, segments, sequence_of = (np.zeros(n, np.uint8), np.empty(n, np.uint8),
+                                           np.empty(n, np.int64))
+        positions, ids = np.empty(k, np.int64), np.empty(k, np.int64)
+        labels, starts = np.empty(len(members), np.int64), np.empty(len(members), np.int64)
+        rows = len(member_bounds) - 1
+        token_offsets, prediction_offsets = np.empty(rows + 1, np.int32), np.empty(rows + 1,
+                                                                                    np.int32)
+        _flatten(entries, bounds, members, member_bounds, tokens, boundary, segments,
+                 sequence_of, token_positions, positions, ids, labels, starts, token_offsets,
+                 prediction_offsets)
+        sequence_offsets = (member_bounds - member_bounds[0]).astype(np.int32)
         schema = self.schema()
 
-        def column(field: Field, values: np.ndarray, offsets: np.ndarray):
-            kind = schema.field(self._name(field)).type
+        def column(name: str, values: np.ndarray, offsets: np.ndarray):
+            kind = schema.field(name).type
             if not pa.types.is_list(kind):
                 return pa.array(values.astype(kind.to_pandas_dtype()), type=kind)
             flat = pa.array(values.astype(kind.value_type.to_pandas_dtype()),
@@ -125,17 +152,17 @@ class ParquetRows:
         data = {Field.INPUT_IDS: (tokens, token_offsets),
                 Field.SEGMENT_IDS: (segments, token_offsets),
                 Field.TOKEN_BOUNDARY: (boundary, token_offsets),
+                Field.INPUT_MASK: (sequence_of, token_offsets),
+                Field.POSITIONS: (token_positions, token_offsets),
                 Field.MASKED_LM_POSITIONS: (positions, prediction_offsets),
                 Field.MASKED_LM_IDS: (ids, prediction_offsets),
-                Field.NEXT_SENTENCE_LABELS: (labels, None)}
-        return pa.Table.from_arrays([column(field, *data[field])
-                                     for field in self.columns().values()], schema=schema)
+                Field.NEXT_SENTENCE_LABELS: (labels, sequence_offsets),
+                Field.NEXT_SENTENCE_POSITIONS: (starts, sequence_offsets)}
+        return pa.Table.from_arrays([column(name, *data[field])
+                                     for name, field in self.columns().items()], schema=schema)
 
-    def _name(self, field: Field) -> str:
-        return next(name for name, f in self.columns().items() if f == field)
-
-    def file_bytes(self, entries: np.ndarray, bounds: np.ndarray, order: np.ndarray) -> bytes:
-        """The Parquet file of the instances `order`, in that order."""
+    def file_bytes(self, entries: np.ndarray, bounds: np.ndarray, plan: RowPlan) -> bytes:
+        """The Parquet file of the rows `plan` lays out, in its order."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
@@ -143,17 +170,21 @@ class ParquetRows:
         codec = None if self.compression == "none" else self.compression
         with pq.ParquetWriter(sink, self.schema(), compression=codec,
                               use_dictionary=False, write_statistics=False) as writer:
-            for start in range(0, len(order), ROW_GROUP_ROWS):
-                writer.write_table(self._table(entries, bounds,
-                                               order[start:start + ROW_GROUP_ROWS]),
+            rows = len(plan.member_bounds) - 1
+            for start in range(0, rows, ROW_GROUP_ROWS):
+                member_bounds = plan.member_bounds[start:start + ROW_GROUP_ROWS + 1]
+                members = plan.members[member_bounds[0]:member_bounds[-1]]
+                writer.write_table(self._table(entries, bounds, members,
+                                               member_bounds - member_bounds[0]),
                                    row_group_size=ROW_GROUP_ROWS)
         return sink.getvalue().to_pybytes()
 
     def rows(self, entries: np.ndarray, keys: np.ndarray, bounds: np.ndarray) -> ShardRows:
-        order = self.instances.order(entries, keys, bounds)
+        plan = self.instances.plan(entries, keys, bounds)
         columns = {field.name: str(field.type) for field in self.schema()}
-        return ShardRows(len(order), _one_chunk(self.file_bytes(entries, bounds, order)),
-                         {"columns": columns})
+        return ShardRows(len(plan.member_bounds) - 1,
+                         _one_chunk(self.file_bytes(entries, bounds, plan)),
+                         {**plan.stats, "columns": columns})
 
 
 def _one_chunk(data: bytes) -> Iterator[memoryview]:

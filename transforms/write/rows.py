@@ -93,6 +93,15 @@ def _write_rows(entries, bounds, members, member_bounds, s, w):
     return out[:pos]
 
 
+class RowPlan(NamedTuple):
+    """A shard's rows: row r holds entries members[member_bounds[r]:member_bounds[r + 1]],
+    side by side; `stats` go to the shard's manifest entry."""
+
+    members: np.ndarray
+    member_bounds: np.ndarray
+    stats: dict[str, Any]
+
+
 @dataclasses.dataclass(frozen=True)
 class _Rows:
     """A row layout and its limits; the compiled settings and workspace are
@@ -122,6 +131,13 @@ class _Rows:
             field_starts=np.empty(len(fields) + 1, dtype=np.int64))
         return settings, workspace
 
+    def rows(self, entries: np.ndarray, keys: np.ndarray, bounds: np.ndarray) -> ShardRows:
+        """The shard's records, as the subclass's `plan` lays out its rows."""
+        plan = self.plan(entries, keys, bounds)
+        return ShardRows(len(plan.member_bounds) - 1,
+                         self.chunks(entries, bounds, plan.members, plan.member_bounds),
+                         plan.stats)
+
     def write(self, entries: np.ndarray, bounds: np.ndarray, members: np.ndarray,
               member_bounds: np.ndarray) -> np.ndarray:
         """Rows as framed records (see `_write_rows`)."""
@@ -139,16 +155,12 @@ class _Rows:
 class InstanceRows(_Rows):
     """A record per instance, in shuffle-key order: the original's records."""
 
-    def order(self, entries: np.ndarray, keys: np.ndarray, bounds: np.ndarray) -> np.ndarray:
-        """The entries in shard order: by shuffle key, ties by the record."""
+    def plan(self, entries: np.ndarray, keys: np.ndarray, bounds: np.ndarray) -> RowPlan:
+        """A row per entry, in shard order: by shuffle key, ties by the record."""
         single = np.arange(2, dtype=np.int64)
-        return key_order(keys, lambda i: self.write(
+        order = key_order(keys, lambda i: self.write(
             entries, bounds, np.array([i], dtype=np.int64), single).tobytes())
-
-    def rows(self, entries: np.ndarray, keys: np.ndarray, bounds: np.ndarray) -> ShardRows:
-        order = self.order(entries, keys, bounds)
-        return ShardRows(len(order), self.chunks(entries, bounds, order,
-                                                 np.arange(len(order) + 1, dtype=np.int64)))
+        return RowPlan(order, np.arange(len(order) + 1, dtype=np.int64), {})
 
 
 class PackedRows(_Rows):
@@ -157,7 +169,8 @@ class PackedRows(_Rows):
     (transforms.pack.plan.prediction_budget). The shard's entry in the
     manifest gets its instances, tokens and rows by depth."""
 
-    def rows(self, entries: np.ndarray, keys: np.ndarray, bounds: np.ndarray) -> ShardRows:
+    def plan(self, entries: np.ndarray, keys: np.ndarray, bounds: np.ndarray) -> RowPlan:
+        """Rows of whole instances in key order (transforms.pack.plan)."""
         order = key_order(keys, lambda i: payload(entries, bounds, i))
         lengths = _lengths(entries, bounds, order)
         members, member_bounds = plan_rows(lengths, keys[order], max_length=self.max_seq_length,
@@ -165,8 +178,7 @@ class PackedRows(_Rows):
         depths = np.bincount(np.diff(member_bounds), minlength=self.max_sequences + 1)
         stats = {"instances": len(order), "tokens": int(lengths.sum()),
                  "rows_by_depth": depths[1:].tolist()}
-        return ShardRows(len(member_bounds) - 1,
-                         self.chunks(entries, bounds, order[members], member_bounds), stats)
+        return RowPlan(order[members], member_bounds, stats)
 
 
 @dataclasses.dataclass
