@@ -272,3 +272,31 @@ def test_refresh_on_gcs(gcs, corpus):  # noqa: F811
     assert third["expired_versions"] == [first["version"], second["version"]]
     assert {name.split("/")[2] for name in gcs.names("refresh/data/")} == {
         LATEST_NAME, third["version"]}
+
+
+def test_parquet_versions_refresh_report_changes_and_expire(corpus, tmp_path):
+    """--output_format=parquet through a refresh: each version's Parquet shards
+    read back, the change report counts documents and bytes, retention keeps
+    the newest."""
+    from bert_pretraining_data.loaders.manifest import read_manifest
+    from bert_pretraining_data.loaders.records import read_instances
+
+    root = tmp_path / "root"
+    parquet = "--output_format=parquet"
+    first = refresh(_argv(corpus, root, parquet), now=MONDAY)
+    version_dir = root / first["version"]
+    assert sorted(p.name for p in version_dir.glob("part-*")) == [
+        "part-00000-of-00002.parquet", "part-00001-of-00002.parquet"]
+    assert len(list(read_instances(read_manifest(str(version_dir))))) == first[
+        "total_instances"] > 0
+    with open(corpus / "a.txt", "a") as handle:
+        handle.write("\nA brand new document.\nWith two sentences.\n")
+    changed = refresh(_argv(corpus, root, parquet, "--keep_versions=1"), now=NEXT_MONDAY)
+    assert changed["status"] == "published"
+    assert changed["changes"]["documents"]["added"] == 1
+    recorded = read_manifest(str(root / changed["version"]))
+    assert changed["changes"]["bytes"]["current"] == sum(
+        s["bytes"] for s in recorded.data["shards"])
+    assert recorded.data["format"] == "bert-pretraining-parquet/1"
+    assert changed["expired_versions"] == [first["version"]]
+    assert _versions(root) == [changed["version"]]
