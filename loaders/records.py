@@ -246,10 +246,11 @@ PARQUET_SUFFIX = ".parquet"
 PARQUET_BATCH_ROWS = 1024  # rows decoded from a Parquet file at a time
 
 
-def _parquet_rows(handle, start: int, stop: int) -> Iterator[tuple[int, Features]]:
-    """(position, features) of rows [start, stop) of a Parquet shard, streamed
-    a batch at a time (never the whole file): each list column's values as
-    int64 arrays, each scalar as a one-value array, as a record decodes."""
+def _parquet_rows(handle, start: int) -> Iterator[tuple[int, Features]]:
+    """(position, features) of a Parquet shard's rows, streamed a batch at a
+    time (never the whole file; batches wholly before `start` are skipped
+    undecoded): each list column's values as int64 arrays, each scalar as a
+    one-value array, as a record decodes."""
     try:
         import pyarrow.parquet as pq
     except ImportError:
@@ -268,14 +269,10 @@ def _parquet_rows(handle, start: int, stop: int) -> Iterator[tuple[int, Features
             else:
                 columns[name] = (column.to_numpy().astype(np.int64), None)
         for r in range(batch.num_rows):
-            if position >= stop:
-                return
-            if position >= start:
-                yield position, {
-                    name: values[r:r + 1] if offsets is None
-                    else values[offsets[r]:offsets[r + 1]]
-                    for name, (values, offsets) in columns.items()}
-            position += 1
+            yield position + r, {name: values[r:r + 1] if offsets is None
+                                 else values[offsets[r]:offsets[r + 1]]
+                                 for name, (values, offsets) in columns.items()}
+        position += batch.num_rows
 
 
 def read_shard(shard: Shard, start: int = 0,
@@ -284,7 +281,7 @@ def read_shard(shard: Shard, start: int = 0,
     TFRecord's serialized Examples, or a Parquet shard's rows as features."""
     stop = shard.records if stop is None else stop
     with files.open_binary(shard.path) as handle:
-        rows = (_parquet_rows(handle, start, stop) if shard.path.endswith(PARQUET_SUFFIX)
+        rows = (_parquet_rows(handle, start) if shard.path.endswith(PARQUET_SUFFIX)
                 else enumerate(read_records(handle)))
         for position, record in rows:
             if position >= stop:

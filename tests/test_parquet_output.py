@@ -215,3 +215,23 @@ def test_flags_parquet_cannot_take_are_refused_in_one_line(tmp_path, flags, expe
              *flags])
     assert expected in str(err.value) and "\n" not in str(err.value)
     assert not out.exists()
+
+
+def test_a_slice_of_a_shard_reads_the_same_instances(runs, monkeypatch):
+    """A rank's or worker's slice [start, stop) of a shard, as the PyTorch
+    loader reads it, is the TFRecord shard's slice, across batch boundaries
+    (batches of 100 rows here, whole batches before `start` skipped)."""
+    from bert_pretraining_data.loaders import records
+    from bert_pretraining_data.loaders.records import InstanceDecoder, read_shard
+
+    monkeypatch.setattr(records, "PARQUET_BATCH_ROWS", 100)
+    tfrecord, parquet = (read_manifest(str(out)) for out in runs["nsp"])
+    start, stop = 297, 405
+    assert parquet.shards[0].records > stop
+    decode, decode_tfrecord = InstanceDecoder.of(parquet), InstanceDecoder.of(tfrecord)
+    got = [decode(record, index) for index, record in read_shard(parquet.shards[0], start, stop)]
+    expected = [decode_tfrecord(record, index)
+                for index, record in read_shard(tfrecord.shards[0], start, stop)]
+    assert [i.index for i in got] == list(range(start, stop))
+    assert [(i.index, i.input_ids.tolist(), i.masked_lm_ids.tolist()) for i in got] == [
+        (i.index, i.input_ids.tolist(), i.masked_lm_ids.tolist()) for i in expected]
