@@ -140,12 +140,19 @@ def _packed_outputs(model, batch, *, mask=True, restart=True):
     sequence's [CLS] (the pooler run on the gathered [CLS] states), as a
     training loop on packed rows computes them."""
     attention = batch["attention_mask"]
+    if not mask:
+        # What a trainer that ignores packing passes: padding masked, sequences
+        # not. (No mask at all is not this ablation: transformers 5 derives a
+        # block-diagonal mask from restarted position_ids when given none.)
+        real = batch["sequence_ids"] > 0
+        attention = ((real[:, :, None] & real[:, None, :])
+                     | torch.eye(real.shape[1], dtype=torch.bool))[:, None]
     if model.config._attn_implementation == "eager":
         attention = additive_mask(attention)
     with torch.no_grad():
         hidden = model.bert(
             input_ids=batch["input_ids"], token_type_ids=batch["token_type_ids"],
-            attention_mask=attention if mask else None,
+            attention_mask=attention,
             position_ids=batch["position_ids"] if restart else None).last_hidden_state
         mlm = model.cls.predictions(hidden)
         rows = torch.arange(len(hidden))[:, None]
