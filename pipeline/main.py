@@ -12,6 +12,7 @@ command line of the original create_pretraining_data.py runs unchanged
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Sequence
 
@@ -20,8 +21,10 @@ from bert_pretraining_data.pipeline.build import build_pipeline
 from bert_pretraining_data.pipeline.changes import DocumentHistory
 from bert_pretraining_data.pipeline.dataflow import (check_dataflow_options, dry_run_summary,
                                                      is_dry_run, launch)
+from bert_pretraining_data.pipeline.disk_space import (estimate_space, free_bytes,
+                                                       full_disk_reported, space_warning)
 from bert_pretraining_data.pipeline.options import parse_args
-from bert_pretraining_data.pipeline.prepare import prepare, run_to_completion
+from bert_pretraining_data.pipeline.prepare import Prepared, prepare, run_to_completion
 from bert_pretraining_data.pipeline.progress_printer import local_progress
 from bert_pretraining_data.pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME,
                                                     PublishError, dataset_warnings, publish,
@@ -40,13 +43,24 @@ def run(argv: Sequence[str], *, history: DocumentHistory | None = None) -> dict:
     recipe; --recipe=d2l and --reference_compatible record none)."""
     config, beam_args = parse_args(argv)
     check_dataflow_options(config, beam_args)
-    if config.recipe == "d2l":
-        # loads tf.Transform: this recipe only
-        from bert_pretraining_data.pipeline.d2l_recipe import run_d2l
-
-        return run_d2l(prepare(config, beam_args))
     run = prepare(config, beam_args)
-    layout = run.layout
+    estimate = functools.cache(lambda: estimate_space(run))
+    if free_bytes(config.output_dir) is not None:  # a local output: said before the work
+        warning = space_warning(run, estimate())
+        if warning:
+            print(f"{PROG}: warning: {warning}", file=sys.stderr, flush=True)
+    with full_disk_reported(run, estimate):
+        if config.recipe == "d2l":
+            # loads tf.Transform: this recipe only
+            from bert_pretraining_data.pipeline.d2l_recipe import run_d2l
+
+            return run_d2l(run)
+        return _run_bert(run, history)
+
+
+def _run_bert(run: Prepared, history: DocumentHistory | None) -> dict:
+    """The bert recipes' pipeline (or the reference run) and publish."""
+    config, layout = run.config, run.layout
     documents = None  # reference mode records none: it is one process, for migration checks
     if config.reference_compatible:
         shards = run_compat(config, stages=run.stages,
@@ -57,7 +71,7 @@ def run(argv: Sequence[str], *, history: DocumentHistory | None = None) -> dict:
     else:
         pipeline = run.new_pipeline()
         documents = run.document_plan(history)
-        with local_progress(config, beam_args, run.inputs) as progress_dir:
+        with local_progress(config, run.beam_args, run.inputs) as progress_dir:
             build_pipeline(pipeline, config=config, stages=run.stages, patterns=run.patterns,
                            layout=layout, progress_dir=progress_dir,
                            input_bytes=sum(size for _, size in run.inputs),

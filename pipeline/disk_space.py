@@ -1,0 +1,257 @@
+"""Disk space for a run with a local output: its size estimated before it
+starts (a warning when the disk holds less), and a full disk reported in one
+line, the staging directory removed and nothing published.
+
+The estimate runs the run's own stages (its tokenizer, instance kernels and
+row writer) over SAMPLE_BYTES of the input (windows spread over it) and scales what they
+write by the input's size and --dupe_factor, so every flag that changes the
+output changes it as it changes the run. Its error on the bench shapes:
+docs/output.md#disk-space (bench/disk_estimate.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import errno
+import logging
+import os
+import shutil
+import zlib
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from bert_pretraining_data.pipeline.prepare import Prepared
+from bert_pretraining_data.pipeline.publish import PublishError, remove_tree
+from bert_pretraining_data.transforms.instances.units import (Engine, FlatSample, fan_out_batch,
+                                                              unit_instances)
+from bert_pretraining_data.transforms.read.documents import split_documents
+from bert_pretraining_data.transforms.tokenize.chinese_words import lines_ids
+from bert_pretraining_data.transforms.tokenize.sentences import sentence_splitter
+from bert_pretraining_data.transforms.tokenize.tokenized_documents import (CompactDocument,
+                                                                           compact_document)
+from bert_pretraining_data.transforms.write.parquet_rows import ROW_GROUP_ROWS
+
+# Input bytes the estimate reads: dozens of long articles, and a fraction
+# of a second of tokenizing; in windows of 64 KB spread over the input.
+SAMPLE_BYTES = 1 << 20
+_WINDOWS = 16
+
+_FULL_DISK = (errno.ENOSPC, errno.EDQUOT)
+
+
+@dataclasses.dataclass(frozen=True)
+class SpaceEstimate:
+    """What a run writes under its output directory, estimated."""
+
+    output_bytes: int  # the shards it publishes
+    bucket_bytes: int  # --shuffle=files' bucket files, deleted once the shards are written
+    sample_bytes: int  # the input bytes the estimate read
+
+    @property
+    def peak_bytes(self) -> int:
+        return self.output_bytes + self.bucket_bytes
+
+    def describe(self) -> str:
+        temporary = (f" + {_size(self.bucket_bytes)} of temporary bucket files"
+                     if self.bucket_bytes else "")
+        return (f"about {_size(self.peak_bytes)} ({_size(self.output_bytes)} of output"
+                f"{temporary}; estimated from {_size(self.sample_bytes)} of the input)")
+
+
+def _size(count: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if count < 1000 or unit == "TB":
+            return f"{count:,.0f} {unit}" if unit == "B" else f"{count:,.1f} {unit}"
+        count /= 1000
+    raise AssertionError("unreachable")
+
+
+def estimate_space(run: Prepared) -> SpaceEstimate | None:
+    """The run's output and temporary bytes, or None where the input's text
+    size is unknown before it is read (compressed files, tables, dumps) or
+    the recipe is d2l (its vocabulary is learned by the run)."""
+    config = run.config
+    if (run.stages is None or config.input_format != "text"
+            or any(CompressionTypes.detect_compression_type(path)
+                   != CompressionTypes.UNCOMPRESSED for path, _ in run.inputs)):
+        return None
+    total = sum(size for _, size in run.inputs)
+    lines, sampled = _sample_lines(run.inputs, SAMPLE_BYTES)
+    if not sampled:
+        return None
+    documents = _tokenized(run, lines)
+    entries, keys, bounds = _entries(run, documents, 1)
+    # Copies of the sample up to a row group's rows: Parquet compresses a
+    # few hundred rows worse than a shard's, and a small input has no more.
+    copies = min(config.dupe_factor, -(-ROW_GROUP_ROWS // max(1, len(keys))))
+    if copies > 1:
+        entries, keys, bounds = _entries(run, documents, copies)
+    written = _shard_bytes(run, entries, keys, bounds)
+    # A file's own bytes (Parquet's footer and schema) are paid once a shard.
+    fixed = _shard_bytes(run, entries[:0], keys[:0], bounds[:1])
+    scale = total / sampled * config.dupe_factor / copies
+    return SpaceEstimate(output_bytes=int((written - fixed) * scale
+                                          + fixed * len(run.layout.shard_names)),
+                         bucket_bytes=int(entries.nbytes * scale) if config.shuffle == "files"
+                         else 0, sample_bytes=sampled)
+
+
+def _shard_bytes(run: Prepared, entries: np.ndarray, keys: np.ndarray,
+                 bounds: np.ndarray) -> int:
+    """The bytes of a shard of these entries, as the shard writer writes it."""
+    chunks = [bytes(chunk) for chunk in run.stages.rows.rows(entries, keys, bounds).chunks]
+    if run.config.compression == "gzip":
+        return sum(len(zlib.compress(chunk, 6)) for chunk in chunks)
+    return sum(map(len, chunks))
+
+
+def _sample_lines(inputs: Sequence[tuple[str, int]], budget: int
+                  ) -> tuple[list[tuple[int, bytes]], int]:
+    """(offset, line) of the whole input when it is at most `budget` bytes,
+    else of _WINDOWS windows spread evenly over it (a corpus sorted by source
+    or length is sampled across its sorts), each from a line start and ended
+    as a document; and the bytes they hold."""
+    total = sum(size for _, size in inputs)
+    if total <= budget:
+        windows = [(path, 0, size) for path, size in inputs]
+    else:
+        width, windows, file_start = budget // _WINDOWS, [], 0
+        starts = iter(int(w * total / _WINDOWS) for w in range(_WINDOWS))
+        start = next(starts)
+        for path, size in inputs:
+            while start is not None and start < file_start + size:
+                local = start - file_start
+                windows.append((path, local, min(width, size - local)))
+                start = next(starts, None)
+            file_start += size
+    lines: list[tuple[int, bytes]] = []
+    sampled = 0
+    for path, start, length in windows:
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+            handle.seek(start)
+            data = handle.read(length)
+        if start > 0:  # from the first line that starts in the window
+            data = data[data.find(b"\n") + 1:] if b"\n" in data else b""
+        offset = start
+        for line in data.splitlines(keepends=True) + [b"\n"]:
+            lines.append((offset, line))
+            offset += len(line)
+        sampled += len(data)
+    return lines, sampled
+
+
+def _tokenized(run: Prepared, lines: list[tuple[int, bytes]]
+               ) -> list[tuple[str, CompactDocument]]:
+    """The sample's documents as the Tokenize stage makes them."""
+    config = run.config
+    to_ids = lines_ids(config.tokenizer.tokenizer(run.vocab), config.whole_word_segmenter)
+    sentences_of = sentence_splitter(config.sentence_splitter)
+    documents = []
+    for number, (_, text) in enumerate(split_documents(lines)):
+        sentences = [ids for ids in to_ids(sentences_of(text)) if ids]
+        if sentences:
+            documents.append((f"sample:{number}", compact_document(sentences)))
+    return documents
+
+
+def _entries(run: Prepared, documents: list[tuple[str, CompactDocument]], copies: int
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The shuffle entries of `copies` copies of every document, as
+    CreateInstances makes them (the sample's documents its own random-next
+    sample)."""
+    config, stages = run.config, run.stages
+    engine = Engine.of(stages.instances,
+                       stages.masking if config.masking == "static" else None)
+    sample = FlatSample.of(documents[:config.nsp_sample_size])
+    batches = [unit_instances(unit, sample=sample, engine=engine, seed=config.random_seed)[0]
+               for unit in fan_out_batch(documents, copies)]
+    entries = [b.entries for b in batches]
+    bounds, offset = [np.zeros(1, dtype=np.int64)], 0
+    for batch in batches:
+        bounds.append(batch.bounds[1:] + offset)
+        offset += len(batch.entries)
+    return (np.concatenate(entries or [np.zeros(0, dtype=np.uint8)]),
+            np.concatenate([b.keys for b in batches] or [np.zeros(0, dtype=np.int64)]),
+            np.concatenate(bounds))
+
+
+def free_bytes(path: str) -> int | None:
+    """Free bytes on the local filesystem that holds (or will hold) `path`;
+    None for an object store's path."""
+    if "://" in path:
+        return None
+    path = os.path.abspath(path)
+    while not os.path.exists(path):
+        path = os.path.dirname(path)
+    return shutil.disk_usage(path).free
+
+
+def space_warning(run: Prepared, estimate: SpaceEstimate | None) -> str | None:
+    """A line when the output's disk has less free space than the run needs."""
+    free = free_bytes(run.config.output_dir)
+    if estimate is None or free is None or free >= estimate.peak_bytes:
+        return None
+    return (f"{run.config.output_dir} has {_size(free)} free; this run needs "
+            f"{estimate.describe()}: it will likely fail for space (free some, or choose "
+            "an --output_dir on a larger disk)")
+
+
+def is_full_disk(err: BaseException) -> bool:
+    """Whether `err` is a full disk or quota, raised here or carried as text
+    in the runner's exception (a worker's OSError comes back as a message)."""
+    seen: BaseException | None = err
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in _FULL_DISK:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    text = str(err)
+    return any(f"[Errno {code}]" in text for code in _FULL_DISK)
+
+
+class _FullDiskRecords(logging.Filter):
+    """Drops the runner's logged tracebacks of a full disk (in this process,
+    or a worker's relayed as text): the run reports it in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            return not is_full_disk(record.exc_info[1])
+        message = record.getMessage()
+        return not any(f"[Errno {code}]" in message for code in _FULL_DISK)
+
+
+# Where Beam logs a DoFn's failure: in process, and relayed from workers.
+_BEAM_LOGGERS = ("apache_beam.runners.common", "apache_beam.runners.portability.local_job_service")
+
+
+@contextlib.contextmanager
+def full_disk_reported(run: Prepared, estimate: Callable[[], SpaceEstimate | None]
+                       ) -> Iterator[None]:
+    """Turns a full disk while the run writes into a PublishError of one line
+    (where, how much was free, what the run needs), after removing the
+    staging directory, so that nothing is published and the disk is freed."""
+    quiet = _FullDiskRecords()
+    for name in _BEAM_LOGGERS:
+        logging.getLogger(name).addFilter(quiet)
+    try:
+        yield
+    except Exception as err:  # also a PublishError: the disk may fill as it publishes
+        if not is_full_disk(err):
+            raise
+        staging = run.layout.staging_dir
+        with contextlib.suppress(Exception):  # the report matters more than the sweep
+            remove_tree(staging)
+        free = free_bytes(run.config.output_dir)
+        had = f" ({_size(free)} free without it)" if free is not None else ""
+        needed = estimate()
+        need = needed.describe() if needed is not None else "more"
+        raise PublishError(
+            f"no space left on the device writing {staging}{had}; this run needs {need}; "
+            "nothing was published and the staging directory was removed: free space, or "
+            "choose an --output_dir on a larger disk") from err
+    finally:
+        for name in _BEAM_LOGGERS:
+            logging.getLogger(name).removeFilter(quiet)
