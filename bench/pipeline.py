@@ -319,6 +319,8 @@ class Breakdown:
     seconds: dict[str, float]  # CPU seconds per stage
     documents: int
     instances: int
+    output_bytes: int  # the shard's, as the row writer made it
+    entry_bytes: int  # the shuffle entries' (what the shuffle carries)
 
 
 def stage_breakdown(corpus: pathlib.Path, *, flags: tuple[str, ...] = ()) -> Breakdown:
@@ -375,11 +377,13 @@ def stage_breakdown(corpus: pathlib.Path, *, flags: tuple[str, ...] = ()) -> Bre
         for _, blob in split_by_shard(batch, 1):
             data += memoryview(blob)
     rows = stages.rows.rows(*scan_entries(data))
+    written = 0
     with open(os.devnull, "wb") as sink:
         for chunk in rows.chunks:
-            sink.write(chunk)
+            written += sink.write(chunk)
     seconds["write"] = clock() - start
-    return Breakdown(seconds=seconds, documents=len(documents), instances=rows.records)
+    return Breakdown(seconds=seconds, documents=len(documents), instances=rows.records,
+                     output_bytes=written, entry_bytes=len(data))
 
 
 def print_stages(corpus: pathlib.Path, flags: tuple[str, ...] = (), label: str = "") -> None:

@@ -1,14 +1,17 @@
 """What a Dataflow job of this pipeline costs, from rates measured on this machine.
 
 Not a test and not a measurement of Dataflow: a model. Its inputs are the
-per-core rates `bench/pipeline.py` measured here (MEASURED below, one
-DirectRunner worker, the original's default flags, start-up excluded) and a
-description of the corpus and the job; it prints, for both shuffle paths,
-what the job would create, move and cost. Which figures are measured and
-which are modelled is said in each line's comment and in docs/dataflow.md, "Sizing a Wikipedia-size corpus".
+rates `bench/scale_rates.py` measured here (RATES below: per corpus shape,
+CPU per MB of text, per instance and per output byte of each format, and
+the runner's factor over them) and a description of the corpus and the job;
+it prints, for both shuffle paths, what the job would create, move and
+cost. Which figures are measured and which are modelled is said in each
+line's comment and in docs/dataflow.md, "Sizing a Wikipedia-size corpus".
 
     python bench/scale_model.py --gigabytes 16 --mean-document-bytes 3000
-    python bench/scale_model.py --gigabytes 16 --mean-document-bytes 600 --workers 32
+    python bench/scale_model.py --gigabytes 750 --mean-document-bytes 2200 --output-format parquet
+    python bench/scale_model.py --gigabytes 5000 --mean-document-bytes 3000 --dupe-factor 1 \
+        --max-seq-length 512
 """
 
 from __future__ import annotations
@@ -16,21 +19,90 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import pathlib
+import sys
+from typing import Callable
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT)]
+
+from bert_pretraining_data.pipeline.options import default_num_shards  # noqa: E402
 
 MiB = 1 << 20
-# Measured here (bench/pipeline.py, 20 MB of each shape, dupe_factor 10,
-# max_seq_length 128, max_predictions_per_seq 20, 1 worker): mean document
-# bytes of the shape -> (instances per MB of text, CPU microseconds per
-# instance less the run's 3.4 CPU-s of start-up, shuffle bytes per instance:
-# the entry of a masked instance, transforms.instances.instance_bytes, on 1 MB).
-MEASURED = {
-    334: (48_368, 15.0, 240),  # short: 1-5 sentences
-    3_145: (27_268, 15.2, 320),  # web-like: median 2 KB
-    18_425: (23_895, 14.4, 335),  # WikiText-2 articles
-}
-# A padded record (max_seq_length 128, max_predictions_per_seq 20, BERT-Base
-# uncased ids), measured on `make run`'s output: 827 bytes framed.
-RECORD_BYTES_AT_128 = 811
+FORMATS = ("tfrecord", "parquet")
+LENGTHS = (128, 512)
+
+
+@dataclasses.dataclass(frozen=True)
+class ShapeRates:
+    """One corpus shape's rates, measured by bench/scale_rates.py (its
+    pipeline's stages in one process, 1 worker, the original's flags at
+    each length; CPU split by what it grows with)."""
+
+    mean_document_bytes: int
+    input_us_per_mb: float  # read, tokenize, sample: CPU µs per MB of text
+    instances_per_mb: dict[int, float]  # instances per MB of text and copy, by length
+    instance_us: dict[int, float]  # create and mask: CPU µs per instance, by length
+    output_ns_per_byte: dict[str, float]  # sort, encode, frame: CPU ns per byte, by format
+    entry_bytes: dict[int, float]  # the shuffle's bytes per instance, by length
+    bytes_per_instance: dict[str, float]  # output bytes per instance, by "format length"
+
+
+RATES = (
+    ShapeRates(mean_document_bytes=18450,
+               input_us_per_mb=77707, instances_per_mb={128: 2397, 512: 762},
+               instance_us={128: 4.2, 512: 10.19}, output_ns_per_byte={'tfrecord': 3.21, 'parquet': 45.6},
+               entry_bytes={128: 336, 512: 1096},
+               bytes_per_instance={'tfrecord 128': 823, 'tfrecord 512': 2686, 'parquet 128': 229, 'parquet 512': 774}),
+    ShapeRates(mean_document_bytes=3149,
+               input_us_per_mb=106455, instances_per_mb={128: 2747, 512: 1076},
+               instance_us={128: 4.15, 512: 10.9}, output_ns_per_byte={'tfrecord': 2.97, 'parquet': 47.86},
+               entry_bytes={128: 320, 512: 856},
+               bytes_per_instance={'tfrecord 128': 817, 'tfrecord 512': 2576, 'parquet 128': 228, 'parquet 512': 628}),
+    ShapeRates(mean_document_bytes=336,
+               input_us_per_mb=134161, instances_per_mb={128: 4814, 512: 4524},
+               instance_us={128: 5.08, 512: 7.23}, output_ns_per_byte={'tfrecord': 5.92, 'parquet': 33.35},
+               entry_bytes={128: 232, 512: 258},
+               bytes_per_instance={'tfrecord 128': 780, 'tfrecord 512': 2296, 'parquet 128': 162, 'parquet 512': 183}),
+    ShapeRates(mean_document_bytes=130,
+               input_us_per_mb=228351, instances_per_mb={128: 9614, 512: 9590},
+               instance_us={128: 4.37, 512: 4.62}, output_ns_per_byte={'tfrecord': 3.12, 'parquet': 55.97},
+               entry_bytes={128: 149, 512: 150},
+               bytes_per_instance={'tfrecord 128': 747, 'tfrecord 512': 2251, 'parquet 128': 100, 'parquet 512': 101}),
+)
+# A run's CPU beyond its start-up over its stages' (bench/scale_rates.py, at the
+# original's flags): the runner's elements, shuffle and files.
+RUNNER_FACTOR = 2.213
+
+
+def _at_length(values: dict[int, float], length: int, *, per_instance: bool = True) -> float:
+    """A measured quantity at any length: linear through the two lengths
+    measured, in the length for costs and sizes, in 1 / (length - 3) for
+    instances per MB (a long document's instances hold ~length - 3 tokens)."""
+    (x0, y0), (x1, y1) = sorted(values.items())
+    x = (lambda v: v) if per_instance else (lambda v: 1 / (v - 3))
+    return y0 + (y1 - y0) * (x(length) - x(x0)) / (x(x1) - x(x0))
+
+
+def instances(rates: ShapeRates, *, megabytes: float, dupe_factor: int,
+              max_seq_length: int) -> float:
+    return (_at_length(rates.instances_per_mb, max_seq_length, per_instance=False)
+            * megabytes * dupe_factor)
+
+
+def work_cpu_seconds(rates: ShapeRates, *, megabytes: float, dupe_factor: int,
+                     max_seq_length: int, output_format: str) -> dict[str, float]:
+    """The stages' CPU seconds, by what they grow with: input bytes,
+    instances, output bytes (bench/scale_rates.py checks the sum)."""
+    count = instances(rates, megabytes=megabytes, dupe_factor=dupe_factor,
+                      max_seq_length=max_seq_length)
+    per_instance = _at_length({n: rates.bytes_per_instance[f"{output_format} {n}"]
+                               for n in LENGTHS}, max_seq_length)
+    return {"input": megabytes * rates.input_us_per_mb / 1e6,
+            "instances": count * _at_length(rates.instance_us, max_seq_length) / 1e6,
+            "output": count * per_instance * rates.output_ns_per_byte[output_format] / 1e9}
+
+
 # Dataflow list prices (us-central1, batch; check the pricing pages).
 PRICE_VCPU_HOUR = 0.056
 PRICE_GB_HOUR = 0.003557
@@ -38,6 +110,7 @@ PRICE_SHUFFLE_GB = 0.011
 PRICE_PD_GB_HOUR = 0.000054
 PRICE_CLASS_A = 0.005 / 1000  # object writes, copies, lists
 PRICE_CLASS_B = 0.0004 / 1000  # object reads, metadata
+PRICE_STORAGE_GB_MONTH = 0.020  # GCS Standard storage, a regional bucket
 MACHINES = {"n2-standard-4": (4, 16), "n2-standard-8": (8, 32), "n2-highmem-4": (4, 32),
             "e2-standard-4": (4, 16)}
 TARGET_SHARD_BYTES = 256 * MiB
@@ -49,11 +122,11 @@ FLUSH_BYTES = 64 * MiB  # the bucket path's buffer (transforms/write/shuffle_ent
 OBJECT_WRITE_SECONDS = 0.05  # one small GCS object created, written and closed (modelled)
 
 
-def _interpolate(mean_bytes: float, column: int) -> float:
+def _across_shapes(mean_bytes: float, value: Callable[[ShapeRates], float]) -> float:
     """a + b / mean document length through the measured shapes (least squares
     in 1 / length): per-document costs fade as documents grow."""
-    xs = [1 / length for length in MEASURED]
-    ys = [row[column] for row in MEASURED.values()]
+    xs = [1 / rates.mean_document_bytes for rates in RATES]
+    ys = [value(rates) for rates in RATES]
     x_mean, y_mean = sum(xs) / len(xs), sum(ys) / len(ys)
     slope = (sum((x - x_mean) * (y - y_mean) for x, y in zip(xs, ys))
              / sum((x - x_mean) ** 2 for x in xs))
@@ -66,6 +139,7 @@ class Job:
     mean_document_bytes: float
     dupe_factor: int = 10
     max_seq_length: int = 128
+    output_format: str = "tfrecord"
     workers: int = 16
     machine: str = "n2-standard-4"
     image: bool = True  # the Flex Template image (kernels precompiled)
@@ -74,17 +148,24 @@ class Job:
 def model(job: Job) -> dict[str, dict[str, float]]:
     vcpus, memory_gb = MACHINES[job.machine]
     text_mb = job.gigabytes * 1000
-    # Instances scale with dupe_factor and, for long documents, inversely with
-    # the instance length (measured at max_seq_length 128, dupe_factor 10).
-    length_factor = 125 / (job.max_seq_length - 3)
-    instances = (_interpolate(job.mean_document_bytes, 0) * text_mb * job.dupe_factor / 10
-                 * length_factor)
-    record_bytes = RECORD_BYTES_AT_128 * job.max_seq_length / 128 + 16  # padded, framed
-    output = instances * record_bytes
+    shape = dict(megabytes=text_mb, dupe_factor=job.dupe_factor,
+                 max_seq_length=job.max_seq_length)
+
+    def per_mb(value: Callable[[ShapeRates], float]) -> float:
+        return _across_shapes(job.mean_document_bytes, value) * text_mb
+
+    instance_count = per_mb(lambda r: instances(r, **shape) / text_mb)
+    work = {part: per_mb(lambda r, part=part: work_cpu_seconds(
+        r, **shape, output_format=job.output_format)[part] / text_mb)
+        for part in ("input", "instances", "output")}
+    output = per_mb(lambda r: instances(r, **shape) / text_mb * _at_length(
+        {n: r.bytes_per_instance[f"{job.output_format} {n}"] for n in LENGTHS},
+        job.max_seq_length))
     # The shuffle carries instances, the shard writer makes the records.
-    entries = instances * _interpolate(job.mean_document_bytes, 2) * job.max_seq_length / 128
-    shards = max(1, math.ceil(output / TARGET_SHARD_BYTES))
-    cpu_seconds = instances * _interpolate(job.mean_document_bytes, 1) / 1e6
+    entries = per_mb(lambda r: instances(r, **shape) / text_mb * _at_length(
+        r.entry_bytes, job.max_seq_length))
+    shards = default_num_shards(int(job.gigabytes * 1e9), job.dupe_factor)
+    cpu_seconds = RUNNER_FACTOR * sum(work.values())
     processes = job.workers * vcpus
     start = WORKER_START_SECONDS + (0 if job.image else KERNEL_COMPILE_SECONDS)
     wall = start + cpu_seconds / processes
@@ -99,9 +180,9 @@ def model(job: Job) -> dict[str, dict[str, float]]:
     # A unit of work (~2^18 tokens x dupe_factor copies) is about one bundle
     # on Dataflow; the bucket path writes one object per bundle and shard it
     # touches, and one more at every 64 MiB flush.
-    bundle_output = output / max(1, tokens / (1 << 18))
-    bundles = output / bundle_output
-    bucket_objects = bundles * min(shards, bundle_output / record_bytes) + output / FLUSH_BYTES
+    bundles = max(1, tokens / (1 << 18))
+    bucket_objects = (bundles * min(shards, instance_count / bundles)
+                      + entries / FLUSH_BYTES)
     results = {}
     for path in ("runner", "files"):
         buckets = bucket_objects if path == "files" else 0
@@ -120,11 +201,15 @@ def model(job: Job) -> dict[str, dict[str, float]]:
                 + job.workers * 50 * path_wall / 3600 * PRICE_PD_GB_HOUR
                 + class_a * PRICE_CLASS_A + class_b * PRICE_CLASS_B)
         results[path] = {
-            "instances": instances, "output GB": output / 1e9, "shards": shards,
+            "instances": instance_count, "output GB": output / 1e9, "shards": shards,
             "GCS objects created": objects, "GCS requests": class_a + class_b,
             "Shuffle GB": shuffle / 1e9, "side input MB per process": sample_bytes / 1e6,
-            "work vCPU-hours": cpu_seconds / 3600, "billed vCPU-hours": vcpu_hours,
-            "wall minutes": path_wall / 60, "cost $": cost}
+            "work vCPU-hours": cpu_seconds / 3600,
+            **{f"  of which {part}": RUNNER_FACTOR * seconds / 3600
+               for part, seconds in work.items()},
+            "billed vCPU-hours": vcpu_hours,
+            "wall minutes": path_wall / 60, "cost $": cost,
+            "output storage $ a month": output / 1e9 * PRICE_STORAGE_GB_MONTH}
     return results
 
 
@@ -132,13 +217,16 @@ def render(job: Job) -> str:
     results = model(job)
     lines = [f"{job.gigabytes:g} GB of text, mean document {job.mean_document_bytes:,.0f} B, "
              f"dupe_factor {job.dupe_factor}, max_seq_length {job.max_seq_length}, "
+             f"{job.output_format}, "
              f"{job.workers} x {job.machine}"
              f"{'' if job.image else ', no template image (kernels compiled per process)'}",
              f"{'':<28}{'--shuffle=runner':>18}{'--shuffle=files':>18}"]
     for name in results["runner"]:
         runner, files = results["runner"][name], results["files"][name]
         digits = 2 if name in ("output GB", "Shuffle GB", "work vCPU-hours",
-                               "billed vCPU-hours", "cost $", "wall minutes") else 0
+                               "billed vCPU-hours", "cost $", "wall minutes",
+                               "output storage $ a month") or name.startswith(
+                                   "  of which") else 0
         lines.append(f"{name:<28}{runner:>18,.{digits}f}{files:>18,.{digits}f}")
     return "\n".join(lines)
 
@@ -149,17 +237,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--mean-document-bytes", type=float, nargs="+", default=[3000, 600])
     parser.add_argument("--dupe-factor", type=int, default=10)
     parser.add_argument("--max-seq-length", type=int, default=128)
+    parser.add_argument("--output-format", choices=FORMATS, nargs="+", default=list(FORMATS))
     parser.add_argument("--workers", type=int, default=16)
     parser.add_argument("--machine", choices=sorted(MACHINES), default="n2-standard-4")
     parser.add_argument("--no-image", action="store_true",
                         help="workers install the package from --setup_file")
     args = parser.parse_args(argv)
     for mean in args.mean_document_bytes:
-        print(render(Job(gigabytes=args.gigabytes, mean_document_bytes=mean,
-                         dupe_factor=args.dupe_factor, max_seq_length=args.max_seq_length,
-                         workers=args.workers, machine=args.machine,
-                         image=not args.no_image)))
-        print()
+        for output_format in args.output_format:
+            print(render(Job(gigabytes=args.gigabytes, mean_document_bytes=mean,
+                             dupe_factor=args.dupe_factor, max_seq_length=args.max_seq_length,
+                             output_format=output_format, workers=args.workers,
+                             machine=args.machine, image=not args.no_image)))
+            print()
 
 
 if __name__ == "__main__":

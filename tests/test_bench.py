@@ -114,9 +114,30 @@ def test_scale_model_counts_what_the_emulator_test_counts():
         assert runner["GCS objects created"] == 2 * runner["shards"] + 5
         assert files["GCS objects created"] > 100 * runner["GCS objects created"]
         assert files["wall minutes"] > runner["wall minutes"]
-    assert large["runner"]["instances"] == 16 * small["runner"]["instances"]
+    assert large["runner"]["instances"] == pytest.approx(16 * small["runner"]["instances"])
     longer = model(Job(gigabytes=1, mean_document_bytes=20_000))["runner"]
     assert longer["instances"] < small["runner"]["instances"]  # fewer instances per byte
+
+
+def test_scale_model_splits_cpu_by_what_it_grows_with():
+    from bench.scale_model import Job, model
+
+    def parts(**job):
+        runner = model(Job(gigabytes=100, mean_document_bytes=3000, **job))["runner"]
+        split = {name.split()[-1]: value for name, value in runner.items()
+                 if name.startswith("  of which")}
+        assert sum(split.values()) == pytest.approx(runner["work vCPU-hours"])
+        return runner, split
+
+    base, split = parts()
+    one, one_split = parts(dupe_factor=1, max_seq_length=512)
+    # Reading and tokenizing do not shrink with the copies: at dupe 1 they lead.
+    assert one_split["input"] == pytest.approx(split["input"])
+    assert one_split["input"] > one_split["instances"] + one_split["output"]
+    assert one_split["instances"] < split["instances"] / 5
+    parquet, parquet_split = parts(output_format="parquet")
+    assert parquet["output GB"] < base["output GB"] / 3
+    assert parquet_split["instances"] == pytest.approx(split["instances"])
 
 
 @pytest.mark.slow
