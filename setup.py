@@ -88,13 +88,14 @@ setuptools.setup(
         # pytest-xdist: make test runs the suite on every core (two on CI's machine).
         # torch: the CPU build CI uses, pinned.
         # datasets: the Hugging Face client that reads --output_format=parquet shards.
+        # duckdb: a dataset's statistics in one SQL query over its Parquet shards.
         # transformers: tiny HF models (BERT on packed rows; RoBERTa and ModernBERT on
         # tokenizer.json datasets) train on the loaders' batches.
         "test": PIPELINE + PLOT + [
             "pytest>=8,<10", "pytest-xdist>=3.5,<4", "hypothesis>=6.100,<7",
             "gcp-storage-emulator>=2026.7.19,<2027",
             "torch==2.13.0", "psutil>=5.9,<8", "gcsfs>=2024.2,<2028",
-            "transformers>=5,<6", "datasketch>=2,<3", "datasets>=3,<6"],
+            "transformers>=5,<6", "datasketch>=2,<3", "datasets>=3,<6", "duckdb>=1.1,<3"],
     },
     entry_points={
         "console_scripts": [

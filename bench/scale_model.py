@@ -35,44 +35,41 @@ LENGTHS = (128, 512)
 
 @dataclasses.dataclass(frozen=True)
 class ShapeRates:
-    """One corpus shape's rates, measured by bench/scale_rates.py (its
-    pipeline's stages in one process, 1 worker, the original's flags at
-    each length; CPU split by what it grows with)."""
+    """One corpus shape's rates, measured by bench/scale_rates.py: the
+    pipeline's stages in one process at 128 and 512 tokens (1 worker, the
+    original's flags), and what the runner adds in full runs, each part by
+    what it grows with."""
 
     mean_document_bytes: int
     input_us_per_mb: float  # read, tokenize, sample: CPU µs per MB of text
+    runner_us_per_mb: float  # the runner's own CPU per MB of text (elements, reading)
     instances_per_mb: dict[int, float]  # instances per MB of text and copy, by length
     instance_us: dict[int, float]  # create and mask: CPU µs per instance, by length
-    output_ns_per_byte: dict[str, float]  # sort, encode, frame: CPU ns per byte, by format
+    runner_ns_per_entry_byte: float  # the runner's per byte shuffled (shuffle, bucket files)
+    output_us_per_row: dict[str, float]  # sort, encode, frame, write: per row, by format
+    output_ns_per_byte: dict[str, float]  # ... and per output byte, by format
     entry_bytes: dict[int, float]  # the shuffle's bytes per instance, by length
     bytes_per_instance: dict[str, float]  # output bytes per instance, by "format length"
 
 
-RATES = (
-    ShapeRates(mean_document_bytes=18450,
-               input_us_per_mb=77707, instances_per_mb={128: 2397, 512: 762},
-               instance_us={128: 4.2, 512: 10.19}, output_ns_per_byte={'tfrecord': 3.21, 'parquet': 45.6},
-               entry_bytes={128: 336, 512: 1096},
-               bytes_per_instance={'tfrecord 128': 823, 'tfrecord 512': 2686, 'parquet 128': 229, 'parquet 512': 774}),
-    ShapeRates(mean_document_bytes=3149,
-               input_us_per_mb=106455, instances_per_mb={128: 2747, 512: 1076},
-               instance_us={128: 4.15, 512: 10.9}, output_ns_per_byte={'tfrecord': 2.97, 'parquet': 47.86},
-               entry_bytes={128: 320, 512: 856},
-               bytes_per_instance={'tfrecord 128': 817, 'tfrecord 512': 2576, 'parquet 128': 228, 'parquet 512': 628}),
-    ShapeRates(mean_document_bytes=336,
-               input_us_per_mb=134161, instances_per_mb={128: 4814, 512: 4524},
-               instance_us={128: 5.08, 512: 7.23}, output_ns_per_byte={'tfrecord': 5.92, 'parquet': 33.35},
-               entry_bytes={128: 232, 512: 258},
-               bytes_per_instance={'tfrecord 128': 780, 'tfrecord 512': 2296, 'parquet 128': 162, 'parquet 512': 183}),
-    ShapeRates(mean_document_bytes=130,
-               input_us_per_mb=228351, instances_per_mb={128: 9614, 512: 9590},
-               instance_us={128: 4.37, 512: 4.62}, output_ns_per_byte={'tfrecord': 3.12, 'parquet': 55.97},
-               entry_bytes={128: 149, 512: 150},
-               bytes_per_instance={'tfrecord 128': 747, 'tfrecord 512': 2251, 'parquet 128': 100, 'parquet 512': 101}),
-)
-# A run's CPU beyond its start-up over its stages' (bench/scale_rates.py, at the
-# original's flags): the runner's elements, shuffle and files.
-RUNNER_FACTOR = 2.213
+RATES = ()
+# Dataflow list prices (us-central1, batch; check the pricing pages).
+PRICE_VCPU_HOUR = 0.056
+PRICE_GB_HOUR = 0.003557
+PRICE_SHUFFLE_GB = 0.011
+PRICE_PD_GB_HOUR = 0.000054
+PRICE_CLASS_A = 0.005 / 1000  # object writes, copies, lists
+PRICE_CLASS_B = 0.0004 / 1000  # object reads, metadata
+PRICE_STORAGE_GB_MONTH = 0.020  # GCS Standard storage, a regional bucket
+MACHINES = {"n2-standard-4": (4, 16), "n2-standard-8": (8, 32), "n2-highmem-4": (4, 32),
+            "e2-standard-4": (4, 16)}
+TARGET_SHARD_BYTES = 256 * MiB
+UPLOAD_CHUNK = 16 * MiB  # Beam's GCS writer uploads in chunks of this size
+SAMPLE_MAX_BYTES = 256 * MiB
+WORKER_START_SECONDS = 180  # a Dataflow VM from request to running (modelled)
+KERNEL_COMPILE_SECONDS = 12  # per worker process without the template image (measured here)
+FLUSH_BYTES = 64 * MiB  # the bucket path's buffer (transforms/write/shuffle_entries.py)
+OBJECT_WRITE_SECONDS = 0.05  # one small GCS object created, written and closed (modelled)
 
 
 def _at_length(values: dict[int, float], length: int, *, per_instance: bool = True) -> float:
@@ -92,34 +89,20 @@ def instances(rates: ShapeRates, *, megabytes: float, dupe_factor: int,
 
 def work_cpu_seconds(rates: ShapeRates, *, megabytes: float, dupe_factor: int,
                      max_seq_length: int, output_format: str) -> dict[str, float]:
-    """The stages' CPU seconds, by what they grow with: input bytes,
-    instances, output bytes (bench/scale_rates.py checks the sum)."""
+    """A run's CPU seconds beyond its start-up, by what they grow with: input
+    bytes, instances (and the bytes they shuffle), output rows and bytes
+    (bench/scale_rates.py checks
+    the sum against runs)."""
     count = instances(rates, megabytes=megabytes, dupe_factor=dupe_factor,
                       max_seq_length=max_seq_length)
     per_instance = _at_length({n: rates.bytes_per_instance[f"{output_format} {n}"]
                                for n in LENGTHS}, max_seq_length)
-    return {"input": megabytes * rates.input_us_per_mb / 1e6,
-            "instances": count * _at_length(rates.instance_us, max_seq_length) / 1e6,
-            "output": count * per_instance * rates.output_ns_per_byte[output_format] / 1e9}
-
-
-# Dataflow list prices (us-central1, batch; check the pricing pages).
-PRICE_VCPU_HOUR = 0.056
-PRICE_GB_HOUR = 0.003557
-PRICE_SHUFFLE_GB = 0.011
-PRICE_PD_GB_HOUR = 0.000054
-PRICE_CLASS_A = 0.005 / 1000  # object writes, copies, lists
-PRICE_CLASS_B = 0.0004 / 1000  # object reads, metadata
-PRICE_STORAGE_GB_MONTH = 0.020  # GCS Standard storage, a regional bucket
-MACHINES = {"n2-standard-4": (4, 16), "n2-standard-8": (8, 32), "n2-highmem-4": (4, 32),
-            "e2-standard-4": (4, 16)}
-TARGET_SHARD_BYTES = 256 * MiB
-UPLOAD_CHUNK = 16 * MiB  # Beam's GCS writer uploads in chunks of this size
-SAMPLE_MAX_BYTES = 256 * MiB
-WORKER_START_SECONDS = 180  # a Dataflow VM from request to running (modelled)
-KERNEL_COMPILE_SECONDS = 12  # per worker process without the template image (measured here)
-FLUSH_BYTES = 64 * MiB  # the bucket path's buffer (transforms/write/shuffle_entries.py)
-OBJECT_WRITE_SECONDS = 0.05  # one small GCS object created, written and closed (modelled)
+    return {"input": megabytes * (rates.input_us_per_mb + rates.runner_us_per_mb) / 1e6,
+            "instances": count * (_at_length(rates.instance_us, max_seq_length) / 1e6
+                                  + _at_length(rates.entry_bytes, max_seq_length)
+                                  * rates.runner_ns_per_entry_byte / 1e9),
+            "output": count * (rates.output_us_per_row[output_format] / 1e6 + per_instance
+                               * rates.output_ns_per_byte[output_format] / 1e9)}
 
 
 def _across_shapes(mean_bytes: float, value: Callable[[ShapeRates], float]) -> float:
@@ -165,7 +148,7 @@ def model(job: Job) -> dict[str, dict[str, float]]:
     entries = per_mb(lambda r: instances(r, **shape) / text_mb * _at_length(
         r.entry_bytes, job.max_seq_length))
     shards = default_num_shards(int(job.gigabytes * 1e9), job.dupe_factor)
-    cpu_seconds = RUNNER_FACTOR * sum(work.values())
+    cpu_seconds = sum(work.values())
     processes = job.workers * vcpus
     start = WORKER_START_SECONDS + (0 if job.image else KERNEL_COMPILE_SECONDS)
     wall = start + cpu_seconds / processes
@@ -205,7 +188,7 @@ def model(job: Job) -> dict[str, dict[str, float]]:
             "GCS objects created": objects, "GCS requests": class_a + class_b,
             "Shuffle GB": shuffle / 1e9, "side input MB per process": sample_bytes / 1e6,
             "work vCPU-hours": cpu_seconds / 3600,
-            **{f"  of which {part}": RUNNER_FACTOR * seconds / 3600
+            **{f"  of which {part}": seconds / 3600
                for part, seconds in work.items()},
             "billed vCPU-hours": vcpu_hours,
             "wall minutes": path_wall / 60, "cost $": cost,

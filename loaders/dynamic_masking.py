@@ -16,18 +16,22 @@ from bert_pretraining_data.loaders.records import Instance
 from bert_pretraining_data.transforms.instances.masking import (Masked, MaskingConfig, mask_tokens,
                                                       masking_config)
 from bert_pretraining_data.transforms.randomness import derive_rng
+from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
 
 
-def dynamic_masking(manifest: Manifest, vocab_file: str | None = None) -> MaskingConfig | None:
+def dynamic_masking(manifest: Manifest, vocab_file: str | None = None, *,
+                    vocabulary: Vocabulary | None = None) -> MaskingConfig | None:
     """The masking a dataset's instances need at load time: None when its
     records hold their masks, else the recorded flags' masking over its
-    vocabulary (the dataset's vocab.txt or SentencePiece model, else the
+    vocabulary (`vocabulary` when the caller parsed it already, else the
+    dataset's vocab.txt, SentencePiece model or tokenizer.json, else the
     recorded file, or `vocab_file`)."""
     if manifest.masking != "none":
         return None
     flags = manifest.flags
     return masking_config(
-        read_vocabulary(manifest, vocab_file), masked_lm_prob=flags["masked_lm_prob"],
+        vocabulary or read_vocabulary(manifest, vocab_file),
+        masked_lm_prob=flags["masked_lm_prob"],
         max_predictions_per_seq=flags["max_predictions_per_seq"],
         do_whole_word_mask=flags["do_whole_word_mask"], ngram=flags.get("ngram", 0),
         favor_shorter_ngram=flags.get("favor_shorter_ngram", True),

@@ -189,12 +189,14 @@ class Collator:
         if style == "blocks" and not manifest.packed:
             raise DatasetError(f"style='blocks' lays out packed rows; {manifest.path} holds "
                                "one instance a record: use style='hf' or 'flat'")
-        pad_id = 0  # the original pads with 0 whatever the vocabulary
+        pad_id, vocabulary = 0, None  # the original pads with 0 whatever the vocabulary
         if manifest.tokenizer.tokenizer_file:  # a tokenizer.json's pad (RoBERTa's is 1)
-            pad_id = read_vocabulary(manifest, vocab_file).pad_id
+            vocabulary = read_vocabulary(manifest, vocab_file)  # parsed once, masking's too
+            pad_id = vocabulary.pad_id
         elif manifest.recipe == "d2l":
             pad_id = read_vocabulary_bytes(manifest).decode("utf-8").split("\n").index("<pad>")
-        return cls(style=style, pad_id=pad_id, masking=dynamic_masking(manifest, vocab_file),
+        return cls(style=style, pad_id=pad_id,
+                   masking=dynamic_masking(manifest, vocab_file, vocabulary=vocabulary),
                    shape=shape, seed=manifest.flags["random_seed"] if seed is None else seed)
 
     def _masked(self, instance: Instance) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -89,9 +89,11 @@ def estimate_space(run: Prepared) -> SpaceEstimate | None:
         return None
     documents = _tokenized(run, lines)
     entries, keys, bounds = _entries(run, documents, 1)
-    # Copies of the sample up to a row group's rows: Parquet compresses a
-    # few hundred rows worse than a shard's, and a small input has no more.
-    copies = min(config.dupe_factor, -(-ROW_GROUP_ROWS // max(1, len(keys))))
+    # A compressed format's copies of the sample, up to a row group's rows:
+    # it compresses a few hundred rows worse than a shard's (a small input
+    # has no more). A TFRecord's bytes a record do not depend on the count.
+    compressed = config.output_format == "parquet" or config.compression == "gzip"
+    copies = min(config.dupe_factor, -(-ROW_GROUP_ROWS // max(1, len(keys)))) if compressed else 1
     if copies > 1:
         entries, keys, bounds = _entries(run, documents, copies)
     written = _shard_bytes(run, entries, keys, bounds)

@@ -235,3 +235,22 @@ def test_a_slice_of_a_shard_reads_the_same_instances(runs, monkeypatch):
     assert [i.index for i in got] == list(range(start, stop))
     assert [(i.index, i.input_ids.tolist(), i.masked_lm_ids.tolist()) for i in got] == [
         (i.index, i.input_ids.tolist(), i.masked_lm_ids.tolist()) for i in expected]
+
+
+def test_duckdb_reads_a_datasets_statistics_in_one_query(runs):
+    """The SQL recipe of docs/loaders.md over the shards: instances, tokens,
+    masked tokens and random-next instances, which the manifest counted as
+    the run made them."""
+    import duckdb
+
+    out = runs["nsp"][1]
+    manifest = read_manifest(str(out))
+    ((instances, tokens, masked, random_next),) = duckdb.sql(f"""
+        SELECT count(*), sum(len(input_ids)), sum(len(masked_lm_ids)),
+               sum(next_sentence_labels)
+        FROM read_parquet('{out}/part-*.parquet')""").fetchall()
+    counters = manifest.data["counters"]
+    assert instances == manifest.total_instances == counters["instances"]
+    assert masked == counters["masked_tokens"]
+    assert random_next == counters["random_next_instances"]
+    assert tokens == sum(len(i.input_ids) for i in read_instances(manifest))
