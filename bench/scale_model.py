@@ -52,7 +52,42 @@ class ShapeRates:
     bytes_per_instance: dict[str, float]  # output bytes per instance, by "format length"
 
 
-RATES = ()
+# Measured by `python bench/scale_rates.py --size 20 --check-size 50` (2026-12-03, 2 shared
+# cores): the check's output is in bench/README.md.
+RATES = (
+    ShapeRates(mean_document_bytes=18315, input_us_per_mb=70666,
+               runner_us_per_mb=12038, instances_per_mb={128: 2389, 512: 756},
+               instance_us={128: 3.93, 512: 10.49}, runner_ns_per_entry_byte=9.0,
+               output_us_per_row={'tfrecord': 1.617, 'parquet': 2.171},
+               output_ns_per_byte={'tfrecord': 1.536, 'parquet': 30.699},
+               entry_bytes={128: 337, 512: 1106},
+               bytes_per_instance={'tfrecord 128': 823, 'tfrecord 512': 2691,
+                                   'parquet 128': 229, 'parquet 512': 781}),
+    ShapeRates(mean_document_bytes=3083, input_us_per_mb=81726,
+               runner_us_per_mb=37250, instances_per_mb={128: 2727, 512: 1076},
+               instance_us={128: 3.96, 512: 8.87}, runner_ns_per_entry_byte=4.48,
+               output_us_per_row={'tfrecord': 1.434, 'parquet': 0.0},
+               output_ns_per_byte={'tfrecord': 1.826, 'parquet': 29.051},
+               entry_bytes={128: 321, 512: 859},
+               bytes_per_instance={'tfrecord 128': 818, 'tfrecord 512': 2577,
+                                   'parquet 128': 230, 'parquet 512': 636}),
+    ShapeRates(mean_document_bytes=334, input_us_per_mb=100590,
+               runner_us_per_mb=114479, instances_per_mb={128: 4837, 512: 4549},
+               instance_us={128: 4.23, 512: 4.35}, runner_ns_per_entry_byte=11.44,
+               output_us_per_row={'tfrecord': 2.326, 'parquet': 5.456},
+               output_ns_per_byte={'tfrecord': 0.982, 'parquet': 0.0},
+               entry_bytes={128: 230, 512: 255},
+               bytes_per_instance={'tfrecord 128': 780, 'tfrecord 512': 2295,
+                                   'parquet 128': 162, 'parquet 512': 182}),
+    ShapeRates(mean_document_bytes=130, input_us_per_mb=161298,
+               runner_us_per_mb=253382, instances_per_mb={128: 9612, 512: 9589},
+               instance_us={128: 3.64, 512: 3.68}, runner_ns_per_entry_byte=22.86,
+               output_us_per_row={'tfrecord': 1.73, 'parquet': 3.485},
+               output_ns_per_byte={'tfrecord': 1.344, 'parquet': 0.0},
+               entry_bytes={128: 149, 512: 150},
+               bytes_per_instance={'tfrecord 128': 747, 'tfrecord 512': 2251,
+                                   'parquet 128': 100, 'parquet 512': 101}),
+)
 # Dataflow list prices (us-central1, batch; check the pricing pages).
 PRICE_VCPU_HOUR = 0.056
 PRICE_GB_HOUR = 0.003557

@@ -32,14 +32,15 @@ KERNELS = (units_kernel.unit_entries, tokenized_documents.read_compact, shuffle_
            parquet_rows._sizes, parquet_rows._flatten)
 
 # Kernel types do not depend on flag values: one small configuration compiles
-# every specialization the pipeline uses.
+# every specialization the pipeline uses (Parquet's, one per token id type).
 _INSTANCES = InstanceConfig(max_seq_length=16, short_seq_prob=0.1, cls_id=2, sep_id=3)
 _MASKING = MaskingConfig(masked_lm_prob=0.15, max_predictions_per_seq=2, vocab_size=8,
                          mask_id=4, cls_id=2, sep_id=3, continuation=None)
 # The row writers of one instance a record, of packed rows and of Parquet.
 _ROWS = (rows.InstanceRows(RecordLayout(), 16, 2),
          rows.PackedRows(RecordLayout(packed=True), 16, 4, 3),
-         parquet_rows.ParquetRows(rows.InstanceRows(RecordLayout(padded=False), 16, 2), 8))
+         *(parquet_rows.ParquetRows(rows.InstanceRows(RecordLayout(padded=False), 16, 2), size)
+           for size in (8, parquet_rows.UINT16_LIMIT + 1)))
 
 
 def warm_up() -> dict[str, tuple[int, int]]:
