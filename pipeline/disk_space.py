@@ -196,14 +196,18 @@ def free_bytes(path: str) -> int | None:
     return shutil.disk_usage(path).free
 
 
-def space_warning(run: Prepared, estimate: SpaceEstimate | None) -> str | None:
-    """A line when the output's disk has less free space than the run needs
-    (its estimate, and WARNING_MARGIN for the estimate's error)."""
+def space_warning(run: Prepared, estimate: Callable[[], SpaceEstimate | None]) -> str | None:
+    """A line when the output's local disk has less free space than the run
+    needs (its estimate, made only for a local output, and WARNING_MARGIN
+    for the estimate's error)."""
     free = free_bytes(run.config.output_dir)
-    if estimate is None or free is None or free >= estimate.peak_bytes * WARNING_MARGIN:
+    if free is None:
+        return None
+    needed = estimate()
+    if needed is None or free >= needed.peak_bytes * WARNING_MARGIN:
         return None
     return (f"{run.config.output_dir} has {_size(free)} free; this run needs "
-            f"{estimate.describe()}: it will likely fail for space (free some, or choose "
+            f"{needed.describe()}: it will likely fail for space (free some, or choose "
             "an --output_dir on a larger disk)")
 
 
@@ -215,7 +219,11 @@ def is_full_disk(err: BaseException) -> bool:
         if isinstance(seen, OSError) and seen.errno in _FULL_DISK:
             return True
         seen = seen.__cause__ or seen.__context__
-    text = str(err)
+    return _names_full_disk(str(err))
+
+
+def _names_full_disk(text: str) -> bool:
+    """Whether a message carries a full disk's or quota's OSError."""
     return any(f"[Errno {code}]" in text for code in _FULL_DISK)
 
 
@@ -226,8 +234,7 @@ class _FullDiskRecords(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if record.exc_info and record.exc_info[1] is not None:
             return not is_full_disk(record.exc_info[1])
-        message = record.getMessage()
-        return not any(f"[Errno {code}]" in message for code in _FULL_DISK)
+        return not _names_full_disk(record.getMessage())
 
 
 # Where Beam logs a DoFn's failure: in process, and relayed from workers.

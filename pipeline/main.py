@@ -21,8 +21,8 @@ from bert_pretraining_data.pipeline.build import build_pipeline
 from bert_pretraining_data.pipeline.changes import DocumentHistory
 from bert_pretraining_data.pipeline.dataflow import (check_dataflow_options, dry_run_summary,
                                                      is_dry_run, launch)
-from bert_pretraining_data.pipeline.disk_space import (estimate_space, free_bytes,
-                                                       full_disk_reported, space_warning)
+from bert_pretraining_data.pipeline.disk_space import (estimate_space, full_disk_reported,
+                                                       space_warning)
 from bert_pretraining_data.pipeline.options import parse_args
 from bert_pretraining_data.pipeline.prepare import Prepared, prepare, run_to_completion
 from bert_pretraining_data.pipeline.progress_printer import local_progress
@@ -45,10 +45,9 @@ def run(argv: Sequence[str], *, history: DocumentHistory | None = None) -> dict:
     check_dataflow_options(config, beam_args)
     run = prepare(config, beam_args)
     estimate = functools.cache(lambda: estimate_space(run))
-    if free_bytes(config.output_dir) is not None:  # a local output: said before the work
-        warning = space_warning(run, estimate())
-        if warning:
-            print(f"{PROG}: warning: {warning}", file=sys.stderr, flush=True)
+    warning = space_warning(run, estimate)  # a local output's: said before the work
+    if warning:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr, flush=True)
     with full_disk_reported(run, estimate):
         if config.recipe == "d2l":
             # loads tf.Transform: this recipe only
