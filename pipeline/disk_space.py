@@ -200,15 +200,16 @@ def space_warning(run: Prepared, estimate: Callable[[], SpaceEstimate | None]) -
     """A line when the output's local disk has less free space than the run
     needs (its estimate, made only for a local output, and WARNING_MARGIN
     for the estimate's error)."""
-    free = free_bytes(run.config.output_dir)
+    where = FileSystems.split(run.layout.staging_dir)[0]  # --output_dir, or --output_file's
+    free = free_bytes(where)
     if free is None:
         return None
     needed = estimate()
     if needed is None or free >= needed.peak_bytes * WARNING_MARGIN:
         return None
-    return (f"{run.config.output_dir} has {_size(free)} free; this run needs "
+    return (f"{where} has {_size(free)} free; this run needs "
             f"{needed.describe()}: it will likely fail for space (free some, or choose "
-            "an --output_dir on a larger disk)")
+            "an output location on a larger disk)")
 
 
 def is_full_disk(err: BaseException) -> bool:
@@ -258,14 +259,14 @@ def full_disk_reported(run: Prepared, estimate: Callable[[], SpaceEstimate | Non
         staging = run.layout.staging_dir
         with contextlib.suppress(Exception):  # the report matters more than the sweep
             remove_tree(staging)
-        free = free_bytes(run.config.output_dir)
+        free = free_bytes(staging)
         had = f" ({_size(free)} free without it)" if free is not None else ""
         needed = estimate()
         need = needed.describe() if needed is not None else "more"
         raise PublishError(
             f"no space left on the device writing {staging}{had}; this run needs {need}; "
             "nothing was published and the staging directory was removed: free space, or "
-            "choose an --output_dir on a larger disk") from err
+            "choose an output location on a larger disk") from err
     finally:
         for name in _BEAM_LOGGERS:
             logging.getLogger(name).removeFilter(quiet)

@@ -166,3 +166,15 @@ def test_a_local_run_warns_when_its_disk_is_short(tmp_path, monkeypatch, capsys)
                            "run needs about ")
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["total_instances"] > 0  # a warning, not a refusal
+
+
+def test_a_run_to_exact_files_warns_about_their_folder(tmp_path, monkeypatch, capsys):
+    """--output_file (the original's flag) has no --output_dir: the warning
+    measures and names the folder the files are written in."""
+    seen: list[str] = []
+    monkeypatch.setattr(disk_space, "free_bytes", lambda path: seen.append(path) or 1_000)
+    run([*FLAGS, f"--output_file={tmp_path / 'a.tfrecord'},{tmp_path / 'b.tfrecord'}"])
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"create-pretraining-data: warning: {tmp_path} has 1.0 KB free")
+    assert seen == [str(tmp_path)]
+    assert (tmp_path / "a.tfrecord").stat().st_size > 0
