@@ -200,7 +200,7 @@ def space_warning(run: Prepared, estimate: Callable[[], SpaceEstimate | None]) -
     """A line when the output's local disk has less free space than the run
     needs (its estimate, made only for a local output, and WARNING_MARGIN
     for the estimate's error)."""
-    where = FileSystems.split(run.layout.staging_dir)[0]  # --output_dir, or --output_file's
+    where = run.layout.folder
     free = free_bytes(where)
     if free is None:
         return None
@@ -259,7 +259,7 @@ def full_disk_reported(run: Prepared, estimate: Callable[[], SpaceEstimate | Non
         staging = run.layout.staging_dir
         with contextlib.suppress(Exception):  # the report matters more than the sweep
             remove_tree(staging)
-        free = free_bytes(staging)
+        free = free_bytes(run.layout.folder)
         had = f" ({_size(free)} free without it)" if free is not None else ""
         needed = estimate()
         need = needed.describe() if needed is not None else "more"

@@ -60,6 +60,12 @@ class OutputLayout:
     def staged_vocab_path(self) -> str:
         return FileSystems.join(self.staging_dir, VOCAB_NAME)
 
+    @property
+    def folder(self) -> str:
+        """The folder the run writes in: `--output_dir`, or the folder of
+        `--output_file`'s first file (where its staging and manifest go)."""
+        return FileSystems.split(self.manifest_path)[0] or "."
+
 
 def num_shards(config: Config, inputs: Sequence[tuple[str, int]]) -> int:
     """One file per `--output_file` name, else `--num_shards` or sized from the input."""
@@ -301,10 +307,10 @@ def publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
                             max_predictions_per_row=max_predictions_per_row,
                             dedup=dedup, documents=documents)
     except PublishError as err:
-        raise PublishError(f"publishing {_where(layout)} failed: {err}; nothing was "
+        raise PublishError(f"publishing {layout.folder} failed: {err}; nothing was "
                            "published (no manifest was written): run again") from err
     except Exception as err:  # storage errors differ per filesystem and client
-        raise PublishError(f"publishing {_where(layout)} failed: {type(err).__name__}: "
+        raise PublishError(f"publishing {layout.folder} failed: {type(err).__name__}: "
                            f"{_one_line(err)}; nothing was published (no manifest was "
                            "written): run again") from err
     try:
@@ -314,10 +320,6 @@ def publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
             "published, but %s could not be removed (%s); delete it, or the next run "
             "into this location will", layout.staging_dir, _one_line(err))
     return manifest
-
-
-def _where(layout: OutputLayout) -> str:
-    return FileSystems.split(layout.manifest_path)[0] or layout.manifest_path
 
 
 def _publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
