@@ -18,6 +18,7 @@ minor and major page faults, and bytes written to files (`ru_oublock`, see
     python bench/pipeline.py --sizes 20 --memory-size 200            # several minutes
     python bench/pipeline.py --sizes 20 --dedup none,exact,near --repeat 3   # dedup's cost
     python bench/pipeline.py --sizes 20 --packed                      # + --pack_sequences
+    python bench/pipeline.py --sizes 20 --parquet --repeat 3          # Parquet's cost
     python bench/pipeline.py --sizes 20 --spm_model m.model --reference path/to/bert
     python bench/pipeline.py --sizes 20 --tokenizer_json bpe.json,bert.json --stages
 
@@ -39,8 +40,8 @@ runs on each corpus beside `none` (its throughput over the same text, which
 includes the duplicates' work it removes), and both run again on the
 documents the mode keeps (written out in their order, chosen by the stage's
 own functions): a corpus without duplicates, where the mode's extra CPU is
-the stage's own cost. `--repeat N` runs every configuration N times in turns
-and compares medians.
+the stage's own cost. `--repeat N` runs every configuration of `--dedup` or
+`--parquet` N times in turns and compares medians.
 """
 
 from __future__ import annotations
@@ -283,6 +284,28 @@ def print_dedup_costs(corpus: pathlib.Path, modes: list[str], repeat: int) -> No
         print(dedup_summary(mode, whole, on_kept[mode], documents, kept_documents), flush=True)
 
 
+def print_in_turns(corpus: pathlib.Path, plain: Run, label: str, flags: tuple[str, ...],
+                   repeat: int) -> None:
+    """A run with `flags` beside `plain` (the same corpus, 1 worker, no flags),
+    then, with `repeat` > 1, both again in turns until each has run `repeat`
+    times and the medians of their instances per CPU-second compared (a
+    shared machine's speed drifts by more than a few per cent)."""
+    plains, others = [plain], []
+    for turn in range(repeat):
+        if turn:
+            plains.append(run_ours(corpus, 1))
+            print(_row(plains[-1]), flush=True)
+        others.append(run_ours(corpus, 1, label=label, flags=flags))
+        print(_row(others[-1]), flush=True)
+    print_ratios(others[0], plain)
+    if repeat > 1:
+        rate, base = (statistics.median(r.instances / r.cpu for r in runs)
+                      for runs in (others, plains))
+        print(f"  {plain.shape} {plain.megabytes:.3g} MB, {label} / ours: median instances/CPU-s "
+              f"of {repeat} in turns {rate:,.0f} / {base:,.0f} = {rate / base:.2f}x "
+              f"[CPU s {_cpu_seconds(others)} vs {_cpu_seconds(plains)}]", flush=True)
+
+
 def run_original(corpus: pathlib.Path, reference: pathlib.Path) -> Run:
     with tempfile.TemporaryDirectory(prefix="bert-bench-") as tmp:
         log = pathlib.Path(tmp) / "log"
@@ -461,8 +484,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="dedup modes to compare with none on each corpus, e.g. "
                              "none,exact,near (1 worker)")
     parser.add_argument("--repeat", type=int, default=1,
-                        help="with --dedup: each configuration this many times in turns, "
-                             "medians compared")
+                        help="with --dedup or --parquet: each configuration this many "
+                             "times in turns, medians compared")
     args = parser.parse_args(argv)
 
     print(f"{os.cpu_count()} CPUs, {psutil.virtual_memory().total / 2**30:.0f} GiB; flags: "
@@ -497,9 +520,7 @@ def main(argv: list[str] | None = None) -> None:
             print(_row(packed), flush=True)
             print_ratios(packed, runs[0])
         if args.parquet:
-            parquet = run_ours(corpus, 1, label="parquet", flags=("--output_format=parquet",))
-            print(_row(parquet), flush=True)
-            print_ratios(parquet, runs[0])
+            print_in_turns(corpus, runs[0], "parquet", ("--output_format=parquet",), args.repeat)
         if args.baseline:
             baseline = run_ours(corpus, 1, checkout=args.baseline.resolve(), label="baseline")
             print(_row(baseline), flush=True)
