@@ -18,7 +18,7 @@ minor and major page faults, and bytes written to files (`ru_oublock`, see
     python bench/pipeline.py --sizes 20 --memory-size 200            # several minutes
     python bench/pipeline.py --sizes 20 --dedup none,exact,near --repeat 3   # dedup's cost
     python bench/pipeline.py --sizes 20 --packed                      # + --pack_sequences
-    python bench/pipeline.py --sizes 20 --parquet --repeat 3          # Parquet's cost
+    python bench/pipeline.py --sizes 20 --parquet plain,byte_stream_split --repeat 3
     python bench/pipeline.py --sizes 20 --spm_model m.model --reference path/to/bert
     python bench/pipeline.py --sizes 20 --tokenizer_json bpe.json,bert.json --stages
 
@@ -30,7 +30,8 @@ stage of the functional core in this process, without Beam, on the 1 MB corpus
 of each shape, per document and per instance. `--spm_model M` adds a run
 tokenizing with that SentencePiece model (`--spm_model_file`, ALBERT's text
 handling) beside each WordPiece run, and its stage breakdown;
-`--parquet` a run with `--output_format=parquet`;
+`--parquet [E1,E2]` a run with `--output_format=parquet` (each
+`--parquet_encoding` listed; plain without a list);
 `--tokenizer_json A.json,B.json` a run with each tokenizer.json
 (`--tokenizer_file`, in place of the vocab.txt and --do_lower_case) likewise.
 
@@ -284,26 +285,29 @@ def print_dedup_costs(corpus: pathlib.Path, modes: list[str], repeat: int) -> No
         print(dedup_summary(mode, whole, on_kept[mode], documents, kept_documents), flush=True)
 
 
-def print_in_turns(corpus: pathlib.Path, plain: Run, label: str, flags: tuple[str, ...],
+def print_in_turns(corpus: pathlib.Path, plain: Run, variants: dict[str, tuple[str, ...]],
                    repeat: int) -> None:
-    """A run with `flags` beside `plain` (the same corpus, 1 worker, no flags),
-    then, with `repeat` > 1, both again in turns until each has run `repeat`
-    times and the medians of their instances per CPU-second compared (a
-    shared machine's speed drifts by more than a few per cent)."""
-    plains, others = [plain], []
+    """A run of each variant's flags beside `plain` (the same corpus, 1
+    worker, no flags), then, with `repeat` > 1, all again in turns until each
+    has run `repeat` times, and the medians of their instances per CPU-second
+    compared (a shared machine's speed drifts by more than a few per cent)."""
+    runs: dict[str, list[Run]] = {"ours": [plain], **{label: [] for label in variants}}
     for turn in range(repeat):
         if turn:
-            plains.append(run_ours(corpus, 1))
-            print(_row(plains[-1]), flush=True)
-        others.append(run_ours(corpus, 1, label=label, flags=flags))
-        print(_row(others[-1]), flush=True)
-    print_ratios(others[0], plain)
-    if repeat > 1:
-        rate, base = (statistics.median(r.instances / r.cpu for r in runs)
-                      for runs in (others, plains))
-        print(f"  {plain.shape} {plain.megabytes:.3g} MB, {label} / ours: median instances/CPU-s "
-              f"of {repeat} in turns {rate:,.0f} / {base:,.0f} = {rate / base:.2f}x "
-              f"[CPU s {_cpu_seconds(others)} vs {_cpu_seconds(plains)}]", flush=True)
+            runs["ours"].append(run_ours(corpus, 1))
+            print(_row(runs["ours"][-1]), flush=True)
+        for label, flags in variants.items():
+            runs[label].append(run_ours(corpus, 1, label=label, flags=flags))
+            print(_row(runs[label][-1]), flush=True)
+    base = statistics.median(r.instances / r.cpu for r in runs["ours"])
+    for label in variants:
+        print_ratios(runs[label][0], plain)
+        if repeat > 1:
+            rate = statistics.median(r.instances / r.cpu for r in runs[label])
+            print(f"  {plain.shape} {plain.megabytes:.3g} MB, {label} / ours: median "
+                  f"instances/CPU-s of {repeat} in turns {rate:,.0f} / {base:,.0f} = "
+                  f"{rate / base:.2f}x [CPU s {_cpu_seconds(runs[label])} vs "
+                  f"{_cpu_seconds(runs['ours'])}]", flush=True)
 
 
 def run_original(corpus: pathlib.Path, reference: pathlib.Path) -> Run:
@@ -468,8 +472,10 @@ def main(argv: list[str] | None = None) -> None:
                              "(--input_format=jsonl, the default splitter), 1 worker")
     parser.add_argument("--packed", action="store_true",
                         help="also the same corpus with --pack_sequences, 1 worker")
-    parser.add_argument("--parquet", action="store_true",
-                        help="also the same corpus with --output_format=parquet, 1 worker")
+    parser.add_argument("--parquet", nargs="?", const=["plain"],
+                        type=lambda text: [e.strip() for e in text.split(",") if e.strip()],
+                        help="also the same corpus with --output_format=parquet, 1 worker: "
+                             "with each of these --parquet_encoding values (default plain)")
     parser.add_argument("--stages", action="store_true",
                         help="per-stage CPU time of the pipeline's work, no runner, on 1 MB")
     parser.add_argument("--spm_model", type=pathlib.Path,
@@ -520,7 +526,10 @@ def main(argv: list[str] | None = None) -> None:
             print(_row(packed), flush=True)
             print_ratios(packed, runs[0])
         if args.parquet:
-            print_in_turns(corpus, runs[0], "parquet", ("--output_format=parquet",), args.repeat)
+            print_in_turns(corpus, runs[0], {
+                "parquet" if encoding == "plain" else f"parquet {encoding}":
+                ("--output_format=parquet", f"--parquet_encoding={encoding}")
+                for encoding in args.parquet}, args.repeat)
         if args.baseline:
             baseline = run_ours(corpus, 1, checkout=args.baseline.resolve(), label="baseline")
             print(_row(baseline), flush=True)

@@ -146,6 +146,34 @@ def test_shards_are_byte_identical_across_workers_and_shuffle_paths(runs, tmp_pa
             assert (out / shard.name).read_bytes() == shard.read_bytes(), (name, shard.name)
 
 
+def test_byte_stream_split_holds_the_same_rows_in_fewer_bytes(runs, tmp_path):
+    """--parquet_encoding=byte_stream_split: every column in split streams,
+    the rows `datasets` and the loaders read those of the plain run, in fewer
+    bytes, and the same bytes from the other shuffle path."""
+    import pyarrow.parquet as pq
+
+    _, plain = runs["nsp"]
+    split = build(tmp_path / "split", "--output_format=parquet",
+                  "--parquet_encoding=byte_stream_split")
+    assert _datasets_instances(split) == _datasets_instances(plain)
+    assert _instances(split) == _instances(plain)
+
+    def encodings(out: pathlib.Path) -> set[str]:
+        metadata = pq.ParquetFile(sorted(out.glob("part-*.parquet"))[0]).metadata
+        return {encoding for group in range(metadata.num_row_groups)
+                for column in range(metadata.num_columns)
+                for encoding in metadata.row_group(group).column(column).encodings}
+    assert "BYTE_STREAM_SPLIT" in encodings(split) and "PLAIN" not in encodings(split)
+    assert "BYTE_STREAM_SPLIT" not in encodings(plain)
+    sizes = [sum(p.stat().st_size for p in out.glob("part-*")) for out in (split, plain)]
+    assert sizes[0] < sizes[1], sizes
+    assert read_manifest(str(split)).flags["parquet_encoding"] == "byte_stream_split"
+    again = build(tmp_path / "runner", "--output_format=parquet",
+                  "--parquet_encoding=byte_stream_split", "--shuffle=runner")
+    for shard in sorted(split.glob("part-*")):
+        assert (again / shard.name).read_bytes() == shard.read_bytes(), shard.name
+
+
 def test_the_pytorch_loader_gives_the_tfrecord_runs_batches(runs):
     from bert_pretraining_data.loaders.torch_data import make_dataloader
 
@@ -207,6 +235,8 @@ def test_tf_dataset_refuses_parquet_in_one_line(runs):
     (["--output_format=parquet", "--gzip_compress"], "compresses inside each file"),
     (["--output_format=parquet", "--padding=fixed"], "drop --padding=fixed"),
     (["--parquet_compression=snappy"], "applies to --output_format=parquet"),
+    (["--parquet_encoding=byte_stream_split"], "applies to --output_format=parquet"),
+    (["--output_format=parquet", "--parquet_encoding=delta"], "--parquet_encoding"),
 ])
 def test_flags_parquet_cannot_take_are_refused_in_one_line(tmp_path, flags, expected):
     out = tmp_path / "out"
@@ -215,6 +245,18 @@ def test_flags_parquet_cannot_take_are_refused_in_one_line(tmp_path, flags, expe
              *flags])
     assert expected in str(err.value) and "\n" not in str(err.value)
     assert not out.exists()
+
+
+def test_split_integers_with_a_pyarrow_that_cannot_write_them_are_refused(tmp_path,
+                                                                         monkeypatch):
+    from bert_pretraining_data.pipeline import options
+
+    monkeypatch.setattr(options, "pyarrow_version", lambda: (15, 0))
+    out = tmp_path / "out"
+    with pytest.raises(ConfigError, match=r"needs pyarrow>=16.*this has 15\.0") as err:
+        run([f"--input_file={CORPUS}", f"--output_dir={out}", f"--vocab_file={UNCASED_VOCAB}",
+             "--output_format=parquet", "--parquet_encoding=byte_stream_split"])
+    assert "\n" not in str(err.value) and not out.exists()
 
 
 def test_a_slice_of_a_shard_reads_the_same_instances(runs, monkeypatch):
