@@ -14,8 +14,9 @@ zstd-compressed (`--parquet_compression`) in row groups of ROW_GROUP_ROWS
 rows, its integers PLAIN-encoded, which every reader reads, or
 BYTE_STREAM_SPLIT (`--parquet_encoding`): Parquet stores every integer in 4
 bytes, and zstd spends most of a file's CPU on the zero bytes of plain
-values, which split streams make nearly free. Its bytes depend only on the rows and the pyarrow version: no
-timestamps, the same writer settings everywhere.
+values, which split streams make nearly free. Its bytes depend only on the
+rows and the pyarrow version: no timestamps, the same writer settings
+everywhere.
 """
 
 from __future__ import annotations
