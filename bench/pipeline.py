@@ -327,17 +327,22 @@ def _shape(corpus: pathlib.Path) -> str:
     return corpus.name.split("-")[0]
 
 
+# wide enough for "parquet byte_stream_split, 1 worker"; a longer label keeps a space after it
+LABEL_WIDTH = 37
+
+
 def _row(run: Run) -> str:
     use = run.usage
-    return (f"{run.label:<28}{run.shape:<9}{run.megabytes:>6.1f}{run.instances:>12,}"
+    return (f"{run.label:<{LABEL_WIDTH - 1}} {run.shape:<9}{run.megabytes:>6.1f}"
+            f"{run.instances:>12,}"
             f"{use.wall:>8.1f}{use.user:>8.1f}{use.system:>7.1f}{use.system / use.cpu:>6.0%}"
             f"{run.instances / use.cpu:>11,.0f}{run.megabytes / use.cpu:>9.3f}"
             f"{use.minor_faults / 1e6:>9.2f}{use.major_faults:>7,}{use.written / 1e9:>9.2f}"
             f"{use.rss_sum / 2**20:>9,.0f}{use.rss_max / 2**20:>9,.0f}{use.load:>6.1f}")
 
 
-HEADER = (f"{'run':<28}{'shape':<9}{'MB':>6}{'instances':>12}{'wall s':>8}{'user s':>8}"
-          f"{'sys s':>7}{'sys':>6}{'inst/CPU-s':>11}{'MB/CPU-s':>9}{'minflt M':>9}"
+HEADER = (f"{'run':<{LABEL_WIDTH}}{'shape':<9}{'MB':>6}{'instances':>12}{'wall s':>8}"
+          f"{'user s':>8}{'sys s':>7}{'sys':>6}{'inst/CPU-s':>11}{'MB/CPU-s':>9}{'minflt M':>9}"
           f"{'majflt':>7}{'wrote GB':>9}{'RSS sum':>9}{'RSS max':>9}{'load':>6}  (RSS in MiB)")
 
 
