@@ -15,11 +15,11 @@ never committed here) the original `tokenization.FullTokenizer`; with
 `--spm_model M` the SentencePiece tokenizer (ALBERT's text handling around
 Google's library); with `--tokenizer_json A.json,B.json` each tokenizer.json
 as `--tokenizer_file` runs it (transforms.tokenize.tokenizer_json: the
-library's batch encoding, one call per 64 lines, about a document's worth,
-continuations marked). Each line's WordPiece ids are compared with the
-compiled tokenizer's (SentencePiece's and a tokenizer.json's are compared
-only when they are the same vocabulary's, e.g. a BERT vocab.txt's
-tokenizer.json).
+library's batch encoding, one call per 64 lines, about a document's worth;
+the `words` rows as a run that groups words, continuations marked). Each
+line's WordPiece ids are compared with the compiled tokenizer's
+(SentencePiece's and a tokenizer.json's are compared only when they are the
+same vocabulary's, e.g. a BERT vocab.txt's tokenizer.json).
 
     python bench/tokenizer.py --corpus tests/data/wikitext2_valid.txt --baseline ../main
     python bench/tokenizer.py --spm_model tests/data/sentencepiece-8k.model
@@ -46,6 +46,7 @@ from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer  #
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary, parse_vocabulary  # noqa: E402
 
 Ids = Callable[[str], list]
+LABEL_WIDTH = 44  # the tokenizer column, header and rows
 
 
 def _cpu() -> float:
@@ -85,9 +86,10 @@ def _original(reference: str, vocab_path: str, lower: bool) -> Ids:
     return lambda line: original.convert_tokens_to_ids(original.tokenize(line))
 
 
-def _tokenizer_json(path: str) -> Callable[[list[str]], list]:
-    """A tokenizer.json's lines -> ids as the pipeline runs it, ids unmarked."""
-    spec = TokenizerSpec(None, tokenizer_file=path)
+def _tokenizer_json(path: str, words: bool) -> Callable[[list[str]], list]:
+    """A tokenizer.json's lines -> ids as the pipeline runs it, ids unmarked;
+    `words`: as a run that groups words (whole-word masking, token_boundary)."""
+    spec = TokenizerSpec(None, tokenizer_file=path, words=words)
     tokenizer = spec.tokenizer()
     return lambda lines: [[i & ID_BITS for i in ids] for ids in tokenizer.lines_to_ids(lines)]
 
@@ -115,7 +117,7 @@ def measure(label: str, build: Callable[[], Ids], lines: list[str], megabytes: f
         warm = min(warm, max(_cpu() - start, 1e-9))
     same = ("" if expected is None else
             f"{sum(a == b for a, b in zip(first, expected)) / len(lines):>9.2%}")
-    print(f"{label:<40}{construction:>8.2f}{megabytes / cold:>9.2f}{megabytes / warm:>9.2f}"
+    print(f"{label:<{LABEL_WIDTH}}{construction:>8.2f}{megabytes / cold:>9.2f}{megabytes / warm:>9.2f}"
           f"{len(lines) / warm:>12,.0f}{same}", flush=True)
     return first
 
@@ -144,7 +146,7 @@ def main(argv: list[str] | None = None) -> None:
     lower = not args.cased
     print(f"corpus {args.corpus} x{args.repeat}: {len(lines):,} lines, "
           f"{megabytes:.2f} MB, do_lower_case={lower}; CPU seconds, one core")
-    print(f"{'tokenizer':<40}{'build s':>8}{'MB/s 1st':>9}{'MB/s':>9}{'lines/s':>12}"
+    print(f"{'tokenizer':<{LABEL_WIDTH}}{'build s':>8}{'MB/s 1st':>9}{'MB/s':>9}{'lines/s':>12}"
           f"{'same ids':>9}")
     ours = measure("compiled (this checkout)",
                    lambda: FullTokenizer(vocab, do_lower_case=lower).tokenize_to_ids,
@@ -167,9 +169,10 @@ def main(argv: list[str] | None = None) -> None:
     for path in args.tokenizer_json:
         spec = TokenizerSpec(None, tokenizer_file=path)
         same = spec.load_vocabulary().tokens == vocab.tokens
-        measure(f"tokenizer.json ({pathlib.Path(path).stem}), batches",
-                lambda: _tokenizer_json(path), lines, megabytes, args.passes,
-                ours if same else None, batch=64)
+        for words, how in ((False, "batches"), (True, "batches, words")):
+            measure(f"tokenizer.json ({pathlib.Path(path).stem}), {how}",
+                    lambda: _tokenizer_json(path, words), lines, megabytes, args.passes,
+                    ours if same else None, batch=64)
     if args.reference:
         measure("original FullTokenizer", lambda: _original(args.reference, args.vocab, lower),
                 lines, megabytes, 1, ours)

@@ -296,8 +296,10 @@ class Config:
     def tokenizer(self) -> TokenizerSpec:
         """WordPiece (--vocab_file), SentencePiece (ALBERT's --spm_model_file, the
         Model Garden's --tokenization=SentencePiece --sp_model_file) or a
-        tokenizer.json (--tokenizer_file)."""
-        return TokenizerSpec.of(self.flags())
+        tokenizer.json (--tokenizer_file), grouping words where the masking
+        or the features read them."""
+        return dataclasses.replace(TokenizerSpec.of(self.flags()),
+                                   words=self.do_whole_word_mask or self.token_boundary)
 
     def flags(self) -> dict[str, object]:
         """The flags as recorded in the manifest."""

@@ -24,6 +24,10 @@ from bert_pretraining_data.loaders.manifest import read_manifest
 from bert_pretraining_data.loaders.records import decoded_records, sequences_of
 from bert_pretraining_data.pipeline.beam_options import ConfigError
 from bert_pretraining_data.pipeline.main import run
+from bert_pretraining_data.pipeline.options import parse_args
+from bert_pretraining_data.transforms.tokenize.chinese_words import ID_BITS, MARK
+from bert_pretraining_data.transforms.tokenize.tokenizer_json import (JsonTokenizer,
+                                                                      load_tokenizer_json)
 from bert_pretraining_data.transforms.tokenize.vocabulary import VocabularyError
 
 CORPUS = DATA / "en_ewt-ud-dev.sentences.txt"
@@ -276,3 +280,46 @@ def test_masked_lm_models_take_the_loaders_batches(tmp_path, tokenizers_dir, fam
             break
     assert abs(losses[0] - math.log(size)) < 0.1 * math.log(size)
     assert np.mean(losses[-5:]) < losses[0] - 0.5
+
+
+@pytest.mark.parametrize("family", ["roberta", "modernbert", "bert"])
+def test_runs_that_group_no_words_get_the_same_ids_unmarked(tokenizers_dir, family):
+    """Without whole words to group, lines go through the library's faster
+    call, which works out no word ids: each line's ids must be the same."""
+    vocab = load_tokenizer_json(str(tokenizers_dir / f"{family}.json"))
+    lines = [line for doc in documents() for line in doc]
+    grouped = JsonTokenizer(vocab, words=True).lines_to_ids(lines)
+    assert any(i & MARK for ids in grouped for i in ids)
+    assert JsonTokenizer(vocab, words=False).lines_to_ids(lines) == [
+        [i & ID_BITS for i in ids] for ids in grouped]
+
+
+@pytest.mark.parametrize("flags, words", [
+    ([], False), (["--masking=none"], False), (["--do_whole_word_mask=True"], True),
+    (["--next_sentence=sop"], True), (["--ngram=3"], True)])
+def test_words_are_grouped_where_masking_or_features_read_them(tokenizers_dir, flags, words):
+    config, _ = parse_args([f"--input_file={CORPUS}", "--output_dir=unused",
+                            f"--tokenizer_file={tokenizers_dir / 'bert.json'}", *flags])
+    assert config.tokenizer.words is words
+    assert config.tokenizer.marks_continuations is words
+
+
+def test_inspect_decodes_with_the_datasets_tokenizer(tmp_path, tokenizers_dir, capsys):
+    """inspect-pretraining-data shows a tokenizer.json dataset's tokens as the
+    library spells them, from the copy the dataset carries (the file the run
+    read is moved away first)."""
+    from bert_pretraining_data.pipeline.inspect_data import main as inspect
+
+    tokenizer_file = tmp_path / "roberta.json"
+    tokenizer_file.write_bytes((tokenizers_dir / "roberta.json").read_bytes())
+    out = build(tmp_path, "roberta", f"--tokenizer_file={tokenizer_file}", "--recipe=roberta",
+                "--masking=static", "--max_seq_length=64")
+    library = Tokenizer.from_file(str(tokenizer_file))
+    tokenizer_file.unlink()
+    inspect([str(out), "--num_instances=2"])
+    printed = capsys.readouterr().out
+    ids = decode_records(str(sorted(out.glob("part-*"))[0]))[0]["input_ids"]
+    n = ids.index(1) if 1 in ids else len(ids)  # RoBERTa's <pad> ends the tokens
+    tokens = " ".join(library.id_to_token(i) for i in ids[:n])
+    assert tokens.startswith("<s> ") and "<mask>" in printed
+    assert f"tokens: {tokens}\n" in printed

@@ -55,6 +55,10 @@ class TokenizerSpec:
     sp_model_file: str | None = None
     anchor: str | None = None  # whose SentencePiece flags; None: WordPiece
     tokenizer_file: str | None = None  # a tokenizer.json: its normalizer decides the case
+    # Whether a tokenizer.json's tokens are grouped into words (continuations
+    # marked from its word ids): only whole-word masking and ALBERT's
+    # token_boundary read them, and the library encodes faster without.
+    words: bool = True
 
     @classmethod
     def of(cls, flags: Mapping[str, object]) -> "TokenizerSpec":
@@ -78,8 +82,8 @@ class TokenizerSpec:
     @property
     def marks_continuations(self) -> bool:
         """Whether ids carry MARK where a token continues a word (SentencePiece's
-        unknown pieces, every continuation of a tokenizer.json)."""
-        return self.sentencepiece or self.tokenizer_file is not None
+        unknown pieces, every continuation of a tokenizer.json's words)."""
+        return self.sentencepiece or (self.tokenizer_file is not None and self.words)
 
     @property
     def path(self) -> str | None:
@@ -108,7 +112,7 @@ class TokenizerSpec:
         """The tokenizer, over `vocabulary` if it is loaded already."""
         vocabulary = vocabulary or self.load_vocabulary()
         if self.tokenizer_file:
-            return JsonTokenizer(vocabulary)
+            return JsonTokenizer(vocabulary, words=self.words)
         if self.sentencepiece:
             return SentencePieceTokenizer(vocabulary, do_lower_case=self.do_lower_case)
         return FullTokenizer(vocabulary, do_lower_case=self.do_lower_case)
