@@ -107,6 +107,30 @@ def test_bad_gs_paths_fail_in_one_line_before_writing(gcs, corpus, flag, value, 
     assert gcs.names("never") == []
 
 
+def test_a_gs_tokenizer_file_gives_the_local_files_shards(gcs, tmp_path):  # noqa: F811
+    from helpers.tokenizer_files import roberta_bpe
+
+    training = (DATA / "en_ewt-ud-test.sentences.txt").read_text(encoding="utf-8")
+    local = tmp_path / "roberta.json"
+    roberta_bpe([line for line in training.splitlines() if line.strip()], local, 1000)
+    remote = gcs.upload(local, "tokenizers/roberta.json")
+    flags = [f"--input_file={DATA / 'sample_text.txt'}", "--recipe=roberta",
+             "--masking=static", "--num_shards=2", "--max_seq_length=64"]
+    run([*flags, f"--tokenizer_file={local}", f"--output_dir={tmp_path / 'local'}"])
+    run([*flags, f"--tokenizer_file={remote}", f"--output_dir={tmp_path / 'remote'}"])
+    shards = sorted(p.name for p in (tmp_path / "local").glob("part-*"))
+    assert len(shards) == 2 and shards == sorted(
+        p.name for p in (tmp_path / "remote").glob("part-*"))
+    for name in shards:
+        assert (tmp_path / "local" / name).read_bytes() == (
+            tmp_path / "remote" / name).read_bytes()
+    assert (tmp_path / "remote" / "tokenizer.json").read_bytes() == local.read_bytes()
+    with pytest.raises(ValueError, match="cannot read the tokenizer file .*--tokenizer_file"):
+        run([*flags, f"--tokenizer_file={gcs.url('tokenizers/missing.json')}",
+             f"--output_dir={tmp_path / 'never'}"])
+    assert not (tmp_path / "never").exists()
+
+
 @pytest.mark.slow
 def test_gs_output_is_replaced_only_with_overwrite(gcs, corpus):  # noqa: F811
     first = _run(corpus["input"], corpus["vocab"], gcs.url("again"))
