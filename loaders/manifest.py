@@ -207,3 +207,15 @@ def read_vocabulary(manifest: Manifest, vocab_file: str | None = None) -> Vocabu
     as its tokenizer reads it: a WordPiece vocab.txt or a SentencePiece model."""
     return manifest.tokenizer.parse_vocabulary(read_vocabulary_bytes(manifest, vocab_file),
                                                source=vocab_file or manifest.vocab_path)
+
+
+def pad_id(manifest: Manifest, vocabulary: Vocabulary | None = None) -> int:
+    """The id input_ids are padded with: a tokenizer.json's pad token
+    (RoBERTa's is 1, which its position ids count on), d2l's <pad>, else 0, as
+    the original pads whatever the vocabulary. `vocabulary`: the dataset's,
+    when it is parsed already."""
+    if manifest.tokenizer.tokenizer_file:
+        return (vocabulary or read_vocabulary(manifest)).pad_id
+    if manifest.recipe == "d2l":
+        return read_vocabulary_bytes(manifest).decode("utf-8").split("\n").index("<pad>")
+    return 0

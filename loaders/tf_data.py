@@ -17,7 +17,7 @@ import tensorflow as tf
 from bert_pretraining_data.loaders import files
 from bert_pretraining_data.transforms.write.tf_example import RecordLayout
 from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, find_manifest,
-                                                    read_manifest)
+                                                    pad_id, read_manifest)
 
 
 # What each feature holds -> its per-record shape: tokens, predictions or one
@@ -54,14 +54,16 @@ def _d2l_spec(seq_len: int, predictions: int) -> dict:
 
 
 def _parse_unpadded(serialized: tf.Tensor, roles: dict[str, str], seq_len: int,
-                    predictions: int, sequences: int) -> dict:
+                    predictions: int, sequences: int, pad: int) -> dict:
     """A batch of --padding=none records, padded to the original's shapes
-    (input_mask, unless a packed row has it, and the weights rebuilt)."""
+    (input_ids with `pad`, as --padding=fixed records hold them; input_mask,
+    unless a packed row has it, and the weights rebuilt)."""
     name_of = {role: name for name, role in roles.items()}
     parsed = tf.io.parse_example(serialized, {
         name: tf.io.RaggedFeature(tf.int64) for name in roles})
-    features = {name: value.to_tensor(shape=[None, _width(roles[name], seq_len, predictions,
-                                                          sequences)])
+    features = {name: value.to_tensor(
+                    default_value=pad if roles[name] == "input_ids" else 0,
+                    shape=[None, _width(roles[name], seq_len, predictions, sequences)])
                 for name, value in parsed.items()}
     if "input_mask" not in name_of:
         features["input_mask"] = tf.sequence_mask(
@@ -94,8 +96,9 @@ def _parser(manifest: Manifest | None, seq_len: int, predictions: int):
     if recipe == "d2l":
         return lambda batch: tf.io.parse_example(batch, _d2l_spec(seq_len, predictions))
     if padding == "none":
+        pad = pad_id(manifest) if manifest else 0
         return lambda batch: _to_int32(_parse_unpadded(batch, roles, seq_len, predictions,
-                                                       sequences))
+                                                       sequences, pad))
     spec = _bert_spec(roles, seq_len, predictions, sequences)
     return lambda batch: _to_int32(tf.io.parse_example(batch, spec))
 

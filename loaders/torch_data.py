@@ -20,8 +20,8 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from bert_pretraining_data.loaders.dynamic_masking import dynamic_masking, mask_for_epoch
-from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, read_manifest,
-                                                    read_vocabulary, read_vocabulary_bytes)
+from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, pad_id,
+                                                    read_manifest, read_vocabulary)
 from bert_pretraining_data.loaders.records import (Instance, InstanceDecoder, Row, read_shard,
                                                    sequences_of)
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig
@@ -189,13 +189,10 @@ class Collator:
         if style == "blocks" and not manifest.packed:
             raise DatasetError(f"style='blocks' lays out packed rows; {manifest.path} holds "
                                "one instance a record: use style='hf' or 'flat'")
-        pad_id, vocabulary = 0, None  # the original pads with 0 whatever the vocabulary
-        if manifest.tokenizer.tokenizer_file:  # a tokenizer.json's pad (RoBERTa's is 1)
-            vocabulary = read_vocabulary(manifest, vocab_file)  # parsed once, masking's too
-            pad_id = vocabulary.pad_id
-        elif manifest.recipe == "d2l":
-            pad_id = read_vocabulary_bytes(manifest).decode("utf-8").split("\n").index("<pad>")
-        return cls(style=style, pad_id=pad_id,
+        vocabulary = None  # a tokenizer.json's: parsed once, for the pad and masking
+        if manifest.tokenizer.tokenizer_file:
+            vocabulary = read_vocabulary(manifest, vocab_file)
+        return cls(style=style, pad_id=pad_id(manifest, vocabulary),
                    masking=dynamic_masking(manifest, vocab_file, vocabulary=vocabulary),
                    shape=shape, seed=manifest.flags["random_seed"] if seed is None else seed)
 

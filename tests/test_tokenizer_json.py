@@ -323,3 +323,24 @@ def test_inspect_decodes_with_the_datasets_tokenizer(tmp_path, tokenizers_dir, c
     tokens = " ".join(library.id_to_token(i) for i in ids[:n])
     assert tokens.startswith("<s> ") and "<mask>" in printed
     assert f"tokens: {tokens}\n" in printed
+
+
+def test_tf_dataset_pads_unpadded_records_with_the_tokenizers_pad(tmp_path, tokenizers_dir):
+    """tf.data pads --padding=none records of a tokenizer.json dataset with its
+    pad id (RoBERTa's 1, which its position ids count on), so they read as the
+    --padding=fixed records the pipeline padded itself."""
+    from bert_pretraining_data.loaders.tf_data import tf_dataset
+
+    flags = [f"--tokenizer_file={tokenizers_dir / 'roberta.json'}", "--recipe=roberta",
+             "--masking=static", "--max_seq_length=64"]
+    fixed = build(tmp_path, "fixed", *flags)
+    unpadded = build(tmp_path, "unpadded", *flags, "--padding=none")
+
+    def batches(out: pathlib.Path) -> dict[str, np.ndarray]:
+        read = list(tf_dataset(str(out), batch_size=1000, training=False))
+        return {name: np.concatenate([b[name].numpy() for b in read]) for name in read[0]}
+    padded, rebuilt = batches(fixed), batches(unpadded)
+    assert (padded["input_ids"] == 1).any()
+    assert padded.keys() == rebuilt.keys()
+    for name in padded:
+        assert np.array_equal(padded[name], rebuilt[name]), name
