@@ -32,7 +32,8 @@ def vocabulary_tokens(manifest: Manifest, vocab_file: str | None) -> list[str] |
     tokenizer.json's tokens), or None when the vocabulary is not at hand (ids
     are shown)."""
     try:
-        if manifest.tokenizer.marks_continuations:
+        spec = manifest.tokenizer  # a model file (not a vocab.txt's lines) is parsed
+        if spec.sentencepiece or spec.tokenizer_file:
             return list(read_vocabulary(manifest, vocab_file).tokens)
         return read_vocabulary_bytes(manifest, vocab_file).decode("utf-8").split("\n")
     except DatasetError:
