@@ -34,6 +34,7 @@ from bert_pretraining_data.transforms.tokenize.sentences import sentence_splitte
 from bert_pretraining_data.transforms.tokenize.tokenized_documents import (CompactDocument,
                                                                            compact_document)
 from bert_pretraining_data.transforms.write.parquet_rows import ROW_GROUP_ROWS
+from bert_pretraining_data.transforms.write.shuffle_entries import EntryBatch
 
 # Input bytes the estimate reads: dozens of long articles, and a fraction
 # of a second of tokenizing; in windows of 64 KB spread over the input.
@@ -88,14 +89,16 @@ def estimate_space(run: Prepared) -> SpaceEstimate | None:
     if not sampled:
         return None
     documents = _tokenized(run, lines)
-    entries, keys, bounds = _entries(run, documents, 1)
+    batches = _batches(run, documents, 0, 1)
     # A compressed format's copies of the sample, up to a row group's rows:
     # it compresses a few hundred rows worse than a shard's (a small input
     # has no more). A TFRecord's bytes a record do not depend on the count.
     compressed = config.output_format == "parquet" or config.compression == "gzip"
-    copies = min(config.dupe_factor, -(-ROW_GROUP_ROWS // max(1, len(keys)))) if compressed else 1
+    first = sum(len(batch.keys) for batch in batches)
+    copies = min(config.dupe_factor, -(-ROW_GROUP_ROWS // max(1, first))) if compressed else 1
     if copies > 1:
-        entries, keys, bounds = _entries(run, documents, copies)
+        batches += _batches(run, documents, 1, copies)
+    entries, keys, bounds = _joined(batches)
     written = _shard_bytes(run, entries, keys, bounds)
     # A file's own bytes (Parquet's footer and schema) are paid once a shard.
     fixed = _shard_bytes(run, entries[:0], keys[:0], bounds[:1])
@@ -164,23 +167,26 @@ def _tokenized(run: Prepared, lines: list[tuple[int, bytes]]
     return documents
 
 
-def _entries(run: Prepared, documents: list[tuple[str, CompactDocument]], copies: int
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The shuffle entries of `copies` copies of every document, as
+def _batches(run: Prepared, documents: list[tuple[str, CompactDocument]], first: int,
+             stop: int) -> list[EntryBatch]:
+    """The shuffle entries of copies first..stop-1 of every document, as
     CreateInstances makes them (the sample's documents its own random-next
     sample)."""
     config, stages = run.config, run.stages
     engine = Engine.of(stages.instances,
                        stages.masking if config.masking == "static" else None)
     sample = FlatSample.of(documents[:config.nsp_sample_size])
-    batches = [unit_instances(unit, sample=sample, engine=engine, seed=config.random_seed)[0]
-               for unit in fan_out_batch(documents, copies)]
-    entries = [b.entries for b in batches]
+    return [unit_instances(unit, sample=sample, engine=engine, seed=config.random_seed)[0]
+            for unit in fan_out_batch(documents, stop, first)]
+
+
+def _joined(batches: list[EntryBatch]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The batches' entries, keys and bounds as one batch's."""
     bounds, offset = [np.zeros(1, dtype=np.int64)], 0
     for batch in batches:
         bounds.append(batch.bounds[1:] + offset)
         offset += len(batch.entries)
-    return (np.concatenate(entries or [np.zeros(0, dtype=np.uint8)]),
+    return (np.concatenate([b.entries for b in batches] or [np.zeros(0, dtype=np.uint8)]),
             np.concatenate([b.keys for b in batches] or [np.zeros(0, dtype=np.int64)]),
             np.concatenate(bounds))
 

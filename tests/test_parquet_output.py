@@ -146,6 +146,44 @@ def test_shards_are_byte_identical_across_workers_and_shuffle_paths(runs, tmp_pa
             assert (out / shard.name).read_bytes() == shard.read_bytes(), (name, shard.name)
 
 
+def test_a_shard_streams_out_a_row_group_at_a_time(uncased_vocab, monkeypatch):
+    """The writer hands a shard's file over a row group at a time, so a
+    worker holds one row group, not the shard: a chunk per row group, each
+    ending where the next row group starts, then the footer."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    from bert_pretraining_data.pipeline.options import Stages, parse_args
+    from bert_pretraining_data.transforms.instances.units import Engine, FlatSample, unit_instances
+    from bert_pretraining_data.transforms.tokenize.tokenized_documents import compact_document
+    from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
+    from bert_pretraining_data.transforms.write import parquet_rows
+    from bert_pretraining_data.transforms.write.shuffle_entries import scan_entries
+
+    monkeypatch.setattr(parquet_rows, "ROW_GROUP_ROWS", 50)
+    config, _ = parse_args([f"--input_file={CORPUS}", "--output_dir=unused",
+                            f"--vocab_file={UNCASED_VOCAB}", "--output_format=parquet"])
+    stages = Stages.of(config, uncased_vocab)
+    tokenizer = FullTokenizer(uncased_vocab)
+    documents = [(f"ewt:{number}", compact_document([tokenizer.tokenize_to_ids(line)
+                                                     for line in text.splitlines()]))
+                 for number, text in enumerate(CORPUS.read_text(encoding="utf-8")
+                                               .split("\n\n")[:40])]
+    batch, _ = unit_instances([(key, document, (0, 2)) for key, document in documents],
+                              sample=FlatSample.of(documents), seed=11,
+                              engine=Engine.of(stages.instances, stages.masking))
+    written = stages.rows.rows(*scan_entries(batch.entries))
+    chunks = [bytes(chunk) for chunk in written.chunks]
+    metadata = pq.ParquetFile(io.BytesIO(b"".join(chunks))).metadata
+    groups = -(-written.records // 50)
+    assert written.records > 150 and metadata.num_rows == written.records
+    assert metadata.num_row_groups == groups and len(chunks) == groups + 1
+    ends = np.cumsum([len(chunk) for chunk in chunks])
+    assert [metadata.row_group(g).column(0).data_page_offset for g in range(1, groups)] == \
+        ends[:groups - 1].tolist()
+
+
 def test_byte_stream_split_holds_the_same_rows_in_fewer_bytes(runs, tmp_path):
     """--parquet_encoding=byte_stream_split: every column in split streams,
     the rows `datasets` and the loaders read those of the plain run, in fewer

@@ -123,19 +123,20 @@ def unit_instances(unit: WorkUnit, *, sample: FlatSample, engine: Engine, seed: 
 WORK_UNIT_TOKENS = 1 << 18
 
 
-def fan_out_batch(batch: list[tuple[str, CompactDocument]], dupe_factor: int
-                  ) -> Iterator[WorkUnit]:
+def fan_out_batch(batch: list[tuple[str, CompactDocument]], dupe_factor: int,
+                  first_copy: int = 0) -> Iterator[WorkUnit]:
     """A batch's `dupe_factor` copies of each document (each copy with its
-    own seeds, hence its own instances) as units of work: the documents'
+    own seeds, hence its own instances; from `first_copy` on, for a disk
+    estimate that has made the first) as units of work: the documents'
     copies together, except that a document whose copies hold over
     WORK_UNIT_TOKENS tokens is cut into units of fewer copies."""
     unit: WorkUnit = []
     for doc_key, document in batch:
         per_unit = max(1, WORK_UNIT_TOKENS // max(1, compact_token_count(document)))
-        if per_unit >= dupe_factor:
-            unit.append((doc_key, document, (0, dupe_factor)))
+        if per_unit >= dupe_factor - first_copy:
+            unit.append((doc_key, document, (first_copy, dupe_factor)))
             continue
-        for start in range(0, dupe_factor, per_unit):
+        for start in range(first_copy, dupe_factor, per_unit):
             yield [(doc_key, document, (start, min(dupe_factor, start + per_unit)))]
     if unit:
         yield unit

@@ -11,7 +11,8 @@ smallest integer type its values fit: token ids uint16 below 65,536 ids,
 else int32; positions uint16; segment ids, labels, sequence indexes (up to
 255 sequences a row) and token boundaries uint8. A file is
 zstd-compressed (`--parquet_compression`) in row groups of ROW_GROUP_ROWS
-rows, its integers PLAIN-encoded, which every reader reads, or
+rows, handed to the shard's file a row group at a time (a worker holds one,
+not the file), its integers PLAIN-encoded, which every reader reads, or
 BYTE_STREAM_SPLIT (`--parquet_encoding`): Parquet stores every integer in 4
 bytes, and zstd spends most of a file's CPU on the zero bytes of plain
 values, which split streams make nearly free. Its bytes depend only on the
@@ -71,11 +72,13 @@ def _flatten(entries, bounds, members, member_bounds, tokens, boundary, segments
     by side) as Arrow list layouts: each column's values one row after
     another, row r's tokens at token_offsets[r]:token_offsets[r + 1], its
     predictions at prediction_offsets[r]:..., its sequences at
-    member_bounds[r]:... (labels, starts). Per token: the 1-based sequence
-    index (packed rows' input_mask), the position in its sequence, the
-    segment; positions and starts are row positions, as the TFRecord holds them."""
+    member_bounds[r]:... (labels, starts). Per token: the segment, and where
+    the layout writes them (the arrays are not empty) the 1-based sequence
+    index (packed rows' input_mask) and the position in its sequence;
+    positions and starts are row positions, as the TFRecord holds them."""
     n_at = 0
     k_at = 0
+    packed = len(sequence_of) > 0
     for r in range(len(member_bounds) - 1):
         token_offsets[r] = n_at
         prediction_offsets[r] = k_at
@@ -88,9 +91,10 @@ def _flatten(entries, bounds, members, member_bounds, tokens, boundary, segments
                 positions[k_at + c] -= row_start
             segments[n_at:n_at + b_start] = 0
             segments[n_at + b_start:n_at + n] = 1
-            sequence_of[n_at:n_at + n] = j - member_bounds[r] + 1
-            for t in range(n):
-                token_positions[n_at + t] = t
+            if packed:
+                sequence_of[n_at:n_at + n] = j - member_bounds[r] + 1
+                for t in range(n):
+                    token_positions[n_at + t] = t
             labels[j] = label
             starts[j] = n_at - row_start
             n_at += n
@@ -146,9 +150,13 @@ class ParquetRows:
         n, k = _sizes(entries, bounds, members)
         # Per-token arrays narrow (a quarter of int64's fresh pages, and the
         # id and position columns without a copy): two kernel signatures, by
-        # the ids' type (pipeline.warm_up compiles both); per-prediction ones are few.
+        # the ids' type (pipeline.warm_up compiles both); per-prediction ones
+        # are few. Packed rows' per-token columns are filled only for them.
+        fields = set(self.columns().values())
+        per_token = n if Field.POSITIONS in fields else 0
         tokens = np.empty(n, np.uint16 if self.vocab_size <= UINT16_LIMIT else np.int32)
-        token_positions, sequence_of = np.empty(n, np.uint16), np.empty(n, np.uint16)
+        token_positions, sequence_of = np.empty(per_token, np.uint16), np.empty(per_token,
+                                                                                np.uint16)
         boundary, segments = np.zeros(n, np.uint8), np.empty(n, np.uint8)
         positions, ids = np.empty(k, np.int64), np.empty(k, np.int64)
         labels, starts = np.empty(len(members), np.int64), np.empty(len(members), np.int64)
@@ -179,17 +187,19 @@ class ParquetRows:
         return pa.Table.from_arrays([column(name, *data[field])
                                      for name, field in self.columns().items()], schema=schema)
 
-    def file_bytes(self, entries: np.ndarray, bounds: np.ndarray, plan: RowPlan) -> memoryview:
-        """The Parquet file of the rows `plan` lays out, in its order (a view of
-        Arrow's buffer: the file is not copied again)."""
+    def file_chunks(self, entries: np.ndarray, bounds: np.ndarray, plan: RowPlan
+                    ) -> Iterator[memoryview]:
+        """The Parquet file of the rows `plan` lays out, in its order, a row
+        group at a time: Arrow streams each into a sink that keeps its
+        pieces, so no whole file is held or grown in memory."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        sink = pa.BufferOutputStream()
+        sink = _Pieces()
         codec = None if self.compression == "none" else self.compression
         schema = self.schema()
-        with pq.ParquetWriter(sink, schema, compression=codec, use_dictionary=False,
-                              column_encoding=self.encoding.upper(),
+        with pq.ParquetWriter(pa.PythonFile(sink, mode="w"), schema, compression=codec,
+                              use_dictionary=False, column_encoding=self.encoding.upper(),
                               write_statistics=False) as writer:
             rows = len(plan.member_bounds) - 1
             for start in range(0, rows, ROW_GROUP_ROWS):
@@ -198,15 +208,39 @@ class ParquetRows:
                 writer.write_table(self._table(schema, entries, bounds, members,
                                                member_bounds - member_bounds[0]),
                                    row_group_size=ROW_GROUP_ROWS)
-        return memoryview(sink.getvalue())
+                yield sink.take()
+        yield sink.take()  # the footer
 
     def rows(self, entries: np.ndarray, keys: np.ndarray, bounds: np.ndarray) -> ShardRows:
         plan = self.instances.plan(entries, keys, bounds)
         columns = {field.name: str(field.type) for field in self.schema()}
-        return ShardRows(len(plan.member_bounds) - 1,
-                         _one_chunk(self.file_bytes(entries, bounds, plan)),
+        return ShardRows(len(plan.member_bounds) - 1, self.file_chunks(entries, bounds, plan),
                          {**plan.stats, "columns": columns})
 
 
-def _one_chunk(data: memoryview) -> Iterator[memoryview]:
-    yield data
+class _Pieces:
+    """The file-like object Arrow writes a Parquet file into (through
+    pa.PythonFile, which hands it each write as new bytes): keeps the pieces
+    until `take` joins them."""
+
+    closed = False  # pa.PythonFile checks it
+
+    def __init__(self) -> None:
+        self.pieces: list[bytes] = []
+        self.position = 0
+
+    def write(self, data: bytes) -> int:
+        self.pieces.append(data)
+        self.position += len(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self.position
+
+    def flush(self) -> None:
+        pass
+
+    def take(self) -> memoryview:
+        """What was written since the last take, as one chunk."""
+        data, self.pieces = b"".join(self.pieces), []
+        return memoryview(data)
