@@ -275,12 +275,16 @@ def test_tf_dataset_refuses_parquet_in_one_line(runs):
     (["--parquet_compression=snappy"], "applies to --output_format=parquet"),
     (["--parquet_encoding=byte_stream_split"], "applies to --output_format=parquet"),
     (["--output_format=parquet", "--parquet_encoding=delta"], "--parquet_encoding"),
+    (["--output_format=parquet", "--recipe=d2l"], "--recipe=d2l writes d2l's TFRecord"),
+    (["--output_format=parquet", "--output_file={out}/train.parquet"], "use --output_dir"),
 ])
 def test_flags_parquet_cannot_take_are_refused_in_one_line(tmp_path, flags, expected):
     out = tmp_path / "out"
+    flags = [flag.format(out=out) for flag in flags]
+    where = ([] if any(flag.startswith("--output_file=") for flag in flags)
+             else [f"--output_dir={out}"])
     with pytest.raises(ConfigError) as err:
-        run([f"--input_file={CORPUS}", f"--output_dir={out}", f"--vocab_file={UNCASED_VOCAB}",
-             *flags])
+        run([f"--input_file={CORPUS}", *where, f"--vocab_file={UNCASED_VOCAB}", *flags])
     assert expected in str(err.value) and "\n" not in str(err.value)
     assert not out.exists()
 
