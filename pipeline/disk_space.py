@@ -94,8 +94,8 @@ def estimate_space(run: Prepared) -> SpaceEstimate | None:
     # it compresses a few hundred rows worse than a shard's (a small input
     # has no more). A TFRecord's bytes a record do not depend on the count.
     compressed = config.output_format == "parquet" or config.compression == "gzip"
-    first = sum(len(batch.keys) for batch in batches)
-    copies = min(config.dupe_factor, -(-ROW_GROUP_ROWS // max(1, first))) if compressed else 1
+    per_copy = sum(len(batch.keys) for batch in batches)
+    copies = min(config.dupe_factor, -(-ROW_GROUP_ROWS // max(1, per_copy))) if compressed else 1
     if copies > 1:
         batches += _batches(run, documents, 1, copies)
     entries, keys, bounds = _joined(batches)
