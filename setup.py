@@ -74,8 +74,7 @@ setuptools.setup(
         "torch": ["torch>=2.1,<3"],
         # loaders.tf_data
         "tf": [r for r in WORKER if r.startswith("tensorflow>")],
-        # the loaders of an --output_format=parquet dataset (within Beam's pyarrow
-        # range; 16 reads --parquet_encoding=byte_stream_split's integers)
+        # the loaders of an --output_format=parquet dataset (within Beam's pyarrow range)
         "parquet": ["pyarrow>=16,<26"],
         # the loaders of a --tokenizer_file dataset: its tokenizer.json's pad and mask
         "tokenizers": [r for r in WORKER if r.startswith("tokenizers>")],

@@ -1,7 +1,6 @@
 """Output bytes per instance by format: TFRecord (padded, as the original),
-TFRecord with --padding=none, packed TFRecord rows, Parquet, packed Parquet
-rows and Parquet with --parquet_encoding=byte_stream_split, on every corpus
-shape at 128 and 512 tokens.
+TFRecord with --padding=none, packed TFRecord rows, Parquet and packed
+Parquet rows, on every corpus shape at 128 and 512 tokens.
 
 Not a test: it prints a table. Each cell is one pipeline run (bench/pipeline.py's
 run_ours: the original's flags, --dedup=none, 1 worker) on N MB of the
@@ -30,7 +29,6 @@ FORMATS = {
     "tfrecord packed": ("--pack_sequences",),
     "parquet": ("--output_format=parquet",),
     "parquet packed": ("--output_format=parquet", "--pack_sequences"),
-    "parquet split": ("--output_format=parquet", "--parquet_encoding=byte_stream_split"),
 }
 
 

@@ -18,7 +18,7 @@ minor and major page faults, and bytes written to files (`ru_oublock`, see
     python bench/pipeline.py --sizes 20 --memory-size 200            # several minutes
     python bench/pipeline.py --sizes 20 --dedup none,exact,near --repeat 3   # dedup's cost
     python bench/pipeline.py --sizes 20 --packed                      # + --pack_sequences
-    python bench/pipeline.py --sizes 20 --parquet plain,byte_stream_split --repeat 3
+    python bench/pipeline.py --sizes 20 --workers 1 --parquet --repeat 5
     python bench/pipeline.py --sizes 20 --spm_model m.model --reference path/to/bert
     python bench/pipeline.py --sizes 20 --tokenizer_json bpe.json,bert.json --stages
 
@@ -30,8 +30,7 @@ stage of the functional core in this process, without Beam, on the 1 MB corpus
 of each shape, per document and per instance. `--spm_model M` adds a run
 tokenizing with that SentencePiece model (`--spm_model_file`, ALBERT's text
 handling) beside each WordPiece run, and its stage breakdown;
-`--parquet [E1,E2]` a run with `--output_format=parquet` (each
-`--parquet_encoding` listed; plain without a list);
+`--parquet` a run with `--output_format=parquet`;
 `--tokenizer_json A.json,B.json` a run with each tokenizer.json
 (`--tokenizer_file`, in place of the vocab.txt and --do_lower_case) likewise.
 
@@ -327,7 +326,8 @@ def _shape(corpus: pathlib.Path) -> str:
     return corpus.name.split("-")[0]
 
 
-# wide enough for "parquet byte_stream_split, 1 worker"; a longer label keeps a space after it
+# room for a --tokenizer_json file's name ("bert-base-uncased-tokenizer, 1 worker"); a
+# longer label keeps a space after it
 LABEL_WIDTH = 37
 
 
@@ -477,10 +477,8 @@ def main(argv: list[str] | None = None) -> None:
                              "(--input_format=jsonl, the default splitter), 1 worker")
     parser.add_argument("--packed", action="store_true",
                         help="also the same corpus with --pack_sequences, 1 worker")
-    parser.add_argument("--parquet", nargs="?", const=["plain"],
-                        type=lambda text: [e.strip() for e in text.split(",") if e.strip()],
-                        help="also the same corpus with --output_format=parquet, 1 worker: "
-                             "with each of these --parquet_encoding values (default plain)")
+    parser.add_argument("--parquet", action="store_true",
+                        help="also the same corpus with --output_format=parquet, 1 worker")
     parser.add_argument("--stages", action="store_true",
                         help="per-stage CPU time of the pipeline's work, no runner, on 1 MB")
     parser.add_argument("--spm_model", type=pathlib.Path,
@@ -531,10 +529,8 @@ def main(argv: list[str] | None = None) -> None:
             print(_row(packed), flush=True)
             print_ratios(packed, runs[0])
         if args.parquet:
-            print_in_turns(corpus, runs[0], {
-                "parquet" if encoding == "plain" else f"parquet {encoding}":
-                ("--output_format=parquet", f"--parquet_encoding={encoding}")
-                for encoding in args.parquet}, args.repeat)
+            print_in_turns(corpus, runs[0], {"parquet": ("--output_format=parquet",)},
+                           args.repeat)
         if args.baseline:
             baseline = run_ours(corpus, 1, checkout=args.baseline.resolve(), label="baseline")
             print(_row(baseline), flush=True)

@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> None:
     start_up = {fmt: statistics.median(run_ours(empty, 1, flags=_format_flags(fmt)).usage.cpu
                                        for _ in range(3)) for fmt in FORMATS}
     print("start-up: " + ", ".join(f"{fmt} {cpu:.2f} CPU s" for fmt, cpu in start_up.items())
-          + " (median of 3 runs on 10 KB; Parquet's imports pyarrow)")
+          + " (median of 3 runs on 10 KB; Parquet's imports pyarrow and polars)")
     rates = {}
     for shape in shapes:
         corpus = corpus_path(args.size, shape=shape, seed=0)

@@ -32,9 +32,7 @@ from bert_pretraining_data.transforms.tokenize.tokenizer_spec import (SENTENCEPI
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
 from bert_pretraining_data.transforms.write.parquet_rows import (COMPRESSIONS as
                                                                  PARQUET_COMPRESSIONS,
-                                                                 ENCODINGS as PARQUET_ENCODINGS,
-                                                                 SPLIT_INTEGERS_PYARROW,
-                                                                 ParquetRows, pyarrow_version)
+                                                                 ParquetRows, polars_installed)
 from bert_pretraining_data.transforms.write.rows import InstanceRows, PackedRows
 from bert_pretraining_data.transforms.write.shuffle_entries import SHUFFLES
 from bert_pretraining_data.transforms.write.tf_example import RecordLayout
@@ -185,18 +183,12 @@ class Config:
         default_help="fixed; none with --output_format=parquet, whose rows are unpadded")
     output_format: str = flag(
         "output", "tfrecord: tf.train.Example records, as the original; parquet: the same "
-        "instances in the same shards and order as unpadded Parquet rows (pyarrow), for "
+        "instances in the same shards and order as unpadded Parquet rows (polars), for "
         "Hugging Face datasets, Spark, DuckDB", choices=["tfrecord", "parquet"],
         default="tfrecord")
     parquet_compression: str = flag(
         "output", "with --output_format=parquet: the codec inside each file",
         choices=list(PARQUET_COMPRESSIONS), default="zstd", parser_default=None)
-    parquet_encoding: str = flag(
-        "output", "with --output_format=parquet: how each file lays out its integers: "
-        "plain, which every Parquet reader reads; byte_stream_split, about 12% fewer bytes "
-        "and a third less writing CPU, read by pyarrow>=16, DuckDB>=2.0, Polars and "
-        "Spark>=4.0 only", choices=list(PARQUET_ENCODINGS), default="plain",
-        parser_default=None)
     shuffle: str = flag(
         "run", "how records reach their shard: runner (the runner's GroupByKey; on "
         "Dataflow the Shuffle service) or files (temporary bucket files, for the "
@@ -354,8 +346,7 @@ class Stages:
         else:
             rows = InstanceRows(layout, config.max_seq_length, config.max_predictions_per_seq)
         if config.output_format == "parquet":
-            rows = ParquetRows(rows, len(vocab), config.parquet_compression,
-                               config.parquet_encoding)
+            rows = ParquetRows(rows, len(vocab), config.parquet_compression)
         return cls(
             instances=InstanceConfig(
                 max_seq_length=config.max_seq_length, short_seq_prob=config.short_seq_prob,
@@ -471,10 +462,9 @@ def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
     if config.output_format == "parquet" and given.get("padding") == "fixed":
         raise ConfigError("--output_format=parquet writes unpadded rows (their lengths imply "
                           "input_mask and masked_lm_weights); drop --padding=fixed")
-    for name in ("parquet_compression", "parquet_encoding"):
-        if config.output_format != "parquet" and name in given:
-            raise ConfigError(f"--{name} applies to --output_format=parquet; add it or "
-                              f"drop --{name}")
+    if config.output_format != "parquet" and "parquet_compression" in given:
+        raise ConfigError("--parquet_compression applies to --output_format=parquet; add it "
+                          "or drop --parquet_compression")
     if config.tokenizer_file and "do_lower_case" in given:
         raise ConfigError("--do_lower_case does not apply to --tokenizer_file: the "
                           "tokenizer.json's normalizer decides the case; drop it")
@@ -611,13 +601,9 @@ def validate(config: Config) -> None:
              "--output_format=parquet"),
             (bool(config.output_dir), "--output_format=parquet writes part-NNNNN-of-NNNNN."
              "parquet shards: use --output_dir"),
+            (polars_installed(), "--output_format=parquet writes with polars, which is not "
+             "installed: pip install 'polars>=1.44,<3' (the [pipeline] extra has it)"),
         ]
-    if config.parquet_encoding == "byte_stream_split":
-        installed = pyarrow_version()
-        checks.append((installed >= SPLIT_INTEGERS_PYARROW, "--parquet_encoding="
-                       "byte_stream_split needs pyarrow>=16, which writes integers so (this "
-                       f"has {'.'.join(map(str, installed))}): upgrade pyarrow, or drop "
-                       "--parquet_encoding"))
     if config.recipe == "roberta":
         checks += [
             (config.next_sentence == "none", "--recipe=roberta has no sentence-pair task "

@@ -116,8 +116,7 @@ NEEDS = {"max_ngram_size": ["--do_whole_word_mask"],
          "whole_word_segmenter": ["--do_whole_word_mask"],
          "dedup_threshold": ["--dedup=near"], "dedup_ngram": ["--dedup=near"],
          "max_sequences_per_pack": ["--pack_sequences"],
-         "parquet_compression": ["--output_format=parquet"],
-         "parquet_encoding": ["--output_format=parquet"]}
+         "parquet_compression": ["--output_format=parquet"]}
 
 
 @pytest.mark.parametrize("name", sorted(PARAMS))

@@ -146,10 +146,39 @@ def test_shards_are_byte_identical_across_workers_and_shuffle_paths(runs, tmp_pa
             assert (out / shard.name).read_bytes() == shard.read_bytes(), (name, shard.name)
 
 
-def test_a_shard_streams_out_a_row_group_at_a_time(uncased_vocab, monkeypatch):
-    """The writer hands a shard's file over a row group at a time, so a
-    worker holds one row group, not the shard: a chunk per row group, each
-    ending where the next row group starts, then the footer."""
+_REWRITE = """
+import hashlib, sys
+import pyarrow.parquet as pq
+from bert_pretraining_data.transforms.write.parquet_rows import parquet_file
+shard = pq.ParquetFile(sys.argv[1])
+tables = [shard.read_row_group(g) for g in range(shard.num_row_groups)]
+print(hashlib.sha256(b"".join(parquet_file(lambda: iter(tables), shard.schema_arrow))).hexdigest())
+"""
+
+
+@pytest.mark.parametrize("threads", ["1", "4"])
+def test_the_writers_bytes_do_not_depend_on_polars_threads(runs, threads):
+    """Workers have as many polars threads as cores (POLARS_MAX_THREADS is read
+    at import, hence a process each): the shard's rows, written again with 1
+    or 4 threads, give the shard's bytes."""
+    import hashlib
+    import os
+    import subprocess
+    import sys
+
+    _, parquet = runs["nsp"]
+    shard = sorted(parquet.glob("part-*.parquet"))[0]
+    digest = subprocess.run([sys.executable, "-c", _REWRITE, str(shard)], check=True,
+                            capture_output=True, text=True,
+                            env={**os.environ, "POLARS_MAX_THREADS": threads}).stdout.strip()
+    assert digest == hashlib.sha256(shard.read_bytes()).hexdigest()
+
+
+def test_a_shard_streams_out_as_it_is_written(uncased_vocab, monkeypatch):
+    """The writer hands a shard's file over while it is written, so a worker
+    holds a few row groups, not the shard: when the first piece reaches the
+    shard's file, most row groups are not yet built; the pieces make the
+    whole file, a row group of ROW_GROUP_ROWS rows at a time."""
     import io
 
     import pyarrow.parquet as pq
@@ -161,7 +190,7 @@ def test_a_shard_streams_out_a_row_group_at_a_time(uncased_vocab, monkeypatch):
     from bert_pretraining_data.transforms.write import parquet_rows
     from bert_pretraining_data.transforms.write.shuffle_entries import scan_entries
 
-    monkeypatch.setattr(parquet_rows, "ROW_GROUP_ROWS", 50)
+    monkeypatch.setattr(parquet_rows, "ROW_GROUP_ROWS", 10)
     config, _ = parse_args([f"--input_file={CORPUS}", "--output_dir=unused",
                             f"--vocab_file={UNCASED_VOCAB}", "--output_format=parquet"])
     stages = Stages.of(config, uncased_vocab)
@@ -173,43 +202,36 @@ def test_a_shard_streams_out_a_row_group_at_a_time(uncased_vocab, monkeypatch):
     batch, _ = unit_instances([(key, document, (0, 2)) for key, document in documents],
                               sample=FlatSample.of(documents), seed=11,
                               engine=Engine.of(stages.instances, stages.masking))
+    tables = []
+    table = parquet_rows.ParquetRows._table
+    monkeypatch.setattr(parquet_rows.ParquetRows, "_table",
+                        lambda *args: tables.append(1) or table(*args))
     written = stages.rows.rows(*scan_entries(batch.entries))
-    chunks = [bytes(chunk) for chunk in written.chunks]
+    chunks = [bytes(next(written.chunks))]
+    built_by_first = len(tables)
+    chunks += [bytes(chunk) for chunk in written.chunks]
     metadata = pq.ParquetFile(io.BytesIO(b"".join(chunks))).metadata
-    groups = -(-written.records // 50)
+    groups = -(-written.records // 10)
     assert written.records > 150 and metadata.num_rows == written.records
-    assert metadata.num_row_groups == groups and len(chunks) == groups + 1
-    ends = np.cumsum([len(chunk) for chunk in chunks])
-    assert [metadata.row_group(g).column(0).data_page_offset for g in range(1, groups)] == \
-        ends[:groups - 1].tolist()
+    assert metadata.num_row_groups == groups == len(tables)
+    assert [metadata.row_group(g).num_rows for g in range(groups - 1)] == [10] * (groups - 1)
+    assert built_by_first < groups // 2, (built_by_first, groups)
 
 
-def test_byte_stream_split_holds_the_same_rows_in_fewer_bytes(runs, tmp_path):
-    """--parquet_encoding=byte_stream_split: every column in split streams,
-    the rows `datasets` and the loaders read those of the plain run, in fewer
-    bytes, and the same bytes from the other shuffle path."""
-    import pyarrow.parquet as pq
+def test_a_writer_that_stops_ends_its_thread():
+    """A shard's file that fails mid-way (a full disk) closes the chunks: the
+    writer's thread ends rather than waiting on a reader that is gone."""
+    import threading
 
-    _, plain = runs["nsp"]
-    split = build(tmp_path / "split", "--output_format=parquet",
-                  "--parquet_encoding=byte_stream_split")
-    assert _datasets_instances(split) == _datasets_instances(plain)
-    assert _instances(split) == _instances(plain)
+    from bert_pretraining_data.transforms.write.parquet_rows import _streamed
 
-    def encodings(out: pathlib.Path) -> set[str]:
-        metadata = pq.ParquetFile(sorted(out.glob("part-*.parquet"))[0]).metadata
-        return {encoding for group in range(metadata.num_row_groups)
-                for column in range(metadata.num_columns)
-                for encoding in metadata.row_group(group).column(column).encodings}
-    assert "BYTE_STREAM_SPLIT" in encodings(split) and "PLAIN" not in encodings(split)
-    assert "BYTE_STREAM_SPLIT" not in encodings(plain)
-    sizes = [sum(p.stat().st_size for p in out.glob("part-*")) for out in (split, plain)]
-    assert sizes[0] < sizes[1], sizes
-    assert read_manifest(str(split)).flags["parquet_encoding"] == "byte_stream_split"
-    again = build(tmp_path / "runner", "--output_format=parquet",
-                  "--parquet_encoding=byte_stream_split", "--shuffle=runner")
-    for shard in sorted(split.glob("part-*")):
-        assert (again / shard.name).read_bytes() == shard.read_bytes(), shard.name
+    def write(sink):
+        for _ in range(1000):
+            sink.write(b"x" * 100)
+    chunks = _streamed(write)
+    assert bytes(next(chunks)) == b"x" * 100
+    chunks.close()
+    assert not [t for t in threading.enumerate() if t.name == "parquet-writer"]
 
 
 def test_the_pytorch_loader_gives_the_tfrecord_runs_batches(runs):
@@ -273,8 +295,7 @@ def test_tf_dataset_refuses_parquet_in_one_line(runs):
     (["--output_format=parquet", "--gzip_compress"], "compresses inside each file"),
     (["--output_format=parquet", "--padding=fixed"], "drop --padding=fixed"),
     (["--parquet_compression=snappy"], "applies to --output_format=parquet"),
-    (["--parquet_encoding=byte_stream_split"], "applies to --output_format=parquet"),
-    (["--output_format=parquet", "--parquet_encoding=delta"], "--parquet_encoding"),
+    (["--output_format=parquet", "--parquet_compression=lzma"], "--parquet_compression"),
     (["--output_format=parquet", "--recipe=d2l"], "--recipe=d2l writes d2l's TFRecord"),
     (["--output_format=parquet", "--output_file={out}/train.parquet"], "use --output_dir"),
 ])
@@ -289,15 +310,14 @@ def test_flags_parquet_cannot_take_are_refused_in_one_line(tmp_path, flags, expe
     assert not out.exists()
 
 
-def test_split_integers_with_a_pyarrow_that_cannot_write_them_are_refused(tmp_path,
-                                                                         monkeypatch):
+def test_parquet_without_polars_is_refused_in_one_line(tmp_path, monkeypatch):
     from bert_pretraining_data.pipeline import options
 
-    monkeypatch.setattr(options, "pyarrow_version", lambda: (15, 0))
+    monkeypatch.setattr(options, "polars_installed", lambda: False)
     out = tmp_path / "out"
-    with pytest.raises(ConfigError, match=r"needs pyarrow>=16.*this has 15\.0") as err:
+    with pytest.raises(ConfigError, match=r"writes with polars.*pip install") as err:
         run([f"--input_file={CORPUS}", f"--output_dir={out}", f"--vocab_file={UNCASED_VOCAB}",
-             "--output_format=parquet", "--parquet_encoding=byte_stream_split"])
+             "--output_format=parquet"])
     assert "\n" not in str(err.value) and not out.exists()
 
 

@@ -1,5 +1,5 @@
 """A shard as a Parquet file (`--output_format=parquet`): the rows the TFRecord
-shard holds, in its order, unpadded, one Arrow list column per feature.
+shard holds, in its order, unpadded, one list column per feature.
 
 The columns are the features of the same layout written with
 `--padding=none` (named as the TFRecord's: `input_ids`, or the Model
@@ -11,19 +11,23 @@ smallest integer type its values fit: token ids uint16 below 65,536 ids,
 else int32; positions uint16; segment ids, labels, sequence indexes (up to
 255 sequences a row) and token boundaries uint8. A file is
 zstd-compressed (`--parquet_compression`) in row groups of ROW_GROUP_ROWS
-rows, handed to the shard's file a row group at a time (a worker holds one,
-not the file), its integers PLAIN-encoded, which every reader reads, or
-BYTE_STREAM_SPLIT (`--parquet_encoding`): Parquet stores every integer in 4
-bytes, zstd takes about half of a plain file's CPU, and split streams set
-the values' zero bytes apart (the writer then takes 0.68x the CPU). Its
-bytes depend only on the rows and the pyarrow version: no timestamps, the
-same writer settings everywhere.
+rows, its integers PLAIN-encoded, which every Parquet reader reads.
+
+Polars writes it, not pyarrow: the same file layout (PLAIN, zstd level 1, no
+statistics) in 0.7x pyarrow's CPU with polars 2, which puts Parquet runs
+within 7% of TFRecord's throughput on long documents, where pyarrow's
+writer left them at 0.89-0.91x (bench/parquet_writers.py). Its sink streams the file
+out as written, a few row groups at a time. Its bytes depend only on the
+rows and the polars version: no timestamps, the same settings everywhere,
+the same bytes with any number of polars threads.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterator
+import queue
+import threading
+from typing import Callable, Iterator
 
 import numpy as np
 from numba import njit
@@ -39,17 +43,17 @@ from bert_pretraining_data.transforms.write.tf_example import Field
 # ~10 MB of ids in memory, and enough values for zstd to compress well.
 ROW_GROUP_ROWS = 10_000
 COMPRESSIONS = ("zstd", "snappy", "gzip", "none")
-ENCODINGS = ("plain", "byte_stream_split")
-# BYTE_STREAM_SPLIT for integers is Parquet 2.11's (2024), written from pyarrow 16.
-SPLIT_INTEGERS_PYARROW = (16,)
+# Pieces of file the writer may run ahead of the shard's file by (each about
+# a column's pages of one row group, ~200 KB at 128 tokens).
+PIECES_AHEAD = 8
 UINT16_LIMIT = 1 << 16
 
 
-def pyarrow_version() -> tuple[int, ...]:
-    """The installed pyarrow's (major, minor), read without importing it."""
-    from importlib.metadata import version
+def polars_installed() -> bool:
+    """Whether the Parquet writer's library is there (the [pipeline] extra has it)."""
+    from importlib.util import find_spec
 
-    return tuple(int(part) for part in version("pyarrow").split(".")[:2])
+    return find_spec("polars") is not None
 
 
 @njit(cache=True)
@@ -112,7 +116,6 @@ class ParquetRows:
     instances: InstanceRows | PackedRows
     vocab_size: int
     compression: str = "zstd"
-    encoding: str = "plain"
 
     @property
     def max_predictions(self) -> int:
@@ -126,9 +129,9 @@ class ParquetRows:
     def schema(self):
         import pyarrow as pa
 
-        def list_of(kind):  # named as Parquet's nested lists are, so read back alike;
-            # no nulls: the writer skips the elements' definition levels (17% faster)
-            return pa.list_(pa.field("element", kind, nullable=False))
+        def list_of(kind):  # named as Parquet's nested lists are, so read back alike; no
+            # nulls, so no definition levels for them; large: polars' lists have 64-bit offsets
+            return pa.large_list(pa.field("element", kind, nullable=False))
         ids = pa.uint16() if self.vocab_size <= UINT16_LIMIT else pa.int32()
         packed = self.instances.layout.packed  # per-sequence columns are lists
         types = {Field.INPUT_IDS: list_of(ids), Field.SEGMENT_IDS: list_of(pa.uint8()),
@@ -160,20 +163,20 @@ class ParquetRows:
         positions, ids = np.empty(k, np.int64), np.empty(k, np.int64)
         labels, starts = np.empty(len(members), np.int64), np.empty(len(members), np.int64)
         rows = len(member_bounds) - 1
-        token_offsets, prediction_offsets = np.empty(rows + 1, np.int32), np.empty(rows + 1,
-                                                                                    np.int32)
+        token_offsets, prediction_offsets = np.empty(rows + 1, np.int64), np.empty(rows + 1,
+                                                                                    np.int64)
         _flatten(entries, bounds, members, member_bounds, tokens, boundary, segments,
                  sequence_of, token_positions, positions, ids, labels, starts, token_offsets,
                  prediction_offsets)
-        sequence_offsets = (member_bounds - member_bounds[0]).astype(np.int32)
+        sequence_offsets = (member_bounds - member_bounds[0]).astype(np.int64)
 
         def column(name: str, values: np.ndarray, offsets: np.ndarray):
             kind = schema.field(name).type
-            if not pa.types.is_list(kind):
+            if not pa.types.is_large_list(kind):
                 return pa.array(values.astype(kind.to_pandas_dtype(), copy=False), type=kind)
             flat = pa.array(values.astype(kind.value_type.to_pandas_dtype(), copy=False),
                             type=kind.value_type)
-            return pa.ListArray.from_arrays(pa.array(offsets), flat, type=kind)
+            return pa.LargeListArray.from_arrays(pa.array(offsets), flat, type=kind)
         data = {Field.INPUT_IDS: (tokens, token_offsets),
                 Field.SEGMENT_IDS: (segments, token_offsets),
                 Field.TOKEN_BOUNDARY: (boundary, token_offsets),
@@ -188,27 +191,18 @@ class ParquetRows:
 
     def file_chunks(self, entries: np.ndarray, bounds: np.ndarray, plan: RowPlan
                     ) -> Iterator[memoryview]:
-        """The Parquet file of the rows `plan` lays out, in its order, a row
-        group at a time: Arrow streams each into a sink that keeps its
-        pieces, so no whole file is held or grown in memory."""
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        sink = _Pieces()
-        codec = None if self.compression == "none" else self.compression
+        """The Parquet file of the rows `plan` lays out, in its order; each row
+        group's table is built when the writer asks for it."""
         schema = self.schema()
-        with pq.ParquetWriter(pa.PythonFile(sink, mode="w"), schema, compression=codec,
-                              use_dictionary=False, column_encoding=self.encoding.upper(),
-                              write_statistics=False) as writer:
-            rows = len(plan.member_bounds) - 1
+        rows = len(plan.member_bounds) - 1
+
+        def row_groups() -> Iterator:
             for start in range(0, rows, ROW_GROUP_ROWS):
                 member_bounds = plan.member_bounds[start:start + ROW_GROUP_ROWS + 1]
                 members = plan.members[member_bounds[0]:member_bounds[-1]]
-                writer.write_table(self._table(schema, entries, bounds, members,
-                                               member_bounds - member_bounds[0]),
-                                   row_group_size=ROW_GROUP_ROWS)
-                yield sink.take()
-        yield sink.take()  # the footer
+                yield self._table(schema, entries, bounds, members,
+                                  member_bounds - member_bounds[0])
+        return parquet_file(row_groups, schema, self.compression)
 
     def rows(self, entries: np.ndarray, keys: np.ndarray, bounds: np.ndarray) -> ShardRows:
         plan = self.instances.plan(entries, keys, bounds)
@@ -217,19 +211,77 @@ class ParquetRows:
                          {**plan.stats, "columns": columns})
 
 
+def parquet_file(row_groups: Callable[[], Iterator], schema, compression: str = "zstd"
+                 ) -> Iterator[memoryview]:
+    """The Parquet file of the Arrow tables `row_groups()` yields (of
+    ROW_GROUP_ROWS rows, the last fewer), as polars' streaming writer writes
+    it: PLAIN integers, `compression` (zstd at level 1), no statistics, and
+    `schema` as the file's Arrow schema. It pulls a table when it needs one
+    and hands the file on as it goes, so a few row groups are held, not the
+    file."""
+    import polars as pl
+    from polars.io.plugins import register_io_source
+
+    def frames(with_columns, predicate, n_rows, batch_size):  # all of them, in order
+        for table in row_groups():
+            yield pl.from_arrow(table)
+    source = register_io_source(frames, schema=pl.from_arrow(schema.empty_table()).schema)
+    codec = "uncompressed" if compression == "none" else compression
+    return _streamed(lambda sink: source.sink_parquet(
+        sink, compression=codec, compression_level=1 if codec == "zstd" else None,
+        statistics=False, row_group_size=ROW_GROUP_ROWS, arrow_schema=schema))
+
+
+def _streamed(write: Callable[[_Pieces], None]) -> Iterator[memoryview]:
+    """What `write` writes into a sink, piece by piece as it writes it.
+
+    Polars' writer runs to its end in one call, pulling row groups and
+    pushing pieces of file, so it runs in a thread that hands each piece over
+    (at most PIECES_AHEAD waiting). Its error is raised here; when the
+    consumer stops (the shard's file failed), the sink refuses further
+    pieces, which ends the writer, and the thread is waited for."""
+    pieces: queue.Queue = queue.Queue(maxsize=PIECES_AHEAD)
+    sink = _Pieces(pieces)
+
+    def run() -> None:
+        try:
+            write(sink)
+        except BaseException as err:  # noqa: B036 - raised in the consumer's thread
+            pieces.put(err)
+        else:
+            pieces.put(None)
+    thread = threading.Thread(target=run, name="parquet-writer", daemon=True)
+    thread.start()
+    try:
+        while (piece := pieces.get()) is not None:
+            if isinstance(piece, BaseException):
+                raise piece
+            yield piece
+    finally:
+        sink.stopped = True
+        while thread.is_alive():  # take what it still hands over until it ends
+            try:
+                pieces.get(timeout=0.05)
+            except queue.Empty:
+                pass
+        thread.join()
+
+
 class _Pieces:
-    """The file-like object Arrow writes a Parquet file into (through
-    pa.PythonFile, which hands it each write as new bytes): keeps the pieces
-    until `take` joins them."""
+    """The file-like object polars writes a Parquet file into: each write is
+    handed on, as its own bytes, through `pieces`."""
 
-    closed = False  # pa.PythonFile checks it
+    closed = False
 
-    def __init__(self) -> None:
-        self.pieces: list[bytes] = []
+    def __init__(self, pieces: queue.Queue) -> None:
+        self.pieces = pieces
         self.position = 0
+        self.stopped = False
 
     def write(self, data: bytes) -> int:
-        self.pieces.append(data)
+        if self.stopped:
+            raise OSError("the shard's file stopped taking the Parquet file's bytes")
+        self.pieces.put(memoryview(bytes(data)))
         self.position += len(data)
         return len(data)
 
@@ -239,7 +291,5 @@ class _Pieces:
     def flush(self) -> None:
         pass
 
-    def take(self) -> memoryview:
-        """What was written since the last take, as one chunk."""
-        data, self.pieces = b"".join(self.pieces), []
-        return memoryview(data)
+    def writable(self) -> bool:
+        return True
