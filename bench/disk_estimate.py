@@ -27,7 +27,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]  # for bench.*
 
 from bench.corpus import SHAPES, corpus_path  # noqa: E402
-from bench.pipeline import FLAGS, VOCAB  # noqa: E402
+from bench.pipeline import FLAGS, VOCAB, length_flags  # noqa: E402
 from bert_pretraining_data.pipeline.disk_space import estimate_space  # noqa: E402
 from bert_pretraining_data.pipeline.options import parse_args  # noqa: E402
 from bert_pretraining_data.pipeline.prepare import prepare  # noqa: E402
@@ -83,8 +83,7 @@ def main(argv: list[str] | None = None) -> None:
                 with tempfile.TemporaryDirectory(prefix="bert-disk-") as tmp:
                     out = pathlib.Path(tmp) / "out"
                     flags = [f"--input_file={corpus}", f"--output_dir={out}",
-                             f"--vocab_file={VOCAB}", *FLAGS, f"--max_seq_length={length}",
-                             f"--max_predictions_per_seq={round(length * 0.15)}", *extra,
+                             f"--vocab_file={VOCAB}", *FLAGS, *length_flags(length), *extra,
                              "--dedup=none", "--progress=none",
                              "--direct_running_mode=in_memory", "--direct_num_workers=1"]
                     estimate = estimate_space(prepare(*parse_args(flags)))

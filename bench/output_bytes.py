@@ -21,7 +21,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]  # for bench.*
 
 from bench.corpus import SHAPES, corpus_path  # noqa: E402
-from bench.pipeline import run_ours  # noqa: E402
+from bench.pipeline import length_flags, run_ours  # noqa: E402
 
 FORMATS = {
     "tfrecord": (),
@@ -43,11 +43,9 @@ def main(argv: list[str] | None = None) -> None:
     for shape in args.shapes.split(","):
         corpus = corpus_path(args.size, shape=shape, seed=0)
         for length in (int(n) for n in args.lengths.split(",")):
-            lengths = (f"--max_seq_length={length}",
-                       f"--max_predictions_per_seq={round(length * 0.15)}")
             per_instance = {}
             for name, flags in FORMATS.items():
-                run = run_ours(corpus, 1, label=name, flags=(*lengths, *flags))
+                run = run_ours(corpus, 1, label=name, flags=(*length_flags(length), *flags))
                 per_instance[name] = run.output_bytes / run.instances
             print(f"{shape:<10}{length:>7}"
                   + "".join(f"{per_instance[name]:>19,.0f}" for name in FORMATS)

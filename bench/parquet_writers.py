@@ -32,7 +32,7 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from bench.corpus import SHAPES, corpus_path  # noqa: E402
-from bench.pipeline import FLAGS, VOCAB  # noqa: E402
+from bench.pipeline import FLAGS, VOCAB, length_flags  # noqa: E402
 from bert_pretraining_data.pipeline.main import run  # noqa: E402
 from bert_pretraining_data.transforms.write.parquet_rows import (ROW_GROUP_ROWS,  # noqa: E402
                                                                 parquet_file)
@@ -54,12 +54,11 @@ def with_polars(tables: list[pa.Table]) -> bytes:
 
 
 def row_groups(corpus: pathlib.Path, flags: tuple[str, ...]) -> list[pa.Table]:
-    """The row groups of a one-shard Parquet run of `corpus`, as the writer was given them."""
+    """The row groups of a one-shard Parquet run of `corpus` (`flags` after the
+    original's, so that they override them), as the writer was given them."""
     with tempfile.TemporaryDirectory(prefix="bert-bench-") as tmp:
-        original = [flag for flag in FLAGS if not flag.startswith(
-            tuple(f.split("=")[0] for f in flags))]
         run([f"--input_file={corpus}", f"--output_dir={tmp}/out", f"--vocab_file={VOCAB}",
-             *original, *flags, "--output_format=parquet", "--num_shards=1",
+             *FLAGS, *flags, "--output_format=parquet", "--num_shards=1",
              "--dedup=none", "--progress=none"])
         shard = pq.ParquetFile(next(pathlib.Path(tmp, "out").glob("part-*.parquet")))
         return [shard.read_row_group(g) for g in range(shard.num_row_groups)]
@@ -85,8 +84,7 @@ def main(argv: list[str] | None = None) -> None:
     for shape in args.shapes.split(","):
         corpus = corpus_path(args.size, shape=shape, seed=0)
         for length in (int(n) for n in args.lengths.split(",")):
-            tables = row_groups(corpus, (f"--max_seq_length={length}",
-                                         f"--max_predictions_per_seq={round(length * 0.15)}"))
+            tables = row_groups(corpus, length_flags(length))
             rows = sum(table.num_rows for table in tables)
             seconds: dict[str, list[float]] = {name: [] for name in writers}
             files: dict[str, bytes] = {}

@@ -198,6 +198,11 @@ def _flags_of(checkout: pathlib.Path) -> set[str]:
     return set(re.findall(r"--[a-z_]+", listed))
 
 
+def length_flags(length: int) -> tuple[str, ...]:
+    """--max_seq_length and the original's 15% of it as --max_predictions_per_seq."""
+    return (f"--max_seq_length={length}", f"--max_predictions_per_seq={round(length * 0.15)}")
+
+
 def _tokenizer_flags(flags: tuple[str, ...]) -> list[str]:
     """The vocabulary and the original's flags, or, where `flags` give a
     tokenizer.json, the original's flags without what it decides itself."""

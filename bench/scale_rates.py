@@ -33,17 +33,13 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]  # for bench.*
 
 from bench.corpus import SHAPES, corpus_path, read_documents  # noqa: E402
-from bench.pipeline import run_ours, stage_breakdown  # noqa: E402
+from bench.pipeline import length_flags, run_ours, stage_breakdown  # noqa: E402
 from bench.scale_model import (FORMATS, LENGTHS, ShapeRates, instances,  # noqa: E402
                                 work_cpu_seconds)
 
 MB = 1e6
 INPUT_STAGES = ("read", "tokenize", "sample")
 CHECK = {"dupe_factor": 1, "max_seq_length": 512}
-
-
-def _length_flags(length: int) -> tuple[str, ...]:
-    return (f"--max_seq_length={length}", f"--max_predictions_per_seq={round(length * 0.15)}")
 
 
 def _format_flags(output_format: str) -> tuple[str, ...]:
@@ -68,7 +64,7 @@ def stage_rates(corpus: pathlib.Path) -> ShapeRates:
     runner's parts left at zero: `runner_parts` measures them)."""
     megabytes = corpus.stat().st_size / MB
     documents = read_documents(corpus)
-    runs = {(fmt, length): stage_breakdown(corpus, flags=(*_length_flags(length),
+    runs = {(fmt, length): stage_breakdown(corpus, flags=(*length_flags(length),
                                                           *_format_flags(fmt)))
             for fmt in FORMATS for length in LENGTHS}
     dupe = 10  # bench/pipeline.py FLAGS
@@ -148,7 +144,7 @@ def main(argv: list[str] | None = None) -> None:
             work = sum(parts.values())
             measured = run_ours(corpus, 1, flags=(
                 f"--dupe_factor={CHECK['dupe_factor']}",
-                *_length_flags(CHECK["max_seq_length"]), *_format_flags(fmt))).usage.cpu
+                *length_flags(CHECK["max_seq_length"]), *_format_flags(fmt))).usage.cpu
             shares = " / ".join(f"{value / work:.0%}" for value in parts.values())
             fixed = start_up[fmt]
             print(f"{shape:<10}{fmt:<10}{measured:>15.1f}{fixed + work:>11.1f}"

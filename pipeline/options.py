@@ -18,6 +18,7 @@ from typing import Any, Callable, NoReturn, Sequence
 
 from bert_pretraining_data.pipeline.beam_options import (ConfigError, default_shuffle,
                                                          split_known_args)
+from bert_pretraining_data.pipeline.cli import PIPELINE_EXTRA
 from bert_pretraining_data.transforms.dedup.decisions import DEDUP_MODES
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig, masking_config
 from bert_pretraining_data.transforms.instances.pairs import (NEXT_SENTENCE_OBJECTIVES,
@@ -602,7 +603,7 @@ def validate(config: Config) -> None:
             (bool(config.output_dir), "--output_format=parquet writes part-NNNNN-of-NNNNN."
              "parquet shards: use --output_dir"),
             (polars_installed(), "--output_format=parquet writes with polars, which is not "
-             "installed: pip install 'polars>=1.44,<3' (the [pipeline] extra has it)"),
+             f"installed: {PIPELINE_EXTRA}"),
         ]
     if config.recipe == "roberta":
         checks += [
