@@ -186,7 +186,7 @@ def plan(argv: Sequence[str], *, now: datetime.datetime | None = None) -> Plan:
     current = fingerprint(config)
     latest = read_latest(root)
     version = version_name(now or datetime.datetime.now(datetime.timezone.utc),
-                           current.digest)
+                           current.digest, after=latest)
     output_dir = FileSystems.join(root, version)
     return Plan(root=root, version=version, output_dir=output_dir, fingerprint=current,
                 latest=latest,

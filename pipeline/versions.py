@@ -20,9 +20,20 @@ FINGERPRINT_NAME = "fingerprint.json"
 VERSION_NAME = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{8}")  # what version_name makes
 
 
-def version_name(now: datetime.datetime, digest: str) -> str:
-    """Sorts by time; the digest keeps two runs in one second apart."""
-    return f"{now.astimezone(datetime.timezone.utc):%Y%m%dT%H%M%SZ}-{digest[:8]}"
+_TIME_FORMAT = "%Y%m%dT%H%M%SZ"
+
+
+def version_name(now: datetime.datetime, digest: str, *, after: str | None = None) -> str:
+    """Sorts by time, and after `after` (the version LATEST named when the
+    refresh was planned): a refresh in the same second as the one before it,
+    or on a clock behind it, would otherwise sort first and never take LATEST.
+    The digest keeps two concurrent runs in one second apart."""
+    stamp = now.astimezone(datetime.timezone.utc).replace(microsecond=0)
+    if after is not None and VERSION_NAME.fullmatch(after):
+        previous = datetime.datetime.strptime(after.split("-", 1)[0], _TIME_FORMAT)
+        stamp = max(stamp, previous.replace(tzinfo=datetime.timezone.utc)
+                    + datetime.timedelta(seconds=1))
+    return f"{stamp:{_TIME_FORMAT}}-{digest[:8]}"
 
 
 def read_latest(root: str) -> str | None:

@@ -53,6 +53,15 @@ def test_version_names_sort_by_time_and_keep_the_digest():
     assert early < late
 
 
+@pytest.mark.parametrize("now", [MONDAY, MONDAY - datetime.timedelta(hours=1)],
+                         ids=["same-second", "clock-behind"])
+def test_a_version_sorts_after_the_one_it_follows(now):
+    before = version_name(MONDAY, "ff" * 32)
+    after = version_name(now, "00" * 32, after=before)
+    assert after == "20250106T030001Z-00000000" > before
+    assert version_name(now, "00" * 32, after="v1") == version_name(now, "00" * 32)
+
+
 def test_promote_replaces_latest_and_records_the_fingerprint(tmp_path):
     (tmp_path / "v1").mkdir()
     (tmp_path / "v2").mkdir()
@@ -154,8 +163,11 @@ def test_unchanged_corpus_is_skipped_and_a_change_makes_a_new_version(corpus, tm
                       "expired_versions": [first["version"]]}
     assert _versions(root) == [first["version"], changed["version"]]  # nothing deleted
 
-    flags_changed = refresh(_argv(corpus, root, "--random_seed=7", "--keep_versions=2"))
+    # On a clock behind the last version's (or in its second), it still sorts after it.
+    flags_changed = refresh(_argv(corpus, root, "--random_seed=7", "--keep_versions=2"),
+                            now=NEXT_MONDAY)
     assert flags_changed["status"] == "published"
+    assert read_latest(str(root)) == flags_changed["version"] > changed["version"]
     assert flags_changed["fingerprint"] != changed["fingerprint"]
     assert flags_changed["changes"]["documents"] == {  # the same documents, other flags
         "previous": 4, "current": 4, "added": 0, "removed": 0, "unchanged": 4}
