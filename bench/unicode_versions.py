@@ -30,7 +30,8 @@ import tempfile
 # character itself follows the Unicode database.
 _PROBE = r"""
 import json, sys, unicodedata
-from bert_pretraining_data.transforms.tokenize.wordpiece import basic_pieces, split_words
+from bert_pretraining_data.transforms.handoff.words import split_words
+from bert_pretraining_data.transforms.tokenize.wordpiece import basic_pieces
 with open(sys.argv[1], "w", encoding="ascii") as out:
     out.write(unicodedata.unidata_version + "\n")
     for cp in range(0x110000):

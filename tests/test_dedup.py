@@ -30,7 +30,7 @@ from bert_pretraining_data.transforms.dedup.minhash import (band_keys, band_shap
                                                             distinct_shingles, jaccard, jaccards,
                                                             shingle_hashes, shingle_set, signatures)
 from bert_pretraining_data.transforms.dedup.normalise import normalised_text, text_digest
-from bert_pretraining_data.transforms.tokenize.wordpiece import split_words
+from bert_pretraining_data.transforms.handoff.words import split_words
 from conftest import UNCASED_VOCAB
 
 

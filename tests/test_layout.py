@@ -1,20 +1,35 @@
-"""The shape of the code: a Beam-free core, a few visible Beam shells, stages as folders.
+"""The shape of the code: a Beam-free core, a few visible Beam shells, stages as
+folders that data flows through one way.
 
 Every module under transforms/ computes without Apache Beam except the Beam
 shells (DoFns, PTransforms and the Beam file I/O they use): one `beam.py` per
 stage folder, and the counters. The loaders are the training environment's
-install, so they import without Beam too. Each check runs in a fresh
-interpreter whose import of `apache_beam` fails.
+install, so they are Beam-free too. A core module imports without Beam (each
+check runs in a fresh interpreter whose import of `apache_beam` fails) and
+names no `apache_beam` in its source, not even inside a function.
+
+The stage folders are in pipeline order (STAGES); a stage imports only earlier
+stages, so each can be read, tested and changed knowing only what comes before
+it. What one stage hands to a later one, and the words several stages share,
+live in transforms/handoff/, which, like the top-level modules, imports no
+stage folder.
 """
 
 from __future__ import annotations
 
+import ast
+import io
 import pathlib
 import subprocess
 import sys
+import tokenize
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = "bert_pretraining_data"
+TRANSFORMS = f"{PACKAGE}.transforms"
+# The stage folders of transforms/, in pipeline order.
+STAGES = ("read", "dedup", "hashes", "tokenize", "vocab", "instances", "pack", "write", "d2l")
+HANDOFF = "handoff"
 # The only modules of transforms/ that import Beam.
 BEAM_SHELLS = {
     "transforms/counters.py",
@@ -59,17 +74,101 @@ def _sources(folder: str) -> list[str]:
     return sorted(str(path.relative_to(ROOT)) for path in (ROOT / folder).rglob("*.py"))
 
 
+def _core() -> list[str]:
+    return [path for path in _sources("transforms") + _sources("loaders")
+            if path not in BEAM_SHELLS]
+
+
 def _failing_without_beam(paths: list[str]) -> list[str]:
     result = subprocess.run([sys.executable, "-c", _BLOCKED_IMPORT, *map(_module, paths)],
                             capture_output=True, text=True, cwd=ROOT, check=True)
     return [line for line in result.stdout.splitlines() if line]
 
 
+def imports(path: str, source: str) -> list[tuple[int, str]]:
+    """(line, module) for every import statement anywhere in the source (inside
+    functions too), relative ones resolved; `from m import n` gives m and m.n,
+    since n may be a module."""
+    package = _module(path).split(".")
+    if not path.endswith("__init__.py"):
+        package = package[:-1]
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            found += [(node.lineno, module)]
+            found += [(node.lineno, f"{module}.{alias.name}") for alias in node.names]
+    return found
+
+
+def _folder(module: str) -> str | None:
+    """The folder of transforms/ a module is in (None: a top-level module or
+    not in transforms/)."""
+    prefix, _, rest = module.partition(TRANSFORMS + ".")
+    folder = rest.split(".")[0]
+    return folder if not prefix and (folder in STAGES or folder == HANDOFF) else None
+
+
+def backward_imports(path: str, source: str) -> list[str]:
+    """A module of transforms/ importing a stage folder it may not: one after
+    its own stage, or any stage from the hand-off folder or the top level."""
+    own = _folder(_module(path))
+    allowed = STAGES[:STAGES.index(own) + 1] if own in STAGES else ()
+    why = (f"which comes after {own}" if own in STAGES else
+           "and the hand-off folder imports none" if own == HANDOFF else
+           "and a top-level module imports none")
+    found = {}
+    for line, module in imports(path, source):
+        stage = _folder(module)
+        if stage in STAGES and stage not in allowed:
+            found.setdefault((line, stage), f"{path}:{line}: imports stage {stage}, {why}")
+    return list(found.values())
+
+
+def beam_names(path: str, source: str) -> list[str]:
+    """Every `apache_beam` name in the source's code, imported or not (its
+    docstrings and comments may mention it)."""
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    return [f"{path}:{token.start[0]}: names apache_beam" for token in tokens
+            if token.type == tokenize.NAME and token.string == "apache_beam"]
+
+
 def test_the_core_and_the_loaders_import_without_beam():
-    core = [path for path in _sources("transforms") + _sources("loaders")
-            if path not in BEAM_SHELLS]
+    core = _core()
     assert len(core) > 40
     assert _failing_without_beam(core) == []
+
+
+def test_the_core_and_the_loaders_name_no_apache_beam():
+    assert [found for path in _core()
+            for found in beam_names(path, (ROOT / path).read_text())] == []
+
+
+def test_stages_import_only_earlier_stages():
+    assert [found for path in _sources("transforms")
+            for found in backward_imports(path, (ROOT / path).read_text())] == []
+
+
+def test_the_checks_find_a_backward_import_and_a_beam_name_inside_a_function():
+    later = ("def tokenize(text):\n"
+             "    from bert_pretraining_data.transforms.write.rows import RowWriter\n")
+    relative = "def tokenize(text):\n    from ..write import rows\n"
+    assert backward_imports("transforms/tokenize/sentences.py", later) == [
+        "transforms/tokenize/sentences.py:2: imports stage write, which comes after tokenize"]
+    assert backward_imports("transforms/tokenize/sentences.py", relative) == [
+        "transforms/tokenize/sentences.py:2: imports stage write, which comes after tokenize"]
+    assert backward_imports("transforms/write/rows.py", later) == []
+    assert backward_imports("transforms/handoff/words.py", "from . import shuffle_entries\n"
+                            "from bert_pretraining_data.transforms import dedup\n") == [
+        "transforms/handoff/words.py:2: imports stage dedup, and the hand-off folder imports none"]
+    beam = ('"""Not apache_beam: a docstring."""\n'
+            "def read(path):  # nor apache_beam: a comment\n"
+            "    import apache_beam\n")
+    assert beam_names("transforms/tokenize/vocabulary.py", beam) == [
+        "transforms/tokenize/vocabulary.py:3: names apache_beam"]
 
 
 def test_the_beam_shells_are_the_listed_modules():
@@ -82,7 +181,7 @@ def test_the_beam_shells_are_the_listed_modules():
 def test_transforms_is_stage_folders_with_few_top_level_modules():
     top = [path.name for path in (ROOT / "transforms").glob("*.py") if path.name != "__init__.py"]
     assert len(top) <= MAX_TOP_LEVEL_MODULES, top
-    stages = sorted(path.parent.name for path in (ROOT / "transforms").glob("*/__init__.py"))
-    assert {"read", "dedup", "tokenize", "instances", "write"} <= set(stages)
-    for stage in stages:  # each folder says what it holds
-        assert (ROOT / "transforms" / stage / "__init__.py").read_text().startswith('"""')
+    folders = sorted(path.parent.name for path in (ROOT / "transforms").glob("*/__init__.py"))
+    assert folders == sorted((*STAGES, HANDOFF))  # a new folder takes its place in the order
+    for folder in folders:  # each folder says what it holds
+        assert (ROOT / "transforms" / folder / "__init__.py").read_text().startswith('"""')

@@ -108,7 +108,7 @@ def test_a_line_of_many_new_characters_fills_the_table_in_rounds(tokenizers):
 
 
 def test_tokenize_stage_drops_lines_without_tokens(uncased_tokenizer):
-    from bert_pretraining_data.transforms.tokenize.tokenized_documents import expand_document
+    from bert_pretraining_data.transforms.handoff.tokenized_documents import expand_document
     from bert_pretraining_data.transforms.tokenize.beam import TokenizeDocument
 
     stage = TokenizeDocument(vocab_file=str(DATA / "bert-base-uncased-vocab.txt"),

@@ -18,9 +18,9 @@ from typing import Callable, Sequence
 
 from bert_pretraining_data.transforms.d2l.example import encode_features
 from bert_pretraining_data.transforms.d2l.pairs import SentencePair
+from bert_pretraining_data.transforms.handoff.tokenized_documents import CompactView
 from bert_pretraining_data.transforms.instances.masking import Masked, MaskingConfig, num_to_predict
 from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
-from bert_pretraining_data.transforms.tokenize.tokenized_documents import CompactView
 
 Document = Sequence[Sequence[int]]
 # Returns a document other than the current one, or None when none exists.

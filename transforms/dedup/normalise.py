@@ -15,7 +15,7 @@ import hashlib
 import unicodedata
 from typing import Sequence
 
-from bert_pretraining_data.transforms.tokenize.wordpiece import split_words
+from bert_pretraining_data.transforms.handoff.words import split_words
 
 DIGEST_BYTES = 16
 

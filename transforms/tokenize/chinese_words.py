@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from bert_pretraining_data.transforms.tokenize.wordpiece import is_cjk
+from bert_pretraining_data.transforms.handoff.words import is_cjk
 
 MARK = 1 << 30
 ID_BITS = MARK - 1

@@ -17,8 +17,9 @@ import hashlib
 import sentencepiece
 
 from bert_pretraining_data.transforms.tokenize.word_starts import WORD_STARTS
-from bert_pretraining_data.transforms.tokenize.vocabulary import (Vocabulary, VocabularyError,
-                                                        read_vocabulary_file)
+from bert_pretraining_data.transforms.tokenize.vocabulary import (Opener, Vocabulary,
+                                                                  VocabularyError, open_local,
+                                                                  read_vocabulary_file)
 
 SPECIAL_PIECES = ("[CLS]", "[SEP]", "[MASK]")
 ANCHORS = tuple(WORD_STARTS)
@@ -73,8 +74,9 @@ def parse_model(data: bytes, *, anchor: str = "albert",
                            unk=processor.unk_id(), anchor=anchor, model=data)
 
 
-def load_model(path: str, *, anchor: str = "albert") -> PieceVocabulary:
-    """Reads and validates a model from a local or gs:// path."""
-    data = read_vocabulary_file(path, what="the SentencePiece model",
+def load_model(path: str, open_file: Opener = open_local, *,
+               anchor: str = "albert") -> PieceVocabulary:
+    """Reads (with `open_file`) and validates a model."""
+    data = read_vocabulary_file(path, open_file, what="the SentencePiece model",
                                 flags="--spm_model_file / --sp_model_file")
     return parse_model(data, anchor=anchor, source=path)

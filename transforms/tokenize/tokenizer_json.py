@@ -20,8 +20,8 @@ import os
 from typing import Sequence
 
 from bert_pretraining_data.transforms.tokenize.chinese_words import ID_BITS, MARK
-from bert_pretraining_data.transforms.tokenize.vocabulary import (Framing, Vocabulary,
-                                                                  VocabularyError,
+from bert_pretraining_data.transforms.tokenize.vocabulary import (Framing, Opener, Vocabulary,
+                                                                  VocabularyError, open_local,
                                                                   read_vocabulary_file)
 
 FLAG = "--tokenizer_file"
@@ -166,9 +166,9 @@ def parse_tokenizer_json(data: bytes, *, source: str = "tokenizer.json") -> Json
         unk=-1 if unk is None else unk, data=data)
 
 
-def load_tokenizer_json(path: str) -> JsonVocabulary:
-    """Reads and validates a tokenizer.json from a local or gs:// path."""
-    data = read_vocabulary_file(path, what="the tokenizer file", flags=FLAG)
+def load_tokenizer_json(path: str, open_file: Opener = open_local) -> JsonVocabulary:
+    """Reads (with `open_file`) and validates a tokenizer.json."""
+    data = read_vocabulary_file(path, open_file, what="the tokenizer file", flags=FLAG)
     return parse_tokenizer_json(data, source=path)
 
 
@@ -200,7 +200,7 @@ class JsonTokenizer:
         """Each line's ids as the library encodes it alone, in one batch call.
 
         Without `words`, the library's call that works out neither offsets
-        nor word ids: the same ids for 18-28% less CPU (docs/tokenizers.md#speed)."""
+        nor word ids: the same ids for less CPU (docs/tokenizers.md#speed)."""
         if not self._words:
             return [e.ids for e in self._tokenizer.encode_batch_fast(
                 list(lines), add_special_tokens=False)]

@@ -22,7 +22,8 @@ from bert_pretraining_data.transforms.tokenize.sentencepiece_text import (Senten
 from bert_pretraining_data.transforms.tokenize.tokenizer_json import (JsonTokenizer,
                                                                       load_tokenizer_json,
                                                                       parse_tokenizer_json)
-from bert_pretraining_data.transforms.tokenize.vocabulary import (Vocabulary, load_vocabulary,
+from bert_pretraining_data.transforms.tokenize.vocabulary import (Opener, Vocabulary,
+                                                                  load_vocabulary, open_local,
                                                                   parse_vocabulary)
 from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
 
@@ -100,13 +101,14 @@ class TokenizerSpec:
             return parse_model(data, anchor=self.anchor, source=source)
         return parse_vocabulary(data, source=source)
 
-    def load_vocabulary(self) -> Vocabulary:
-        """Reads and validates the vocabulary at `path` (local or gs://)."""
+    def load_vocabulary(self, open_file: Opener = open_local) -> Vocabulary:
+        """Reads the vocabulary at `path` with `open_file` (a local file unless
+        the caller passes its filesystem's, e.g. Beam's for gs://), validated."""
         if self.tokenizer_file:
-            return load_tokenizer_json(self.path)
+            return load_tokenizer_json(self.path, open_file)
         if self.sentencepiece:
-            return load_model(self.path, anchor=self.anchor)
-        return load_vocabulary(self.path)
+            return load_model(self.path, open_file, anchor=self.anchor)
+        return load_vocabulary(self.path, open_file)
 
     def tokenizer(self, vocabulary: Vocabulary | None = None) -> Tokenizer:
         """The tokenizer, over `vocabulary` if it is loaded already."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from contextlib import AbstractContextManager
+from typing import BinaryIO, Callable
 
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[MASK]", "[UNK]")
 
@@ -117,19 +119,28 @@ def parse_vocabulary(data: bytes, *, source: str = "vocabulary") -> Vocabulary:
     return Vocabulary(tokens=tokens, sha256=hashlib.sha256(data).hexdigest())
 
 
-def read_vocabulary_file(path: str, *, what: str = "the vocabulary file",
-                         flags: str = "--vocab_file") -> bytes:
-    """The bytes of a local or gs:// file, or a VocabularyError naming the flags."""
-    from apache_beam.io.filesystems import FileSystems  # heavy; only when loading
+# How a vocabulary's file is opened, for reading bytes. The tokenizers compute
+# without Beam (the loaders import them), so they take the filesystem from the
+# caller: the pipeline passes Beam's FileSystems.open (gs:// and the rest).
+Opener = Callable[[str], AbstractContextManager[BinaryIO]]
 
+
+def open_local(path: str) -> BinaryIO:
+    """A local file opened for reading bytes: the opener when none is given."""
+    return open(path, "rb")
+
+
+def read_vocabulary_file(path: str, open_file: Opener = open_local, *,
+                         what: str = "the vocabulary file", flags: str = "--vocab_file") -> bytes:
+    """The bytes of a file, or a VocabularyError naming the flags."""
     try:
-        with FileSystems.open(path) as handle:
+        with open_file(path) as handle:
             return handle.read()
-    except Exception as err:  # Beam wraps missing files in several types
+    except Exception as err:  # filesystems (Beam's) wrap missing files in several types
         raise VocabularyError(
             f"{path}: cannot read {what} ({type(err).__name__}); check {flags}") from None
 
 
-def load_vocabulary(path: str) -> Vocabulary:
-    """Reads and validates a vocabulary from a local or gs:// path."""
-    return parse_vocabulary(read_vocabulary_file(path), source=path)
+def load_vocabulary(path: str, open_file: Opener = open_local) -> Vocabulary:
+    """Reads (with `open_file`) and validates a vocabulary."""
+    return parse_vocabulary(read_vocabulary_file(path, open_file), source=path)

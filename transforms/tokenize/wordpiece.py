@@ -2,9 +2,11 @@
 
 A line is one compiled call (transforms.tokenize.wordpiece_kernel) over a
 per-code-point table of what the original makes of each character. The
-functions below are the one definition of those character semantics, with
-Python's own Unicode database, and fill the table for each character when it
-is first seen (docs/design-notes.md, transforms.tokenize.wordpiece). Per
+functions below, with the cleanup and CJK spacing Deduplicate and create-vocab
+share (transforms.handoff.words), are the one definition of those character
+semantics, with Python's own Unicode database, and fill the table for each
+character when it is first seen (docs/design-notes.md,
+transforms.tokenize.wordpiece). Per
 character is exact because the original's per-word steps are per character
 but for two, both kept: lower-casing U+03A3 (Final_Sigma) and the 38
 characters NFD may reorder (a line holding one goes word by word in Python).
@@ -21,63 +23,16 @@ from typing import Sequence
 
 import numpy as np
 
+from bert_pretraining_data.transforms.handoff.words import cleaned_character, is_cjk, split_words
 from bert_pretraining_data.transforms.tokenize import wordpiece_kernel as jit
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary, load_vocabulary
 
-# The original's CJK blocks (Unified Ideographs, extensions A-E, compatibility).
-_CJK_RANGES = (
-    (0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
-    (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F),
-)
 # C0/C1 controls other than tab, LF and CR, DEL, and U+FFFD (a decoding
 # repair): the characters the tokenizer deletes that signal damaged text.
 _DAMAGE_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffd]")
 # An ASCII word after cleaning holds no space or control character, so every
 # non-alphanumeric character in it is one of the original's punctuation marks.
 _ASCII_PIECES_RE = re.compile(r"[0-9A-Za-z]+|[^0-9A-Za-z]")
-
-
-def is_cjk(char: str) -> bool:
-    """A CJK ideograph, by the original's blocks (`_is_chinese_char`)."""
-    cp = ord(char)
-    return any(first <= cp <= last for first, last in _CJK_RANGES)
-
-
-def _translation(cp: int) -> str | None:
-    """What the original's `_clean_text` and CJK spacing make of one character:
-    NUL, U+FFFD, Cc and Cf dropped, whitespace (tab, LF, CR, Zs) a space, a CJK
-    ideograph spaced, anything else itself."""
-    char = chr(cp)
-    if cp in (0, 0xFFFD):
-        return None
-    if char in "\t\n\r":
-        return " "
-    if is_cjk(char):
-        return f" {char} "
-    category = unicodedata.category(char)
-    if category == "Zs":
-        return " "
-    return None if category in ("Cc", "Cf") else char
-
-
-class _CharacterMap(dict):
-    """The `str.translate` map, filled one character at its first sight.
-
-    A corpus uses a few thousand of the 1.1 M code points; building the whole
-    table would cost every process that tokenizes (each worker) its start-up.
-    """
-
-    def __missing__(self, cp: int) -> str | None:
-        self[cp] = translation = _translation(cp)
-        return translation
-
-
-_CHARACTERS = _CharacterMap()
-
-
-def split_words(text: str) -> list[str]:
-    """The original's text cleanup, CJK spacing and whitespace split."""
-    return text.translate(_CHARACTERS).split()
 
 
 def count_control_characters(text: str) -> int:
@@ -153,7 +108,7 @@ class _CharacterTable:
             self.kinds[cp] = kind  # last: a row is complete once its kind is set
 
     def _row(self, cp: int) -> tuple[int, list[int]]:
-        translation = _translation(cp)
+        translation = cleaned_character(cp)
         char = chr(cp)
         if translation is None:
             return jit.DROP, []
@@ -192,7 +147,8 @@ class FullTokenizer:
     do_lower_case=...)`, it has the original's interface (`tokenize`,
     `convert_tokens_to_ids`, `convert_ids_to_tokens`, `vocab` and `inv_vocab`
     dicts), so code written against BERT's `tokenization.py` runs unchanged;
-    `vocab_file` may also be a loaded Vocabulary (`vocabulary`).
+    `vocab_file` is a local file or a loaded Vocabulary (`vocabulary`; one on
+    gs:// loads with Beam's opener: `load_vocabulary(path, FileSystems.open)`).
 
     Build it once per process (it holds the vocabulary's hash table and its
     scratch buffers); it is not meant to be pickled to Beam workers: construct

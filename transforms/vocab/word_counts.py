@@ -14,8 +14,9 @@ import functools
 from collections import Counter
 from typing import Iterable, Sequence
 
+from bert_pretraining_data.transforms.handoff.words import split_words
 from bert_pretraining_data.transforms.randomness import STABLE_HASH_RANGE, stable_hash
-from bert_pretraining_data.transforms.tokenize.wordpiece import basic_pieces, split_words
+from bert_pretraining_data.transforms.tokenize.wordpiece import basic_pieces
 from bert_pretraining_data.transforms.vocab.wordpiece import TokenizationStats
 
 WordCount = tuple[str, int]

@@ -17,8 +17,8 @@ import dataclasses
 from collections import Counter
 from typing import Iterable, Mapping, Sequence
 
-from bert_pretraining_data.transforms.tokenize.wordpiece import (FullTokenizer, basic_pieces,
-                                                                 split_words)
+from bert_pretraining_data.transforms.handoff.words import split_words
+from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer, basic_pieces
 from bert_pretraining_data.transforms.tokenize.wordpiece_kernel import MAX_INPUT_CHARS_PER_WORD
 
 RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")

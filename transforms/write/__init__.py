@@ -1,1 +1,1 @@
-"""Writing shards: shuffle entries, a shard's rows as tf.train.Example, TFRecord framing."""
+"""Writing shards: a shard's rows as tf.train.Example or Parquet, TFRecord framing."""

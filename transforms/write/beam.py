@@ -26,9 +26,10 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindows
 
 from bert_pretraining_data.transforms.counters import counter
+from bert_pretraining_data.transforms.handoff.shuffle_entries import (SHUFFLES, EntryBatch,
+                                                                      scan_entries, split_by_shard)
 from bert_pretraining_data.transforms.write.rows import RawRecords, RowWriter
-from bert_pretraining_data.transforms.write.shuffle_entries import (SHUFFLES, EntryBatch,
-                                                                    scan_entries, split_by_shard)
+from bert_pretraining_data.transforms.write.tfrecord import read_records
 
 
 
@@ -79,6 +80,12 @@ def read_file(path: str) -> bytes:
     """A file's stored bytes."""
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
         return handle.read()
+
+
+def read_tfrecord_file(path: str) -> list[bytes]:
+    """All records of one file on any Beam filesystem; `.gz` etc. by extension."""
+    with FileSystems.open(path) as handle:
+        return list(read_records(handle))
 
 
 def write_shard_file(path: str, chunks: Iterable[bytes | memoryview], *, records: int,

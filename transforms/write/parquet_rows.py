@@ -7,19 +7,19 @@ Garden's `input_word_ids`, ...), so `input_mask` and `masked_lm_weights`,
 implied by the lengths, are left out; packed rows keep their own features
 (`input_mask` holding each token's 1-based sequence index, `positions`,
 `next_sentence_positions`, and a label per sequence). Each column takes the
-smallest integer type its values fit: token ids uint16 below 65,536 ids,
+smallest integer type its values fit: token ids uint16 up to 65,536 ids,
 else int32; positions uint16; segment ids, labels, sequence indexes (up to
 255 sequences a row) and token boundaries uint8. A file is
 zstd-compressed (`--parquet_compression`) in row groups of ROW_GROUP_ROWS
 rows, its integers PLAIN-encoded, which every Parquet reader reads.
 
 Polars writes it, not pyarrow: the same file layout (PLAIN, zstd level 1, no
-statistics) in 0.7x pyarrow's CPU with polars 2, which puts Parquet runs
-within 7% of TFRecord's throughput on long documents, where pyarrow's
-writer left them at 0.89-0.91x (bench/parquet_writers.py). Its sink streams the file
-out as written, a few row groups at a time. Its bytes depend only on the
-rows and the polars version: no timestamps, the same settings everywhere,
-the same bytes with any number of polars threads.
+statistics) for less CPU, which keeps Parquet runs near TFRecord's throughput
+on long documents, where pyarrow's writer left them behind (the figures and
+their commands: docs/design-notes.md, transforms.write.parquet_rows). Its
+sink streams the file out as written, a few row groups at a time. Its bytes
+depend only on the rows and the polars version: no timestamps, the same
+settings everywhere, the same bytes with any number of polars threads.
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ from typing import Callable, Iterator
 import numpy as np
 from numba import njit
 
+from bert_pretraining_data.transforms.handoff.shuffle_entries import ENTRY_HEADER
 from bert_pretraining_data.transforms.instances.instance_bytes import instance_header, read_instance
 from bert_pretraining_data.transforms.write.rows import (InstanceRows, PackedRows, RowPlan,
                                                         ShardRows)
-from bert_pretraining_data.transforms.write.shuffle_entries import ENTRY_HEADER
 from bert_pretraining_data.transforms.write.tf_example import Field
 
 # Rows per row group: the unit a streaming reader (HF datasets' streaming,

@@ -191,12 +191,3 @@ def read_records(handle: BinaryIO) -> Iterator[bytes]:
         yield data
         index += 1
         offset += _HEADER_SIZE + length + _CRC.size
-
-
-def read_tfrecord_file(path: str) -> list[bytes]:
-    """All records of one file on any Beam filesystem; `.gz` etc. by extension."""
-    # Imported here: the loaders read records with this module, without Beam.
-    from apache_beam.io.filesystems import FileSystems
-
-    with FileSystems.open(path) as handle:
-        return list(read_records(handle))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -42,15 +43,76 @@ class EntryBatch:
         entries, bounds = _entries_of(keys, payloads, payload_bounds)
         return cls(keys=keys, entries=entries, bounds=bounds)
 
+    @classmethod
+    def filled(cls, buffer: "EntryBuffer") -> "EntryBatch":
+        """The entries the kernels appended to `buffer`."""
+        return cls(keys=buffer.keys[:buffer.count], entries=buffer.data[:buffer.end],
+                   bounds=buffer.bounds[:buffer.count + 1])
+
     def __len__(self) -> int:
         return len(self.keys)
+
+
+class EntryBuffer(NamedTuple):
+    """Shuffle entries as the instance kernels append them, one value through
+    their calls: entry i < count is data[bounds[i]:bounds[i + 1]], its key
+    keys[i]. The arrays grow as entries come, so each step returns the buffer
+    (a new tuple: it is immutable, which numba's nopython mode needs)."""
+
+    data: np.ndarray  # uint8, filled up to `end`
+    bounds: np.ndarray  # int64, count + 1 of them filled, from 0
+    keys: np.ndarray  # int64
+    end: int
+    count: int
+
+
+@njit(cache=True)
+def entry_buffer(entries: int) -> EntryBuffer:
+    """An empty buffer with room for `entries` entries of 1 KiB (it grows past them)."""
+    return EntryBuffer(np.empty(1024 * entries, dtype=np.uint8),
+                       np.zeros(entries + 1, dtype=np.int64), np.empty(entries, dtype=np.int64),
+                       0, 0)
+
+
+@njit(cache=True)
+def grow(values: np.ndarray, needed: int) -> np.ndarray:
+    """`values`, or a copy at least twice as long when `needed` exceeds it."""
+    if needed <= len(values):
+        return values
+    grown = np.empty(max(needed, 2 * len(values)), dtype=values.dtype)
+    grown[:len(values)] = values
+    return grown
+
+
+# Inlined (numba IR), as the kernels call these once per instance.
+@njit(cache=True, inline="always")
+def reserve_entry(buffer: EntryBuffer, size: int) -> EntryBuffer:
+    """The buffer with room for one more entry of up to `size` payload bytes,
+    which go at data[end + ENTRY_HEADER:] before `commit_entry`."""
+    data_end = buffer.end + ENTRY_HEADER + size
+    bounds_end, keys_end = buffer.count + 2, buffer.count + 1
+    if (data_end <= len(buffer.data) and bounds_end <= len(buffer.bounds)
+            and keys_end <= len(buffer.keys)):
+        return buffer  # mostly; a new tuple would count its arrays' references again (3% slower)
+    return EntryBuffer(grow(buffer.data, data_end), grow(buffer.bounds, bounds_end),
+                       grow(buffer.keys, keys_end), buffer.end, buffer.count)
+
+
+@njit(cache=True, inline="always")
+def commit_entry(buffer: EntryBuffer, key: int, length: int) -> EntryBuffer:
+    """The buffer with the entry whose `length` payload bytes are written
+    (`reserve_entry`) completed under `key`."""
+    end = close_entry(buffer.data, buffer.end, key, length)
+    buffer.bounds[buffer.count + 1] = end
+    buffer.keys[buffer.count] = key
+    return EntryBuffer(buffer.data, buffer.bounds, buffer.keys, end, buffer.count + 1)
 
 
 @njit(cache=True)
 def close_entry(out, pos, key, length):
     """Completes the entry at out[pos:] whose payload (`length` bytes) is
     already at out[pos + ENTRY_HEADER:]: writes the key and length before it;
-    returns the entry's end. The instance kernels write entries this way."""
+    returns the entry's end. Entries are written this way (commit_entry)."""
     for b in range(ENTRY_KEY_SIZE):
         out[pos + b] = (key >> (8 * b)) & 0xFF
     for b in range(4):

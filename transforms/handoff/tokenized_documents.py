@@ -4,7 +4,7 @@ Runners that hold shuffled data or side inputs in memory (the DirectRunner,
 in several copies) would hold every document as Python ints; compacted, a
 token costs 2 bytes (4 when an id needs more than 16 bits), and documents
 are expanded only where an algorithm walks them (docs/design-notes.md,
-transforms.tokenize.tokenized_documents). Layout:
+transforms.handoff.tokenized_documents). Layout:
 one typecode byte ("H" or "i", the array module's), then int32 sentence count
 and lengths (a document may hold more than 65,535 sentences), then every
 token id at the typecode's width.

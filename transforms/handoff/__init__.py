@@ -1,0 +1,4 @@
+"""What stages hand to later ones, owned by none: tokenized documents (Tokenize to
+CreateInstances), shuffle entries (CreateInstances to WriteShards) and the words
+Deduplicate, Tokenize and create-vocab all split text into. Importing no stage
+folder, they let data flow one way: a stage imports only earlier stages and these."""
