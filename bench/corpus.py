@@ -44,7 +44,7 @@ if str(ROOT) not in sys.path:
 
 from bert_pretraining_data.transforms.read.documents import (  # noqa: E402
     document_key, key_root, split_documents)
-from bert_pretraining_data.transforms.randomness import derive_rng  # noqa: E402
+from bert_pretraining_data.transforms.randomness import hashed_rng  # noqa: E402
 
 MB = 1_000_000
 DATA = ROOT / "tests" / "data"
@@ -98,7 +98,7 @@ def _rounds(blocks: list[list[bytes]], seed: int) -> Iterator[list[bytes]]:
     round_index = 0
     while True:
         order = list(range(len(blocks)))
-        derive_rng(seed, "bench-corpus", round_index).shuffle(order)
+        hashed_rng(seed, "bench-corpus", round_index).shuffle(order)
         yield from (blocks[index] for index in order)
         round_index += 1
 
@@ -109,7 +109,7 @@ def _excerpts(blocks: list[list[bytes]], seed: int, shape: str) -> Iterator[list
     the drawn length (web) or count (short) is reached. An excerpt may run on
     into the next source document, as a web page runs on into its next post."""
     sentences = [line for block in blocks for line in block]
-    rng = derive_rng(seed, "bench-corpus", shape)
+    rng = hashed_rng(seed, "bench-corpus", shape)
     while True:
         start = rng.randrange(len(sentences))
         if shape == "short":
@@ -128,7 +128,7 @@ def _excerpts(blocks: list[list[bytes]], seed: int, shape: str) -> Iterator[list
 def _tiny(pools: list[list[bytes]], seed: int) -> Iterator[list[bytes]]:
     """Endless documents of 1 or 2 consecutive sentences of one source's
     sentences (`pools`, one per source), the source drawn uniformly."""
-    rng = derive_rng(seed, "bench-corpus", "tiny")
+    rng = hashed_rng(seed, "bench-corpus", "tiny")
     while True:
         pool = pools[rng.randrange(len(pools))]
         start = rng.randrange(len(pool))

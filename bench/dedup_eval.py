@@ -49,7 +49,7 @@ from bert_pretraining_data.transforms.dedup.minhash import (  # noqa: E402
     band_keys, band_shape, jaccard, shingle_hashes, shingle_set, signatures)
 from bert_pretraining_data.transforms.dedup.normalise import (  # noqa: E402
     normalised_text, text_digest)
-from bert_pretraining_data.transforms.randomness import derive_rng  # noqa: E402
+from bert_pretraining_data.transforms.randomness import hashed_rng  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 WEB = (DATA / "en_ewt-ud-dev.sentences.txt", DATA / "en_ewt-ud-test.sentences.txt")
@@ -107,7 +107,7 @@ def _normalised_copy(lines: list[str], rng) -> list[str]:
 
 def build_eval_set(seed: int = 0, originals: int = ORIGINALS) -> list[Labelled]:
     """The labelled documents (deterministic for a seed)."""
-    rng = derive_rng(seed, "dedup-eval")
+    rng = hashed_rng(seed, "dedup-eval")
     web = [lines for path in WEB for _, lines in read_documents(path)]
     articles = [lines for _, lines in read_documents(ARTICLES)]
     boilerplate, web = web[0][:BOILERPLATE_SENTENCES], web[1:]

@@ -68,10 +68,11 @@ sys.path[:0] = [str(ROOT)]  # for bench.corpus
 from bench.corpus import MB, SHAPES, corpus_path, jsonl_path, read_documents  # noqa: E402
 from bench.dedup_eval import deduplicate  # noqa: E402
 from bert_pretraining_data.pipeline.build import SAMPLE_DOCUMENT_SEQUENCES  # noqa: E402
-from bert_pretraining_data.pipeline.options import Stages, parse_args  # noqa: E402
+from bert_pretraining_data.pipeline.options import parse_args  # noqa: E402
+from bert_pretraining_data.pipeline.stages import Stages  # noqa: E402
 from bert_pretraining_data.transforms.instances.sample import (  # noqa: E402
     bound_sample, cap_document, sample_rank)
-from bert_pretraining_data.transforms.write.shuffle_entries import (  # noqa: E402
+from bert_pretraining_data.transforms.handoff.shuffle_entries import (  # noqa: E402
     scan_entries, split_by_shard)
 from bert_pretraining_data.transforms.instances.beam import BatchDocuments, CreateInstances
 from bert_pretraining_data.transforms.tokenize.beam import TokenizeDocument
@@ -378,7 +379,7 @@ def stage_breakdown(corpus: pathlib.Path, *, flags: tuple[str, ...] = ()) -> Bre
     tokenize = TokenizeDocument(tokenizer=config.tokenizer)
     tokenize.setup()
     records_fn = CreateInstances(
-        instances=stages.instances, masking=stages.masking, seed=config.random_seed)
+        instances=stages.instances, masking=stages.instance_masking, seed=config.random_seed)
     records_fn.setup()
     seconds["setup"] = clock() - start
 

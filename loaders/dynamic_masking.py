@@ -15,7 +15,7 @@ from bert_pretraining_data.loaders.manifest import Manifest, read_vocabulary
 from bert_pretraining_data.loaders.records import Instance
 from bert_pretraining_data.transforms.instances.masking import (Masked, MaskingConfig, mask_tokens,
                                                       masking_config)
-from bert_pretraining_data.transforms.randomness import derive_rng
+from bert_pretraining_data.transforms.randomness import hashed_rng
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
 
 
@@ -33,9 +33,8 @@ def dynamic_masking(manifest: Manifest, vocab_file: str | None = None, *,
         vocabulary or read_vocabulary(manifest, vocab_file),
         masked_lm_prob=flags["masked_lm_prob"],
         max_predictions_per_seq=flags["max_predictions_per_seq"],
-        do_whole_word_mask=flags["do_whole_word_mask"], ngram=flags.get("ngram", 0),
-        favor_shorter_ngram=flags.get("favor_shorter_ngram", True),
-        max_ngram_size=flags.get("max_ngram_size", 0))
+        do_whole_word_mask=flags["do_whole_word_mask"], ngram=flags["ngram"],
+        favor_shorter_ngram=flags["favor_shorter_ngram"], max_ngram_size=flags["max_ngram_size"])
 
 
 def mask_for_epoch(instance: Instance, masking: MaskingConfig, seed: int) -> Masked:
@@ -44,4 +43,4 @@ def mask_for_epoch(instance: Instance, masking: MaskingConfig, seed: int) -> Mas
     index[, its place in a packed row])."""
     place = () if instance.sequence is None else (instance.sequence,)
     return mask_tokens(instance.input_ids.tolist(), masking,
-                       derive_rng(seed, instance.epoch, instance.index, *place))
+                       hashed_rng(seed, instance.epoch, instance.index, *place))

@@ -25,7 +25,7 @@ from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, pad_
 from bert_pretraining_data.loaders.records import (Instance, InstanceDecoder, Row, read_shard,
                                                    sequences_of)
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig
-from bert_pretraining_data.transforms.randomness import derive_rng
+from bert_pretraining_data.transforms.randomness import hashed_rng
 
 IGNORE_INDEX = -100  # labels at unmasked positions, as HuggingFace losses expect
 STYLES = ("hf", "d2l", "blocks", "flat")
@@ -111,7 +111,7 @@ class PretrainingDataset(IterableDataset):
     def _shard_order(self) -> list[int]:
         order = list(range(len(self.manifest.shards)))
         if self.shuffle:
-            derive_rng(self.seed, self.epoch, "shard-order").shuffle(order)
+            hashed_rng(self.seed, self.epoch, "shard-order").shuffle(order)
         return order
 
     def __iter__(self) -> Iterator[Instance | Row]:
@@ -127,7 +127,7 @@ class PretrainingDataset(IterableDataset):
                      for index, record in read_shard(shards[shard], first, last))
         if self.shuffle:
             instances = _buffer_shuffle(instances, self.shuffle_buffer,
-                                        derive_rng(self.seed, self.epoch, "buffer", reader))
+                                        hashed_rng(self.seed, self.epoch, "buffer", reader))
         return instances
 
 

@@ -6,7 +6,7 @@ The estimate runs the run's own stages (its tokenizer, instance kernels and
 row writer) over SAMPLE_BYTES of the input (windows spread over it) and scales what they
 write by the input's size and --dupe_factor, so every flag that changes the
 output changes it as it changes the run. Its error on the bench shapes:
-docs/output.md#disk-space (bench/disk_estimate.py).
+docs/disk-space.md#how-close-the-estimate-is (bench/disk_estimate.py).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
-import logging
 import os
 import shutil
 import zlib
@@ -24,17 +23,16 @@ import numpy as np
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from bert_pretraining_data.pipeline.command_line import quiet_beam_logs
 from bert_pretraining_data.pipeline.prepare import Prepared
 from bert_pretraining_data.pipeline.publish import PublishError, remove_tree
-from bert_pretraining_data.transforms.instances.units import (Engine, FlatSample, fan_out_batch,
+from bert_pretraining_data.transforms.handoff.shuffle_entries import EntryBatch
+from bert_pretraining_data.transforms.handoff.tokenized_documents import CompactDocument
+from bert_pretraining_data.transforms.instances.units import (FlatSample, fan_out_batch,
                                                               unit_instances)
 from bert_pretraining_data.transforms.read.documents import split_documents
-from bert_pretraining_data.transforms.tokenize.chinese_words import lines_ids
-from bert_pretraining_data.transforms.tokenize.sentences import sentence_splitter
-from bert_pretraining_data.transforms.tokenize.tokenized_documents import (CompactDocument,
-                                                                           compact_document)
+from bert_pretraining_data.transforms.tokenize.document import DocumentTokenizer
 from bert_pretraining_data.transforms.write.parquet_rows import ROW_GROUP_ROWS
-from bert_pretraining_data.transforms.write.shuffle_entries import EntryBatch
 
 # Input bytes the estimate reads: dozens of long articles, and a fraction
 # of a second of tokenizing; in windows of 64 KB spread over the input.
@@ -42,7 +40,7 @@ SAMPLE_BYTES = 1 << 20
 _WINDOWS = 16
 
 # A local run warns below the estimate and this much more: the estimate is
-# 8% low to 2% high on the bench shapes (docs/output.md#disk-space).
+# 8% low to 2% high on the bench shapes (docs/disk-space.md#how-close-the-estimate-is).
 WARNING_MARGIN = 1.1
 
 _FULL_DISK = (errno.ENOSPC, errno.EDQUOT)
@@ -104,7 +102,7 @@ def estimate_space(run: Prepared) -> SpaceEstimate | None:
     fixed = _shard_bytes(run, entries[:0], keys[:0], bounds[:1])
     scale = total / sampled * config.dupe_factor / copies
     return SpaceEstimate(output_bytes=int((written - fixed) * scale
-                                          + fixed * len(run.layout.shard_names)),
+                                          + fixed * len(run.output.shard_names)),
                          bucket_bytes=int(entries.nbytes * scale) if config.shuffle == "files"
                          else 0, sample_bytes=sampled)
 
@@ -157,13 +155,14 @@ def _tokenized(run: Prepared, lines: list[tuple[int, bytes]]
                ) -> list[tuple[str, CompactDocument]]:
     """The sample's documents as the Tokenize stage makes them."""
     config = run.config
-    to_ids = lines_ids(config.tokenizer.tokenizer(run.vocab), config.whole_word_segmenter)
-    sentences_of = sentence_splitter(config.sentence_splitter)
+    tokenize = DocumentTokenizer.of(config.tokenizer.tokenizer(run.vocab),
+                                    segmenter=config.whole_word_segmenter,
+                                    splitter=config.sentence_splitter)
     documents = []
     for number, (_, text) in enumerate(split_documents(lines)):
-        sentences = [ids for ids in to_ids(sentences_of(text)) if ids]
-        if sentences:
-            documents.append((f"sample:{number}", compact_document(sentences)))
+        document = tokenize(text).compact()
+        if document is not None:
+            documents.append((f"sample:{number}", document))
     return documents
 
 
@@ -172,9 +171,7 @@ def _batches(run: Prepared, documents: list[tuple[str, CompactDocument]], first:
     """The shuffle entries of copies first..stop-1 of every document, as
     CreateInstances makes them (the sample's documents its own random-next
     sample)."""
-    config, stages = run.config, run.stages
-    engine = Engine.of(stages.instances,
-                       stages.masking if config.masking == "static" else None)
+    config, engine = run.config, run.stages.engine()
     sample = FlatSample.of(documents[:config.nsp_sample_size])
     return [unit_instances(unit, sample=sample, engine=engine, seed=config.random_seed)[0]
             for unit in fan_out_batch(documents, stop, first)]
@@ -206,7 +203,7 @@ def space_warning(run: Prepared, estimate: Callable[[], SpaceEstimate | None]) -
     """A line when the output's local disk has less free space than the run
     needs (its estimate, made only for a local output, and WARNING_MARGIN
     for the estimate's error)."""
-    where = run.layout.folder
+    where = run.output.folder
     free = free_bytes(where)
     if free is None:
         return None
@@ -234,38 +231,23 @@ def _names_full_disk(text: str) -> bool:
     return any(f"[Errno {code}]" in text for code in _FULL_DISK)
 
 
-class _FullDiskRecords(logging.Filter):
-    """Drops the runner's logged tracebacks of a full disk (in this process,
-    or a worker's relayed as text): the run reports it in one line."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.exc_info and record.exc_info[1] is not None:
-            return not is_full_disk(record.exc_info[1])
-        return not _names_full_disk(record.getMessage())
-
-
-# Where Beam logs a DoFn's failure: in process, and relayed from workers.
-_BEAM_LOGGERS = ("apache_beam.runners.common", "apache_beam.runners.portability.local_job_service")
-
-
 @contextlib.contextmanager
 def full_disk_reported(run: Prepared, estimate: Callable[[], SpaceEstimate | None]
                        ) -> Iterator[None]:
     """Turns a full disk while the run writes into a PublishError of one line
     (where, how much was free, what the run needs), after removing the
     staging directory, so that nothing is published and the disk is freed."""
-    quiet = _FullDiskRecords()
-    for name in _BEAM_LOGGERS:
-        logging.getLogger(name).addFilter(quiet)
     try:
-        yield
+        with quiet_beam_logs(lambda err: is_full_disk(err) if isinstance(err, BaseException)
+                             else _names_full_disk(err)):
+            yield
     except Exception as err:  # also a PublishError: the disk may fill as it publishes
         if not is_full_disk(err):
             raise
-        staging = run.layout.staging_dir
+        staging = run.output.staging_dir
         with contextlib.suppress(Exception):  # the report matters more than the sweep
             remove_tree(staging)
-        free = free_bytes(run.layout.folder)
+        free = free_bytes(run.output.folder)
         had = f" ({_size(free)} free without it)" if free is not None else ""
         needed = estimate()
         need = needed.describe() if needed is not None else "more"
@@ -273,6 +255,3 @@ def full_disk_reported(run: Prepared, estimate: Callable[[], SpaceEstimate | Non
             f"no space left on the device writing {staging}{had}; this run needs {need}; "
             "nothing was published and the staging directory was removed: free space, or "
             "choose an output location on a larger disk") from err
-    finally:
-        for name in _BEAM_LOGGERS:
-            logging.getLogger(name).removeFilter(quiet)

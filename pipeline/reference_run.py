@@ -18,8 +18,8 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from bert_pretraining_data.pipeline.options import Config
-from bert_pretraining_data.pipeline.publish import OutputLayout, staged_paths
-from bert_pretraining_data.transforms.instances.units import Engine
+from bert_pretraining_data.pipeline.publish import OutputPaths, staged_paths
+from bert_pretraining_data.pipeline.stages import Stages
 from bert_pretraining_data.transforms.instances.units_kernel import reference_entries
 from bert_pretraining_data.transforms.tokenize.chinese_words import line_ids
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import Tokenizer
@@ -74,8 +74,8 @@ def flatten(documents: list[list[list[int]]]) -> tuple[np.ndarray, np.ndarray, n
     return tokens, bounds, document_bounds
 
 
-def run_compat(config: Config, *, stages, tokenizer: Tokenizer,
-               layout: OutputLayout) -> list[dict]:
+def run_compat(config: Config, *, stages: Stages, tokenizer: Tokenizer,
+               output: OutputPaths) -> list[dict]:
     """Writes the staged shards; returns the shard list for the manifest."""
     rng = random.Random(config.random_seed)
     paths = original_file_order(config.input_file)
@@ -84,17 +84,16 @@ def run_compat(config: Config, *, stages, tokenizer: Tokenizer,
         rng.shuffle(paths)  # ELECTRA's first draws: the order of its input files
     documents = read_documents(paths, line_ids(tokenizer, config.whole_word_segmenter),
                                end_at_file_end=electra, is_blank=config.tokenizer.is_blank)
-    engine = Engine.of(stages.instances, stages.masking if config.masking == "static" else None,
-                       reference=True)
-    entries, bounds, order, _ = reference_entries(
+    engine = stages.engine(reference=True)
+    batch, order, _ = reference_entries(
         *flatten(documents), config.dupe_factor, rng, config.random_seed, engine.settings,
         engine.workspace)
     shards = []
-    for shard, (path, name) in enumerate(zip(staged_paths(layout), layout.shard_names)):
-        ours = order[shard::len(layout.shard_names)]  # round-robin, as the original
+    for shard, (path, name) in enumerate(zip(staged_paths(output), output.shard_names)):
+        ours = order[shard::len(output.shard_names)]  # round-robin, as the original
         with FileSystems.create(path, compression_type=CompressionTypes.GZIP
                                 if config.compression else CompressionTypes.UNCOMPRESSED) as f:
-            for chunk in stages.rows.chunks(entries, bounds, ours,
+            for chunk in stages.rows.chunks(batch.entries, batch.bounds, ours,
                                             np.arange(len(ours) + 1, dtype=np.int64)):
                 f.write(chunk)
         shards.append({"shard": shard, "name": name, "records": len(ours)})

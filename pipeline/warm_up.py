@@ -11,17 +11,18 @@ that installs the package from `--setup_file` compiles on first use.
 
 from __future__ import annotations
 
+from bert_pretraining_data.transforms.handoff import shuffle_entries, tokenized_documents
+from bert_pretraining_data.transforms.handoff.shuffle_entries import scan_entries, split_by_shard
 from bert_pretraining_data.transforms.instances import units_kernel
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig
 from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
 from bert_pretraining_data.transforms.instances.units import Engine, warm_up as warm_up_instances
 from bert_pretraining_data.transforms.pack import histogram, plan
-from bert_pretraining_data.transforms.tokenize import tokenized_documents, wordpiece_kernel
+from bert_pretraining_data.transforms.tokenize import wordpiece_kernel
 from bert_pretraining_data.transforms.tokenize.vocabulary import parse_vocabulary
 from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
-from bert_pretraining_data.transforms.write import parquet_rows, rows, shuffle_entries
+from bert_pretraining_data.transforms.write import parquet_rows, rows
 from bert_pretraining_data.transforms.write.rows import RawRecords
-from bert_pretraining_data.transforms.write.shuffle_entries import scan_entries, split_by_shard
 from bert_pretraining_data.transforms.write.tf_example import RecordLayout
 
 # The kernels the pipeline calls from Python (each compiles what it calls).

@@ -14,15 +14,15 @@ import pytest
 from hypothesis import given, strategies as st
 
 from bert_pretraining_data.transforms.d2l.pairs import pair_entries
+from bert_pretraining_data.transforms.handoff.shuffle_entries import ENTRY_HEADER
+from bert_pretraining_data.transforms.handoff.tokenized_documents import (compact_document,
+                                                                          expand_document)
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig
 from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
 from bert_pretraining_data.transforms.instances.units import Engine, FlatSample, unit_instances
-from bert_pretraining_data.transforms.seeds import INSTANCES, derived_rng, document_seed
-from bert_pretraining_data.transforms.tokenize.tokenized_documents import (compact_document,
-                                                                           expand_document)
+from bert_pretraining_data.transforms.seeds import INSTANCE_STREAM, document_seed, position_rng
 from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
 from bert_pretraining_data.transforms.write.rows import InstanceRows
-from bert_pretraining_data.transforms.write.shuffle_entries import ENTRY_HEADER
 from bert_pretraining_data.transforms.write.tf_example import RecordLayout
 from bert_pretraining_data.transforms.write.tfrecord import read_records
 from conftest import DATA
@@ -54,11 +54,11 @@ def python_records(doc_key, dupes, packed, sample, instances, masking, *, seed,
                    max_predictions, padded):
     """The reference: the Python functions, copy after copy, seeded as the
     pipeline seeds them (transforms.seeds: one generator per copy, from
-    (INSTANCES, dupe), masking each instance as it is built; shuffle keys by
+    (INSTANCE_STREAM, dupe), masking each instance as it is built; shuffle keys by
     (dupe, index))."""
     pairs = []
     for dupe in range(*dupes):
-        rng = derived_rng(document_seed(seed, doc_key), INSTANCES, dupe)
+        rng = position_rng(document_seed(seed, doc_key), INSTANCE_STREAM, dupe)
         created, _ = create_instances(
             expand_document(packed), config=instances,
             random_document=random_document_from_sample(sample, doc_key), rng=rng,
@@ -120,9 +120,9 @@ def cases(draw):
 def test_compiled_records_equal_the_python_paths(case):
     pairs, stats = compiled_records(**case)
     assert pairs == python_records(**case)
-    assert stats.instances == len(pairs)
+    assert stats["instances"] == len(pairs)
     if case["masking"] is None:
-        assert stats.masked_tokens == 0
+        assert stats["masked_tokens"] == 0
 
 
 def wiki_documents(vocab, count: int) -> list[tuple[str, bytes]]:
@@ -155,7 +155,7 @@ def test_real_documents_and_vocabulary(uncased_vocab, whole_word, padded):
         pairs, stats = compiled_records(**case)
         assert pairs == python_records(**case), doc_key
         total += len(pairs)
-        assert (stats.masked_tokens > 0) == (masking is not None)
+        assert (stats["masked_tokens"] > 0) == (masking is not None)
     assert total > 300
 
 
@@ -171,4 +171,4 @@ def test_a_unit_of_many_documents_is_their_records_one_after_another(uncased_voc
     one_by_one = [unit_instances([part], sample=sample, engine=engine, seed=9)
                   for part in unit]
     assert entries(together) == [pair for batch, _ in one_by_one for pair in entries(batch)]
-    assert stats.instances == sum(s.instances for _, s in one_by_one) == len(together) > 20
+    assert stats["instances"] == sum(s["instances"] for _, s in one_by_one) == len(together) > 20

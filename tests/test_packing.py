@@ -22,16 +22,16 @@ from bert_pretraining_data.pipeline.beam_options import ConfigError
 from bert_pretraining_data.pipeline.inspect_data import report
 from bert_pretraining_data.pipeline.main import run
 from bert_pretraining_data.pipeline.options import parse_args
+from bert_pretraining_data.transforms.handoff.shuffle_entries import EntryBatch, scan_entries
+from bert_pretraining_data.transforms.handoff.tokenized_documents import compact_document
 from bert_pretraining_data.transforms.instances.instance_bytes import put_instance
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig, num_to_predict
 from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
 from bert_pretraining_data.transforms.instances.units import Engine, FlatSample, unit_instances
 from bert_pretraining_data.transforms.pack.histogram import pack_histogram
 from bert_pretraining_data.transforms.pack.plan import plan_rows, prediction_budget
-from bert_pretraining_data.transforms.tokenize.tokenized_documents import compact_document
 from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
 from bert_pretraining_data.transforms.write.rows import InstanceRows, PackedRows
-from bert_pretraining_data.transforms.write.shuffle_entries import EntryBatch, scan_entries
 from bert_pretraining_data.transforms.write.tf_example import RecordLayout
 from bert_pretraining_data.transforms.write.tfrecord import read_records
 from conftest import DATA, UNCASED_VOCAB

@@ -15,7 +15,7 @@ from helpers.records import encode_example
 from helpers.oracle_bert import _candidate_groups, create_instances
 from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig, mask_tokens, num_to_predict
-from bert_pretraining_data.transforms.randomness import derive_rng
+from bert_pretraining_data.transforms.randomness import hashed_rng
 
 CLS, SEP, MASK = 2, 3, 4  # ids 0..4 are special in the generated vocabularies
 
@@ -44,7 +44,7 @@ def setups(draw):
 def test_instances_and_masks_keep_every_invariant(setup):
     document, other, config, masking, seed = setup
     instances, stats = create_instances(
-        document, config=config, rng=derive_rng(seed, "instances"),
+        document, config=config, rng=hashed_rng(seed, "instances"),
         random_document=lambda rng: other)
     document_tokens = {t for sentence in document for t in sentence}
     other_tokens = {t for sentence in other or [] for t in sentence}
@@ -61,7 +61,7 @@ def test_instances_and_masks_keep_every_invariant(setup):
         else:
             assert body_b <= document_tokens
 
-        masked = mask_tokens(tokens, masking, derive_rng(seed, "mask", index))
+        masked = mask_tokens(tokens, masking, hashed_rng(seed, "mask", index))
         positions = masked.positions
         assert positions == sorted(set(positions))
         assert all(tokens[p] not in (CLS, SEP) for p in positions)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import random
 
-from bert_pretraining_data.transforms.randomness import (derive_rng, encode_parts, prefixed_digest,
+from bert_pretraining_data.transforms.randomness import (encode_parts, hashed_rng, prefixed_digest,
                                                          stable_hash, stable_hasher)
 from bert_pretraining_data.transforms.instances.sample import sample_rank
 from bert_pretraining_data.transforms.seeds import document_seed
@@ -17,7 +17,7 @@ def test_keys_are_the_documented_hashes_of_length_prefixed_typed_parts():
     assert stable_hash(12345, "doc:") == int.from_bytes(
         hashlib.blake2b(encoded, digest_size=8).digest(), "big") >> 1
     seed = int.from_bytes(hashlib.sha256(encoded).digest()[:16], "big")
-    assert derive_rng(12345, "doc:").random() == random.Random(seed).random()
+    assert hashed_rng(12345, "doc:").random() == random.Random(seed).random()
     assert stable_hash("ab", "c") != stable_hash("a", "bc")
 
 

@@ -39,13 +39,14 @@ def test_mix64_is_splitmix64s_finalizer(z):
     assert int(seeds.mix64(np.uint64(z))) == oracle_mix64(z)
 
 
-@given(words, words, st.sampled_from([seeds.INSTANCES, seeds.MASK, seeds.SHUFFLE]),
+@given(words, words, st.sampled_from([seeds.INSTANCE_STREAM, seeds.MASK_STREAM,
+                                   seeds.SHUFFLE_STREAM]),
        st.integers(0, seeds.MAX_DUPE_FACTOR - 1), st.integers(0, 2**40 - 1))
 def test_derive_and_shuffle_key_follow_the_oracle(lo, hi, stream, dupe, index):
     derived = seeds.derive(np.uint64(lo), np.uint64(hi), stream, dupe, index)
     assert tuple(map(int, derived)) == oracle_derive(lo, hi, stream, dupe, index)
     key = seeds.shuffle_key(np.uint64(lo), np.uint64(hi), dupe, index)
-    assert key == oracle_derive(lo, hi, seeds.SHUFFLE, dupe, index)[0] >> 1 < 2**63
+    assert key == oracle_derive(lo, hi, seeds.SHUFFLE_STREAM, dupe, index)[0] >> 1 < 2**63
 
 
 def test_every_position_of_a_document_gets_its_own_seed():
@@ -72,13 +73,13 @@ def test_key_words_are_the_ints_words(lo, hi):
     assert (length, key[:length].tolist()) == (expected_length, expected.tolist())
 
 
-def test_compiled_generator_and_derived_rng_draw_alike():
+def test_compiled_generator_and_position_rng_draw_alike():
     seed = seeds.document_seed(3, "doc:0")
-    for stream, dupe, index in [(seeds.INSTANCES, 0, 0), (seeds.MASK, 9, 1234)]:
+    for stream, dupe, index in [(seeds.INSTANCE_STREAM, 0, 0), (seeds.MASK_STREAM, 9, 1234)]:
         key = np.zeros(jr.SEED_WORDS, dtype=np.int64)
         length = seeds.seed_key(np.uint64(seed[0]), np.uint64(seed[1]), stream, dupe, index, key)
         state = jr.new_state()
         jr.seed_state(state, key, length)
-        theirs = seeds.derived_rng(seed, stream, dupe, index)
+        theirs = seeds.position_rng(seed, stream, dupe, index)
         assert [jr.random(state) for _ in range(5)] == [theirs.random() for _ in range(5)]
         assert isinstance(theirs, random.Random)

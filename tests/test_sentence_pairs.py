@@ -13,7 +13,7 @@ from helpers.oracle_bert import (create_instances, mask_tokens, random_document_
 from bert_pretraining_data.transforms.instances import sample as sample_module
 from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig, num_to_predict
-from bert_pretraining_data.transforms.tokenize.tokenized_documents import (
+from bert_pretraining_data.transforms.handoff.tokenized_documents import (
     CompactView, compact_arrays, compact_document, compact_token_count, expand_document)
 from bert_pretraining_data.transforms.instances.sample import bound_sample, cap_document
 

@@ -19,16 +19,16 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing import test_pipeline
 from apache_beam.testing.util import BeamAssertException, assert_that, equal_to
 
+from bert_pretraining_data.transforms.handoff.shuffle_entries import (EntryBatch, scan_entries,
+                                                                      shard_of, split_by_shard)
 from bert_pretraining_data.transforms.randomness import stable_hash as shuffle_key
 from bert_pretraining_data.transforms.write import rows as rows_module, tfrecord
 from bert_pretraining_data.transforms.write.beam import (WriteShards, _DeleteBucketsFn,
                                                          _WriteShardFn, bucket_dir, bucket_path,
-                                                         file_digest, shard_path, write_shard_file)
+                                                         file_digest, read_tfrecord_file,
+                                                         shard_path, write_shard_file)
 from bert_pretraining_data.transforms.write.rows import RawRecords
-from bert_pretraining_data.transforms.write.shuffle_entries import (EntryBatch, scan_entries,
-                                                                    shard_of, split_by_shard)
-from bert_pretraining_data.transforms.write.tfrecord import (frame_record, read_records,
-                                                             read_tfrecord_file, write_record)
+from bert_pretraining_data.transforms.write.tfrecord import frame_record, read_records, write_record
 from helpers.records import encode_example
 
 RECORDS = [b"", b"x", b"hello world", bytes(range(256)) * 40, b"\x00" * 70000]

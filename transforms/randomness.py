@@ -98,7 +98,9 @@ def stable_hasher(*prefix: object) -> Callable[[object], int]:
     return lambda key: _hash_key(digest(key))
 
 
-def derive_rng(*parts: object) -> random.Random:
-    """A `random.Random` seeded from the parts (128 bits of their sha256)."""
+def hashed_rng(*parts: object) -> random.Random:
+    """A `random.Random` seeded from the parts (128 bits of their sha256): one
+    hash a generator, for draws outside a document's compiled stream
+    (transforms.seeds.position_rng derives those without hashing)."""
     digest = hashlib.sha256(encode_parts(parts)).digest()
     return random.Random(int.from_bytes(digest[:16], "big"))

@@ -20,7 +20,7 @@ from numba import njit
 from bert_pretraining_data.transforms.randomness import prefixed_digest
 
 # Streams of draws derived from a document's seed.
-INSTANCES, MASK, SHUFFLE = 0, 1, 2
+INSTANCE_STREAM, MASK_STREAM, SHUFFLE_STREAM = 0, 1, 2
 # A position packs (stream, dupe, index) into 64 bits: 2 + 22 + 40.
 MAX_DUPE_FACTOR = 1 << 22
 _DUPE_SHIFT = np.uint64(40)
@@ -84,13 +84,15 @@ def key_words(lo: np.uint64, hi: np.uint64, key: np.ndarray) -> int:
 def shuffle_key(seed_lo: np.uint64, seed_hi: np.uint64, dupe: int, index: int) -> int:
     """The instance's place in the global shuffle: 63 bits (Beam's VarIntCoder
     encodes signed 64-bit ints)."""
-    lo, _ = derive(seed_lo, seed_hi, SHUFFLE, dupe, index)
+    lo, _ = derive(seed_lo, seed_hi, SHUFFLE_STREAM, dupe, index)
     return np.int64(lo >> np.uint64(1))
 
 
-def derived_rng(seed: tuple[int, int], stream: int, dupe: int, index: int = 0
-                ) -> random.Random:
-    """The `random.Random` of one position, for the Python reference path:
-    the compiled kernels seed their generator from the same key."""
+def position_rng(seed: tuple[int, int], stream: int, dupe: int, index: int = 0
+                 ) -> random.Random:
+    """The `random.Random` of one position of a document's draws (its
+    `document_seed` mixed, no hash), for the Python paths: the compiled
+    kernels seed their generator from the same key, so both draw alike
+    (transforms.randomness.hashed_rng hashes arbitrary parts instead)."""
     lo, hi = derive(np.uint64(seed[0]), np.uint64(seed[1]), stream, dupe, index)
     return random.Random((int(hi) << 64) | int(lo))

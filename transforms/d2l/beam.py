@@ -20,13 +20,15 @@ from bert_pretraining_data.transforms.d2l.pairs import (MIN_FREQUENCY, RESERVED_
                                                         InstanceBatch, Paragraph, encode_paragraph,
                                                         nsp_pairs, split_paragraph,
                                                         vocabulary_from_asset)
+from bert_pretraining_data.transforms.handoff.tokenized_documents import compact_document
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig, mask_tokens
 from bert_pretraining_data.transforms.instances.sample import (random_document_from_sample,
                                                                sample_positions)
-from bert_pretraining_data.transforms.randomness import derive_rng
+from bert_pretraining_data.transforms.randomness import hashed_rng
 from bert_pretraining_data.transforms.read.documents import document_key
-from bert_pretraining_data.transforms.seeds import MASK, derived_rng, document_seed
-from bert_pretraining_data.transforms.tokenize.tokenized_documents import compact_document
+from bert_pretraining_data.transforms.seeds import MASK_STREAM, document_seed, position_rng
+
+
 class MaskTokens(beam.DoFn):
     """Masks each instance with an RNG of its own key (doc_key, dupe, index).
 
@@ -45,7 +47,7 @@ class MaskTokens(beam.DoFn):
         config = config or self._config
         seed = document_seed(self._seed, doc_key)
         masked = [instance.with_mask(mask_tokens(
-                      instance.tokens, config, derived_rng(seed, MASK, dupe_index, index)))
+                      instance.tokens, config, position_rng(seed, MASK_STREAM, dupe_index, index)))
                   for index, instance in enumerate(instances)]
         self._masked.inc(sum(len(m.masked_lm_positions) for m in masked))
         yield (doc_key, dupe_index), masked
@@ -175,7 +177,7 @@ class CreatePairs(beam.DoFn):
 
         instances, dropped = nsp_pairs(paragraph, max_len=self._max_len,
                                        random_sentence=random_sentence,
-                                       rng=derive_rng(self._seed, "d2l-pairs", key, dupe))
+                                       rng=hashed_rng(self._seed, "d2l-pairs", key, dupe))
         self._count["instances"].inc(len(instances))
         self._count["random_next_instances"].inc(sum(i.is_random_next for i in instances))
         self._count["long_pairs_dropped"].inc(dropped)

@@ -12,11 +12,11 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from bert_pretraining_data.transforms.d2l.example import encode_features
+from bert_pretraining_data.transforms.handoff.shuffle_entries import EntryBatch
+from bert_pretraining_data.transforms.handoff.tokenized_documents import (CompactDocument,
+                                                                          expand_document)
 from bert_pretraining_data.transforms.instances.masking import Masked, MaskingConfig
 from bert_pretraining_data.transforms.seeds import document_seed, shuffle_key
-from bert_pretraining_data.transforms.tokenize.tokenized_documents import (CompactDocument,
-                                                                           expand_document)
-from bert_pretraining_data.transforms.write.shuffle_entries import EntryBatch
 @dataclasses.dataclass
 class SentencePair:
     """One training pair of a recipe built in Python (the d2l recipe's); the

@@ -6,25 +6,23 @@ and counting what it makes; every draw is seeded by its document's key
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Iterator
 
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
 from bert_pretraining_data.transforms.counters import BundleCounters, CountingDoFn
+from bert_pretraining_data.transforms.handoff.shuffle_entries import EntryBatch
+from bert_pretraining_data.transforms.handoff.tokenized_documents import (CompactDocument,
+                                                                          compact_token_count)
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig
-from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
+from bert_pretraining_data.transforms.instances.pairs import InstanceConfig, Stat
 from bert_pretraining_data.transforms.instances.sample import (bound_sample, cap_document,
                                                                sample_rank)
 from bert_pretraining_data.transforms.instances.units import (WORK_UNIT_TOKENS, Engine, FlatSample,
-                                                              InstanceStats, WorkUnit,
-                                                              unit_instances, warm_up)
+                                                              WorkUnit, unit_instances, warm_up)
 from bert_pretraining_data.transforms.progress_sink import ProgressSink
-from bert_pretraining_data.transforms.tokenize.tokenized_documents import (CompactDocument,
-                                                                           compact_token_count)
 from bert_pretraining_data.transforms.worker_memory import tune_worker_memory
-from bert_pretraining_data.transforms.write.shuffle_entries import EntryBatch
 
 
 class BatchDocuments(beam.DoFn):
@@ -66,10 +64,9 @@ class CreateInstances(CountingDoFn):
         self._configs = (instances, masking)
         self._progress_dir = progress_dir
         self._seed = seed
-        names = [f.name for f in dataclasses.fields(InstanceStats)]
-        if masking is None:  # nothing is masked, so no masked_tokens counter
-            names.remove("masked_tokens")
-        self._count = BundleCounters(*names)
+        # Nothing is masked without a masking config, so no masked_tokens counter.
+        self._count = BundleCounters(*(stat.counter for stat in Stat
+                                       if masking is not None or stat != Stat.MASKED_TOKENS))
 
     def setup(self) -> None:
         tune_worker_memory()
@@ -86,13 +83,13 @@ class CreateInstances(CountingDoFn):
         if nsp_sample is not self._sample_source:  # materialized once per worker
             self._sample, self._sample_source = FlatSample.of(nsp_sample), nsp_sample
         batch, stats = unit_instances(element, sample=self._sample, engine=self._engine,
-                                    seed=self._seed)
+                                      seed=self._seed)
         if self._progress.active:
-            self._progress.add(instances=stats.instances,
+            self._progress.add(instances=stats[Stat.INSTANCES.counter],
                                copies=sum(end - first for _, _, (first, end) in element))
         count = self._count.counts
         for name in count:
-            count[name] += getattr(stats, name)
+            count[name] += stats[name]
         if len(batch):
             yield batch
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from bert_pretraining_data.transforms.instances.pairs import TRUNCATED, emit
+from bert_pretraining_data.transforms.instances.pairs import Stat, emit
 from bert_pretraining_data.transforms.mersenne_twister import randint, random
 from bert_pretraining_data.transforms.seeds import shuffle_key
 
@@ -73,14 +73,13 @@ def _example(mt, tokens, bounds, first, last, target, s, w):
 
 
 @njit(cache=True)
-def create_sequences(mt, tokens, bounds, target, seed_lo, seed_hi, dupe, s, w, out, pos,
-                     entry_bounds, keys, count, stats):
+def create_sequences(mt, tokens, bounds, target, seed_lo, seed_hi, dupe, s, w, entries, stats):
     """Every example of one copy of a document (tokens, sentence bounds),
     starting with `target`; example i gets the shuffle key of (dupe, i).
     As `add_line`, sentences are added until their length reaches the target
     (the one that crossed it included), and the document's end makes an
-    example of what is left. Returns (target after the last example, out,
-    pos, entry_bounds, keys, count): the output grown as needed."""
+    example of what is left. Returns (target after the last example, the
+    EntryBuffer)."""
     num_sentences = len(bounds) - 1
     first = 0
     length = 0
@@ -96,60 +95,50 @@ def create_sequences(mt, tokens, bounds, target, seed_lo, seed_hi, dupe, s, w, o
         else:
             last = num_sentences
         n, b_start, dropped = _example(mt, tokens, bounds, first, last, target, s, w)
-        stats[TRUNCATED] += dropped
+        stats[Stat.TRUNCATED_TOKENS] += dropped
         target = next_target(mt, s.max_seq_length)
-        out, pos, entry_bounds, keys, count = emit(
-            mt, w.instance[:n], b_start, False, shuffle_key(seed_lo, seed_hi, dupe, index), s,
-            w, out, pos, entry_bounds, keys, count, stats)
+        entries = emit(mt, w.instance[:n], b_start, False,
+                       shuffle_key(seed_lo, seed_hi, dupe, index), s, w, entries, stats)
         index += 1
         first = last
         length = 0
-    return target, out, pos, entry_bounds, keys, count
+    return target, entries
 
 
 @njit(cache=True)
-def _emit_block(mt, n, index, seed_lo, seed_hi, dupe, s, w, out, pos, entry_bounds, keys,
-                count, stats):
+def _emit_block(mt, n, index, seed_lo, seed_hi, dupe, s, w, entries, stats):
     """The block of n tokens at w.instance[1:n + 1], framed CLS block SEP, as
     one single-segment instance with the shuffle key of (dupe, index)."""
     w.instance[0] = s.cls_id
     w.instance[n + 1] = s.sep_id
     return emit(mt, w.instance[:n + 2], n + 2, False, shuffle_key(seed_lo, seed_hi, dupe, index),
-                s, w, out, pos, entry_bounds, keys, count, stats)
+                s, w, entries, stats)
 
 
 @njit(cache=True)
-def create_doc_sentences(mt, tokens, bounds, seed_lo, seed_hi, dupe, s, w, out, pos,
-                         entry_bounds, keys, count, stats):
+def create_doc_sentences(mt, tokens, bounds, seed_lo, seed_hi, dupe, s, w, entries, stats):
     """RoBERTa's DOC-SENTENCES for one copy of a document (`--recipe=roberta`):
     blocks of whole consecutive sentences, each as long as fits max_seq_length
     with its CLS and SEP, never crossing into another document; a sentence
     longer than a block is cut into blocks of its own (fairseq's
     `TokenBlockDataset`, break_mode `complete_doc`, without dropping any
-    token). Block i gets the shuffle key of (dupe, i). Returns (out, pos,
-    entry_bounds, keys, count): the output grown as needed."""
+    token). Block i gets the shuffle key of (dupe, i). Returns the EntryBuffer."""
     block = s.max_seq_length - 2
     n = 0
     index = 0
     for i in range(len(bounds) - 1):
         start, end = bounds[i], bounds[i + 1]
         if n > 0 and n + end - start > block:
-            out, pos, entry_bounds, keys, count = _emit_block(
-                mt, n, index, seed_lo, seed_hi, dupe, s, w, out, pos, entry_bounds, keys,
-                count, stats)
+            entries = _emit_block(mt, n, index, seed_lo, seed_hi, dupe, s, w, entries, stats)
             index += 1
             n = 0
         while end - start > block:
             w.instance[1:block + 1] = tokens[start:start + block]
-            out, pos, entry_bounds, keys, count = _emit_block(
-                mt, block, index, seed_lo, seed_hi, dupe, s, w, out, pos, entry_bounds, keys,
-                count, stats)
+            entries = _emit_block(mt, block, index, seed_lo, seed_hi, dupe, s, w, entries, stats)
             index += 1
             start += block
         w.instance[1 + n:1 + n + end - start] = tokens[start:end]
         n += end - start
     if n > 0:
-        out, pos, entry_bounds, keys, count = _emit_block(
-            mt, n, index, seed_lo, seed_hi, dupe, s, w, out, pos, entry_bounds, keys, count,
-            stats)
-    return out, pos, entry_bounds, keys, count
+        entries = _emit_block(mt, n, index, seed_lo, seed_hi, dupe, s, w, entries, stats)
+    return entries

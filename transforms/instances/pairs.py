@@ -8,26 +8,46 @@ same generator as soon as it is built, where the original draws its masking
 randomness, then appended as a shuffle entry (`emit`). The pipeline and
 `--reference_compatible` differ only in the generator passed in (one per
 document copy, or one for the run) and in `random_document`. `s` and `w` are
-transforms.instances.units_kernel's Settings and Workspace.
+transforms.instances.units_kernel's Settings and Workspace, `entries` the
+shuffle entries' EntryBuffer (transforms.handoff.shuffle_entries) and `stats`
+the counts by `Stat`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from enum import IntEnum
 
-import numpy as np
 from numba import njit
 
-from bert_pretraining_data.transforms.instances.instance_bytes import max_instance_size, put_instance
-from bert_pretraining_data.transforms.mersenne_twister import randint, random
+from bert_pretraining_data.transforms.handoff.shuffle_entries import (ENTRY_HEADER, commit_entry,
+                                                                      reserve_entry)
+from bert_pretraining_data.transforms.instances.instance_bytes import (max_instance_size,
+                                                                      put_instance)
 from bert_pretraining_data.transforms.instances.masking import mask_instance
-from bert_pretraining_data.transforms.tokenize.chinese_words import ID_BITS, MARK
+from bert_pretraining_data.transforms.mersenne_twister import randint, random
 from bert_pretraining_data.transforms.seeds import shuffle_key
-from bert_pretraining_data.transforms.write.shuffle_entries import ENTRY_HEADER, close_entry
+from bert_pretraining_data.transforms.tokenize.chinese_words import ID_BITS, MARK
 
 MARK_BIT = MARK.bit_length() - 1
-# Positions in the stats array the kernels fill.
-INSTANCES, RANDOM_NEXT, TRUNCATED, UNAVAILABLE, MASKED = range(5)
+
+
+class Stat(IntEnum):
+    """What the kernels count, each at its value's place in their stats
+    array: the one list of CreateInstances' counts, by name and place."""
+
+    INSTANCES = 0
+    RANDOM_NEXT_INSTANCES = 1
+    TRUNCATED_TOKENS = 2
+    RANDOM_NEXT_UNAVAILABLE = 3
+    MASKED_TOKENS = 4
+
+    @property
+    def counter(self) -> str:
+        """The name CreateInstances counts it under (the manifest's)."""
+        return self.name.lower()
+
+
 # The sentence-pair objectives (--next_sentence): BERT's next sentence
 # prediction, ALBERT's sentence order prediction.
 # (`none`, full sequences without a pair task, is transforms.instances.full_sequences.)
@@ -53,16 +73,6 @@ class InstanceConfig:
 
 
 @njit(cache=True)
-def grow(values: np.ndarray, needed: int) -> np.ndarray:
-    """`values`, or a copy at least twice as long when `needed` exceeds it."""
-    if needed <= len(values):
-        return values
-    grown = np.empty(max(needed, 2 * len(values)), dtype=values.dtype)
-    grown[:len(values)] = values
-    return grown
-
-
-@njit(cache=True)
 def random_document(mt, num_documents: int, own: int, reference: bool) -> int:
     """The original's chooser: up to 10 tries to avoid the own document. Then
     the original keeps the last try (`reference`); the pipeline, whose sample
@@ -85,12 +95,10 @@ def random_document(mt, num_documents: int, own: int, reference: bool) -> int:
 
 # Inlined (numba IR): a call would copy the settings and scratch tuples per instance.
 @njit(cache=True, inline="always")
-def emit(mt, instance, segment_b_start, random_next, key, s, w, out, pos, entry_bounds, keys,
-         count, stats):
+def emit(mt, instance, segment_b_start, random_next, key, s, w, entries, stats):
     """Masks one instance with `mt` (not at all with --masking=none) and
-    appends its shuffle entry (key, then the instance) at out[pos:], its end
-    to entry_bounds and its key to keys. Returns (out, pos, entry_bounds,
-    keys, count), the arrays grown as needed."""
+    appends its shuffle entry (key, then the instance) to `entries`; returns
+    the EntryBuffer."""
     n = len(instance)
     marks = w.marks[:n]
     if s.segmented:  # segmented words' marks (transforms.tokenize.chinese_words) leave the ids
@@ -110,23 +118,19 @@ def emit(mt, instance, segment_b_start, random_next, key, s, w, out, pos, entry_
             token = instance[t]
             w.boundary[t] = token == s.cls_id or token == s.sep_id or not (
                 s.continues[token] or marks[t])
-    stats[MASKED] += k
-    out = grow(out, pos + ENTRY_HEADER + max_instance_size(n, k))
-    data = pos + ENTRY_HEADER
-    end = put_instance(out, data, w.output[:n], segment_b_start, 1 if random_next else 0,
-                       w.masking.chosen[:k], w.masking.labels[:k], w.boundary, s.token_boundary)
-    pos = close_entry(out, pos, key, end - data)
-    entry_bounds = grow(entry_bounds, count + 2)
-    keys = grow(keys, count + 1)
-    entry_bounds[count + 1] = pos
-    keys[count] = key
-    stats[INSTANCES] += 1
-    return out, pos, entry_bounds, keys, count + 1
+    stats[Stat.MASKED_TOKENS] += k
+    entries = reserve_entry(entries, max_instance_size(n, k))
+    start = entries.end + ENTRY_HEADER
+    end = put_instance(entries.data, start, w.output[:n], segment_b_start,
+                       1 if random_next else 0, w.masking.chosen[:k], w.masking.labels[:k],
+                       w.boundary, s.token_boundary)
+    stats[Stat.INSTANCES] += 1
+    return commit_entry(entries, key, end - start)
 
 
 @njit(cache=True)
 def create_instances(mt, tokens, bounds, sample_tokens, sample_bounds, sample_documents, own,
-                     seed_lo, seed_hi, dupe, s, w, out, pos, entry_bounds, keys, count, stats):
+                     seed_lo, seed_hi, dupe, s, w, entries, stats):
     """Every instance of one copy of a document (tokens, sentence bounds),
     masked and appended as shuffle entries; instance i gets the shuffle key of
     (dupe, i). Random next segments come from the sample (flat tokens,
@@ -140,7 +144,7 @@ def create_instances(mt, tokens, bounds, sample_tokens, sample_bounds, sample_do
     with p=0.5 (label 1 = swapped or random); `truncate_seq_pair`,
     `[CLS] A [SEP] B [SEP]`.
 
-    Returns (out, pos, entry_bounds, keys, count): the output, grown as needed.
+    Returns the EntryBuffer.
     """
     max_num_tokens = s.max_seq_length - 3
     target = max_num_tokens
@@ -168,7 +172,7 @@ def create_instances(mt, tokens, bounds, sample_tokens, sample_bounds, sample_do
             other = random_document(mt, num_documents, own, s.reference) if is_random else -1
             if is_random and other < 0:
                 # No other document exists: never pair with our own text.
-                stats[UNAVAILABLE] += 1
+                stats[Stat.RANDOM_NEXT_UNAVAILABLE] += 1
                 is_random = False
             b_length = 0
             b_source = tokens
@@ -208,7 +212,7 @@ def create_instances(mt, tokens, bounds, sample_tokens, sample_bounds, sample_do
                         b_lo += 1
                     else:
                         b_hi -= 1
-                    stats[TRUNCATED] += 1
+                    stats[Stat.TRUNCATED_TOKENS] += 1
                 n = 0
                 instance[n] = s.cls_id
                 n += 1
@@ -223,13 +227,11 @@ def create_instances(mt, tokens, bounds, sample_tokens, sample_bounds, sample_do
                     n += 1
                 instance[n] = s.sep_id
                 n += 1
-                out, pos, entry_bounds, keys, count = emit(
-                    mt, instance[:n], segment_b_start, is_random or swapped,
-                    shuffle_key(seed_lo, seed_hi, dupe, index), s, w, out, pos, entry_bounds,
-                    keys, count, stats)
+                entries = emit(mt, instance[:n], segment_b_start, is_random or swapped,
+                               shuffle_key(seed_lo, seed_hi, dupe, index), s, w, entries, stats)
                 index += 1
-                stats[RANDOM_NEXT] += is_random or swapped
+                stats[Stat.RANDOM_NEXT_INSTANCES] += is_random or swapped
             chunk_count = 0
             chunk_length = 0
         i += 1
-    return out, pos, entry_bounds, keys, count
+    return entries

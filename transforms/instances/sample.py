@@ -11,14 +11,14 @@ from __future__ import annotations
 import random
 from typing import Sequence
 
+from bert_pretraining_data.transforms.handoff.tokenized_documents import (CompactDocument,
+                                                                          CompactView,
+                                                                          compact_document,
+                                                                          compact_token_count,
+                                                                          expand_document)
 from bert_pretraining_data.transforms.instances.pairs import random_document
 from bert_pretraining_data.transforms.mersenne_twister import generator_state
 from bert_pretraining_data.transforms.randomness import stable_hasher
-from bert_pretraining_data.transforms.tokenize.tokenized_documents import (CompactDocument,
-                                                                           CompactView,
-                                                                           compact_document,
-                                                                           compact_token_count,
-                                                                           expand_document)
 
 SampledDocument = tuple[str, CompactDocument]
 

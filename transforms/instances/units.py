@@ -13,17 +13,17 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from bert_pretraining_data.transforms.handoff.shuffle_entries import EntryBatch
+from bert_pretraining_data.transforms.handoff.tokenized_documents import (CompactDocument,
+                                                                          compact_arrays,
+                                                                          compact_document,
+                                                                          compact_token_count)
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig
-from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
+from bert_pretraining_data.transforms.instances.pairs import InstanceConfig, Stat
 from bert_pretraining_data.transforms.instances.sample import SampledDocument
 from bert_pretraining_data.transforms.instances.units_kernel import (Settings, Workspace, settings,
                                                                      unit_entries, workspace)
 from bert_pretraining_data.transforms.seeds import document_seed
-from bert_pretraining_data.transforms.tokenize.tokenized_documents import (CompactDocument,
-                                                                           compact_arrays,
-                                                                           compact_document,
-                                                                           compact_token_count)
-from bert_pretraining_data.transforms.write.shuffle_entries import EntryBatch
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,19 +77,13 @@ def warm_up(engine: Engine) -> EntryBatch:
     element pays for it; returns the shuffle entries it made."""
     document = compact_document([[0, 0], [0]])
     return unit_instances([("warm-up", document, (0, 1))],
-                        sample=FlatSample.of([("sampled", document)]), engine=engine,
-                        seed=0)[0]
+                          sample=FlatSample.of([("sampled", document)]), engine=engine,
+                          seed=0)[0]
 
 
-@dataclasses.dataclass
-class InstanceStats:
-    """What a document's copies gave, for CreateInstances' counters (the manifest's)."""
-
-    instances: int = 0
-    random_next_instances: int = 0
-    truncated_tokens: int = 0
-    random_next_unavailable: int = 0
-    masked_tokens: int = 0
+# What a unit's copies gave: counter name (Stat.counter) -> count, for
+# CreateInstances' counters (the manifest's).
+InstanceStats = dict[str, int]
 
 
 # A unit of work: documents with the dupe indices to make of each, as
@@ -99,20 +93,20 @@ WorkUnit = list[tuple[str, CompactDocument, tuple[int, int]]]
 
 
 def unit_instances(unit: WorkUnit, *, sample: FlatSample, engine: Engine, seed: int
-                 ) -> tuple[EntryBatch, InstanceStats]:
+                   ) -> tuple[EntryBatch, InstanceStats]:
     """The shuffle entries of every copy of every document of a unit, document
     by document, copy by copy, instance by instance: one kernel call."""
     documents = b"".join(document for _, document, _ in unit)
     document_bounds = np.zeros(len(unit) + 1, dtype=np.int64)
     np.cumsum([len(document) for _, document, _ in unit], out=document_bounds[1:])
     seeds = np.array([document_seed(seed, key) for key, _, _ in unit], dtype=np.uint64)
-    entries, bounds, keys, stats = unit_entries(
+    entries, stats = unit_entries(
         np.frombuffer(documents, dtype=np.uint8), document_bounds, seeds.reshape(-1, 2),
         np.array([first for _, _, (first, _) in unit], dtype=np.int64),
         np.array([end for _, _, (_, end) in unit], dtype=np.int64),
         np.array([sample.index.get(key, -1) for key, _, _ in unit], dtype=np.int64),
         sample.tokens, sample.bounds, sample.documents, engine.settings, engine.workspace)
-    return EntryBatch(keys=keys, entries=entries, bounds=bounds), InstanceStats(*stats.tolist())
+    return EntryBatch.filled(entries), {stat.counter: int(stats[stat]) for stat in Stat}
 
 
 # A batch of documents, and a unit of work, hold about this many token ids:

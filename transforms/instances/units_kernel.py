@@ -8,8 +8,8 @@ not depend on the order documents arrive in; `reference_entries`
 Data is flat numpy: a document is int32 token ids and int64 sentence bounds
 (sentence s is tokens[bounds[s]:bounds[s + 1]]), a sample adds int64 document
 bounds over its sentences, a unit of work is its documents' compact bytes
-(transforms.tokenize.tokenized_documents) with their seeds and dupe ranges,
-and the output shuffle entries (transforms.write.shuffle_entries.EntryBatch).
+(transforms.handoff.tokenized_documents) with their seeds and dupe ranges,
+and the output shuffle entries (transforms.handoff.shuffle_entries.EntryBuffer).
 """
 
 from __future__ import annotations
@@ -20,22 +20,27 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from bert_pretraining_data.transforms.handoff.shuffle_entries import EntryBatch, entry_buffer
+from bert_pretraining_data.transforms.handoff.tokenized_documents import read_compact
 from bert_pretraining_data.transforms.instances import masking
 from bert_pretraining_data.transforms.instances.full_sequences import (create_doc_sentences,
-                                                                 create_sequences, next_target)
+                                                                       create_sequences,
+                                                                       next_target)
 from bert_pretraining_data.transforms.instances.pairs import (NEXT_SENTENCE_OBJECTIVES, NONE,
-                                                        InstanceConfig, create_instances)
+                                                              InstanceConfig, Stat,
+                                                              create_instances)
 from bert_pretraining_data.transforms.mersenne_twister import (SEED_WORDS, generator_state, lanes,
-                                                         new_state, seed_genrand, seed_lanes,
-                                                         seed_state, seed_words, shuffle,
-                                                         twisted_state)
-from bert_pretraining_data.transforms.tokenize.tokenized_documents import read_compact
-from bert_pretraining_data.transforms.seeds import INSTANCES, seed_key
+                                                               new_state, seed_genrand,
+                                                               seed_lanes, seed_state,
+                                                               seed_words, shuffle,
+                                                               twisted_state)
+from bert_pretraining_data.transforms.seeds import INSTANCE_STREAM, seed_key
 
 # Generators seeded together (transforms.mersenne_twister.seed_lanes), the
 # copies of many documents: a document's 10 copies alone vectorise worse
 # (the costs: docs/design-notes.md, transforms.instances.units_kernel).
 _SEED_BATCH = 64
+_STATS = len(Stat)
 
 
 class Settings(NamedTuple):
@@ -112,13 +117,13 @@ def workspace(max_seq_length: int, max_ngram_size: int = 1) -> Workspace:
 def _seed_generators(seeds, dupe_starts, dupe_ends, u, dupe, w):
     """Seeds the generators of the next copies from copy `dupe` of document
     u on, across documents, up to _SEED_BATCH of them, in w.lanes: copy d
-    of a document draws from position (INSTANCES, d, 0) of its draws
+    of a document draws from position (INSTANCE_STREAM, d, 0) of its draws
     (transforms.seeds). Returns how many."""
     count = 0
     while u < len(dupe_starts) and count < _SEED_BATCH:
         while dupe < dupe_ends[u] and count < _SEED_BATCH:
-            w.key_lengths[count] = seed_key(seeds[u, 0], seeds[u, 1], INSTANCES, dupe, 0,
-                                            w.keys[count])
+            w.key_lengths[count] = seed_key(seeds[u, 0], seeds[u, 1], INSTANCE_STREAM, dupe,
+                                            0, w.keys[count])
             count += 1
             dupe += 1
         u += 1
@@ -130,8 +135,8 @@ def _seed_generators(seeds, dupe_starts, dupe_ends, u, dupe, w):
 
 @njit(cache=True)
 def _new_output(copies):
-    return (np.empty(2048 * copies, dtype=np.uint8), np.zeros(2 * copies + 1, dtype=np.int64),
-            np.empty(2 * copies, dtype=np.int64), np.zeros(5, dtype=np.int64))
+    """An EntryBuffer and stats (by Stat) for `copies` document copies."""
+    return entry_buffer(2 * copies), np.zeros(_STATS, dtype=np.int64)
 
 
 @njit(cache=True)
@@ -143,16 +148,12 @@ def unit_entries(documents, document_bounds, seeds, dupe_starts, dupe_ends, owns
     dupe_ends[u] - 1, in that order.
 
     Copy d of a document creates and masks its instances with the generator
-    of position (INSTANCES, d, 0) of the document's draws; its instance i
+    of position (INSTANCE_STREAM, d, 0) of the document's draws; its instance i
     gets the shuffle key of (d, i). `s` is the Settings, `w` a Workspace.
 
-    Returns (entry bytes, entry bounds, shuffle keys, stats), stats being
-    [instances, random-next instances, truncated tokens, random-next
-    unavailable, masked tokens] (transforms.instances.pairs' positions).
+    Returns (the entries' EntryBuffer, stats by transforms.instances.pairs.Stat).
     """
-    out, entry_bounds, keys, stats = _new_output(max(1, (dupe_ends - dupe_starts).sum()))
-    pos = 0
-    count = 0
+    entries, stats = _new_output(max(1, (dupe_ends - dupe_starts).sum()))
     mt = w.state
     seeded = taken = 0  # generators in w.lanes, and how many of them are used
     for u in range(len(owns)):
@@ -164,18 +165,17 @@ def unit_entries(documents, document_bounds, seeds, dupe_starts, dupe_ends, owns
             twisted_state(w.lanes, taken, mt)
             taken += 1
             if s.single_segment:
-                out, pos, entry_bounds, keys, count = create_doc_sentences(
-                    mt, tokens, bounds, seed_lo, seed_hi, dupe, s, w, out, pos, entry_bounds,
-                    keys, count, stats)
+                entries = create_doc_sentences(mt, tokens, bounds, seed_lo, seed_hi, dupe, s, w,
+                                               entries, stats)
             elif s.next_sentence == NONE:
-                _, out, pos, entry_bounds, keys, count = create_sequences(
+                _, entries = create_sequences(
                     mt, tokens, bounds, next_target(mt, s.max_seq_length), seed_lo, seed_hi,
-                    dupe, s, w, out, pos, entry_bounds, keys, count, stats)
+                    dupe, s, w, entries, stats)
             else:
-                out, pos, entry_bounds, keys, count = create_instances(
+                entries = create_instances(
                     mt, tokens, bounds, sample_tokens, sample_bounds, sample_documents, owns[u],
-                    seed_lo, seed_hi, dupe, s, w, out, pos, entry_bounds, keys, count, stats)
-    return out[:pos], entry_bounds[:count + 1], keys[:count], stats
+                    seed_lo, seed_hi, dupe, s, w, entries, stats)
+    return entries, stats
 
 
 @njit(cache=True)
@@ -198,40 +198,37 @@ def _reference_entries(tokens, bounds, documents, dupe_factor, mt, s, w):
             sentence += 1
             shuffled_bounds[sentence] = offset
         shuffled_documents[p + 1] = sentence
-    out, entry_bounds, keys, stats = _new_output(max(1, dupe_factor * len(order)))
-    pos = 0
-    count = 0
+    entries, stats = _new_output(max(1, dupe_factor * len(order)))
     target = s.max_seq_length  # ELECTRA's, carried from document to document
     for dupe in range(dupe_factor):
         for p in range(len(order)):
             first, last = shuffled_documents[p], shuffled_documents[p + 1]
             if s.next_sentence == NONE:
-                target, out, pos, entry_bounds, keys, count = create_sequences(
+                target, entries = create_sequences(
                     mt, shuffled, shuffled_bounds[first:last + 1], target, 0, 0, dupe, s, w,
-                    out, pos, entry_bounds, keys, count, stats)
+                    entries, stats)
             else:
-                out, pos, entry_bounds, keys, count = create_instances(
+                entries = create_instances(
                     mt, shuffled, shuffled_bounds[first:last + 1], shuffled, shuffled_bounds,
-                    shuffled_documents, p, 0, 0, dupe, s, w, out, pos, entry_bounds, keys,
-                    count, stats)
-    final = np.arange(count)
+                    shuffled_documents, p, 0, 0, dupe, s, w, entries, stats)
+    final = np.arange(entries.count)
     if s.next_sentence != NONE:  # ELECTRA writes its examples in order
         shuffle(mt, final)  # rng.shuffle(instances)
-    return out, entry_bounds[:count + 1], final, stats
+    return entries, final, stats
 
 
 def reference_entries(tokens: np.ndarray, bounds: np.ndarray, documents: np.ndarray,
                       dupe_factor: int, rng: random.Random, random_seed: int, s: Settings,
-                      w: Workspace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                      w: Workspace) -> tuple[EntryBatch, np.ndarray, np.ndarray]:
     """Every instance of a corpus (flat tokens, sentence bounds, document
     bounds over the sentences, in the script's reading order) as the anchor's
     script makes them with `rng` (its `random.Random(random_seed)`, which
     continues after the draws), n-gram lengths (ALBERT, Model Garden) from
     the global generator its shim seeds with `random_seed`.
 
-    Returns (entry bytes, entry bounds, order, stats): entries in the order
-    they were made, and the order the script writes them in (round-robin
-    over the output files).
+    Returns (entries, order, stats by Stat): entries in the order they were
+    made, and the order the script writes them in (round-robin over the
+    output files).
     """
     key, length = seed_words(random_seed)
     if s.masking.policy == masking.ALBERT_NGRAMS:
@@ -239,4 +236,6 @@ def reference_entries(tokens: np.ndarray, bounds: np.ndarray, documents: np.ndar
     elif s.masking.policy == masking.MODEL_GARDEN:
         seed_state(w.lengths, key, length)  # the Model Garden script's random.seed (its shim's)
     with generator_state(rng) as mt:
-        return _reference_entries(tokens, bounds, documents, dupe_factor, mt, s, w)
+        entries, order, stats = _reference_entries(tokens, bounds, documents, dupe_factor, mt,
+                                                   s, w)
+    return EntryBatch.filled(entries), order, stats

@@ -1,19 +1,24 @@
-"""Tokenize's Beam shell: a document's lines to its sentences' token ids,
-with the tokenizer built once per worker and every drop counted."""
+"""Tokenize's Beam shell: a document's lines to its sentences' token ids
+(transforms.tokenize.document), with the tokenizer built once per worker (its
+vocabulary read through Beam's filesystems: local, gs://) and every drop
+counted."""
 
 from __future__ import annotations
 
 from typing import Iterator
 
+from apache_beam.io.filesystems import FileSystems
+
 from bert_pretraining_data.transforms.counters import BundleCounters, CountingDoFn
+from bert_pretraining_data.transforms.handoff.tokenized_documents import CompactDocument
 from bert_pretraining_data.transforms.progress_sink import ProgressSink
-from bert_pretraining_data.transforms.tokenize.chinese_words import MARK, lines_ids
-from bert_pretraining_data.transforms.tokenize.sentences import sentence_splitter
-from bert_pretraining_data.transforms.tokenize.tokenized_documents import (CompactDocument,
-                                                                           compact_document)
+from bert_pretraining_data.transforms.tokenize.chinese_words import MARK
+from bert_pretraining_data.transforms.tokenize.document import DocumentTokenizer
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
 from bert_pretraining_data.transforms.tokenize.wordpiece import count_control_characters
 from bert_pretraining_data.transforms.worker_memory import tune_worker_memory
+
+
 class TokenizeDocument(CountingDoFn):
     """(doc_key, [line]) -> (doc_key, compact [[token id]]): each line a sentence,
     or split into sentences (--sentence_splitter); sentences without tokens dropped."""
@@ -33,13 +38,11 @@ class TokenizeDocument(CountingDoFn):
 
     def setup(self) -> None:
         tune_worker_memory()
-        tokenizer = self._tokenizer.tokenizer()
-        # Lines' ids, with segmented words marked (transforms.tokenize.chinese_words).
-        self._lines_ids = lines_ids(tokenizer, self._segmenter)
+        tokenizer = self._tokenizer.tokenizer(self._tokenizer.load_vocabulary(FileSystems.open))
+        self._tokenize = DocumentTokenizer.of(tokenizer, segmenter=self._segmenter,
+                                              splitter=self._splitter)
         unk = tokenizer.vocabulary.unk_id  # an unknown piece may be marked
         self._unk = (unk, unk | MARK) if self._tokenizer.marks_continuations else (unk,)
-        # A document's lines as sentences: themselves, or split (paragraphs).
-        self._sentences = sentence_splitter(self._splitter)
         self._progress = ProgressSink(self._progress_dir)
 
     def finish_bundle(self) -> None:
@@ -50,17 +53,18 @@ class TokenizeDocument(CountingDoFn):
         doc_key, lines = element
         count = self._count.counts
         count["control_characters"] += sum(map(count_control_characters, lines))
-        texts = self._sentences(lines)
-        sentences = [ids for ids in self._lines_ids(texts) if ids]
-        count["lines_without_tokens"] += len(texts) - len(sentences)
+        tokenized = self._tokenize(lines)
+        document = tokenized.compact()
+        count["lines_without_tokens"] += tokenized.without_tokens
         if self._progress.active:  # text bytes: one encode per line, only when shown
-            self._progress.add(documents=1, tokenized=int(bool(sentences)),
+            self._progress.add(documents=1, tokenized=int(document is not None),
                                bytes=sum(len(line.encode()) + 1 for line in lines))
-        if not sentences:
+        if document is None:
             count["empty_documents"] += 1
             return
+        sentences = tokenized.sentences
         count["tokenized_documents"] += 1
         count["sentences"] += len(sentences)
         count["tokens"] += sum(map(len, sentences))
         count["unk_tokens"] += sum(s.count(unk) for s in sentences for unk in self._unk)
-        yield doc_key, compact_document(sentences)
+        yield doc_key, document
