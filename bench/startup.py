@@ -57,6 +57,7 @@ from bert_pretraining_data.pipeline.build import build_pipeline
 from bert_pretraining_data.pipeline.options import parse_args
 from bert_pretraining_data.pipeline.prepare import prepare, run_to_completion
 from bert_pretraining_data.pipeline.publish import SHARD_LIST_NAME, publish, read_staging_json
+from bert_pretraining_data.pipeline.run_manifest import run_manifest
 marks.append(("import the project", cpu()))
 out, launcher, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
 if launcher:
@@ -65,13 +66,14 @@ config, beam_args = parse_args(argv)
 run = prepare(config, beam_args)
 marks.append(("flags, vocabulary", cpu()))
 pipeline = run.new_pipeline()
-build_pipeline(pipeline, config=config, stages=run.stages, patterns=run.patterns, layout=run.layout)
+build_pipeline(pipeline, config=config, stages=run.stages, patterns=run.patterns, output=run.output)
 marks.append(("build_pipeline", cpu()))
 counters = run_to_completion(pipeline)
 marks.append(("run", cpu()))
-publish(run.layout, config=config, vocab_sha256=run.vocab.sha256, inputs=run.inputs,
-        shards=read_staging_json(run.layout, SHARD_LIST_NAME), counters=counters,
-        input_problems=[], warnings=[], replaces=run.replaces)
+publish(run.output, run_manifest(config, run.output, vocab_sha256=run.vocab.sha256,
+                                 inputs=run.inputs, counters=counters,
+                                 shards=read_staging_json(run.output, SHARD_LIST_NAME)),
+        replaces=run.replaces)
 marks.append(("publish", cpu()))
 seconds, before = {}, 0.0
 for name, at in marks:

@@ -4,6 +4,8 @@
 a finished dataset. The loaders read it so that a user does not repeat
 max_seq_length or max_predictions_per_seq, and so that every record has a
 global index (shard order, then position) that seeds dynamic masking.
+Its keys are defined here once (`DatasetManifest`), for the pipeline that
+writes it and every reader.
 
 Shard paths are looked up beside the manifest first and at their recorded
 path second, so a dataset copied elsewhere (gs:// to local disk) still loads.
@@ -21,6 +23,8 @@ from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSp
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
 
 MANIFEST_NAME = "manifest.json"
+# The manifest's layout; a reader of version 1 reads every manifest written so far.
+FORMAT_VERSION = 1
 # An --output_dir dataset's vocabulary, beside its manifest: its vocab.txt, its
 # SentencePiece model or its tokenizer.json.
 VOCAB_NAME = "vocab.txt"
@@ -47,33 +51,153 @@ class Shard:
     first_index: int  # global index of the shard's first record
 
 
+# Flags a manifest records only since they exist: an older dataset was made
+# as these say.
+_FLAGS_OLDER_MANIFESTS_LACK = {
+    "recipe": "bert", "output_format": "tfrecord", "masking": "static", "padding": "fixed",
+    "next_sentence": "nsp", "whole_word_segmenter": "none", "ngram": 0,
+    "favor_shorter_ngram": True, "max_ngram_size": 0}
+# The dedup figures of a run that did not dedup (and of manifests older than --dedup).
+NO_DEDUP = {"mode": "none"}
+
+
+def manifest_format(output_format: str) -> str:
+    """The manifest's `format`: its shards' file format, and FORMAT_VERSION
+    to tell its own layout from a later one."""
+    return f"bert-pretraining-{output_format}/{FORMAT_VERSION}"
+
+
+def _implied_features(flags: dict[str, Any]) -> dict[str, str]:
+    """The features of a bert dataset older than its manifest's record of
+    them: the original's names (padded, or not with --padding=none)."""
+    # the writer's, loaded only for such a manifest
+    from bert_pretraining_data.transforms.write.tf_example import RecordLayout
+
+    return RecordLayout(padded=flags["padding"] == "fixed").roles()
+
+
+@dataclasses.dataclass(frozen=True)
+class Packing:
+    """A packed dataset's rows (--pack_sequences): their budgets, how many
+    instances each holds and how full they are."""
+
+    max_sequences_per_pack: int
+    max_predictions_per_row: int
+    rows: int
+    instances: int
+    tokens: int
+    token_slots: int  # rows * max_seq_length
+    filled: float  # tokens / token_slots, to 6 places
+    rows_by_depth: dict[str, int]  # instances a row holds ("1", "2", ...) -> rows
+
+
+@dataclasses.dataclass(frozen=True)
+class VersionRecord:
+    """A refresh's version's own two keys (pipeline.changes makes them): its
+    documents' hash files, and what changed since the previous version (None
+    for the first version under its root)."""
+
+    documents: dict[str, Any]
+    changes: dict[str, Any] | None
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetManifest:
+    """Every key of manifest.json, typed: a field per key, so that the
+    pipeline that writes it and every reader name each key once, and the
+    values an older manifest lacks are decided in one place (`from_json`)."""
+
+    format: str  # manifest_format(): the shards' file format, the manifest's version
+    flags: dict[str, Any]  # every flag of the run
+    features: dict[str, str]  # bert: feature name on disk -> what it holds; d2l: {}
+    vocab_sha256: str | None  # of the vocabulary the run used (None: not recorded)
+    inputs: list[dict[str, Any]]  # each input file's path and bytes
+    shards: list[dict[str, Any]]  # the writer's account of each shard, and its path
+    total_instances: int  # a packed record holds several
+    counters: dict[str, int]
+    dedup: dict[str, Any]  # the dedup stage's figures
+    input_problems: list[dict[str, Any]]  # inputs read in part, or not at all
+    warnings: list[str]
+    versions: dict[str, str]  # of Python, its Unicode database and the packages
+    schema: dict[str, str] | None = None  # Parquet: each column's type
+    packing: Packing | None = None  # --pack_sequences
+    refresh: VersionRecord | None = None  # a version written by a refresh
+
+    def to_json(self) -> dict[str, Any]:
+        """The manifest as written: a key per field that is set (a refresh's
+        two at the top level; `changes` null for the first version)."""
+        data = {key: value for key, value in dataclasses.asdict(self).items()
+                if value is not None}
+        data.update(data.pop("refresh", {}))
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "DatasetManifest":
+        """Reads a manifest written by any version so far. What an older one
+        lacks is what its run did: the flags it predates at their defaults,
+        the original's features (their names by `padding`), total_instances
+        its shards' records, no dedup, no input problems or warnings; what
+        it did not record is empty (inputs, counters, versions) or None
+        (vocab_sha256)."""
+        flags = {**_FLAGS_OLDER_MANIFESTS_LACK, **data["flags"]}
+        packing = data.get("packing")
+        documents = data.get("documents")
+        return cls(
+            format=data.get("format", manifest_format(flags["output_format"])),
+            flags=flags,
+            features=data["features"] if "features" in data else _implied_features(flags),
+            vocab_sha256=data.get("vocab_sha256"),
+            inputs=data.get("inputs", []),
+            shards=data["shards"],
+            total_instances=data.get("total_instances",
+                                     sum(s["records"] for s in data["shards"])),
+            counters=data.get("counters", {}),
+            dedup=data.get("dedup", NO_DEDUP),
+            input_problems=data.get("input_problems", []),
+            warnings=data.get("warnings", []),
+            versions=data.get("versions", {}),
+            schema=data.get("schema"),
+            packing=Packing(**packing) if packing else None,
+            refresh=VersionRecord(documents, data["changes"]) if documents else None)
+
+    @property
+    def changes(self) -> dict[str, Any] | None:
+        """What changed since the previous version (a refresh's), else None."""
+        return self.refresh.changes if self.refresh else None
+
+    @property
+    def shard_bytes(self) -> int:
+        """The shards' bytes together (a refresh compares its versions by them)."""
+        return sum(s["bytes"] for s in self.shards)
+
+
 @dataclasses.dataclass(frozen=True)
 class Manifest:
-    """A read manifest: its path, its JSON (`data`) and its shards, resolved."""
+    """A read manifest: its path, what it says (`content`) and its shards, resolved."""
 
     path: str
-    data: dict[str, Any] = dataclasses.field(repr=False)
+    content: DatasetManifest = dataclasses.field(repr=False)
     shards: tuple[Shard, ...]
 
     @property
     def flags(self) -> dict[str, Any]:
-        return self.data["flags"]
+        return self.content.flags
 
     @property
     def recipe(self) -> str:
-        return self.flags.get("recipe", "bert")  # manifests older than --recipe
+        return self.flags["recipe"]
 
     @property
     def output_format(self) -> str:
-        return self.flags.get("output_format", "tfrecord")  # manifests older than Parquet
+        return self.flags["output_format"]
 
     @property
     def masking(self) -> str:
-        return self.flags.get("masking", "static")
+        return self.flags["masking"]
 
     @property
     def padding(self) -> str:
-        return self.flags.get("padding", "fixed")
+        return self.flags["padding"]
 
     @property
     def max_seq_length(self) -> int:
@@ -87,14 +211,8 @@ class Manifest:
     def features(self) -> dict[str, str]:
         """A bert dataset's feature names -> what each holds (the original's
         names): v2 names, ALBERT's token_boundary and ELECTRA's layout read
-        alike. Manifests older than this record imply the original's."""
-        # the writer's, loaded if needed
-        from bert_pretraining_data.transforms.write.tf_example import RecordLayout
-
-        recorded = self.data.get("features")
-        if recorded:
-            return dict(recorded)
-        return RecordLayout(padded=self.padding == "fixed").roles()
+        alike."""
+        return dict(self.content.features)
 
     @property
     def total_records(self) -> int:
@@ -103,12 +221,12 @@ class Manifest:
 
     @property
     def total_instances(self) -> int:
-        return self.data.get("total_instances", self.total_records)
+        return self.content.total_instances
 
     @property
-    def packing(self) -> dict[str, Any] | None:
+    def packing(self) -> Packing | None:
         """The packed rows' summary (--pack_sequences), else None."""
-        return self.data.get("packing")
+        return self.content.packing
 
     @property
     def packed(self) -> bool:
@@ -119,12 +237,12 @@ class Manifest:
         """Predictions a padded record has room for: max_predictions_per_seq,
         or a packed row's budget."""
         if self.packing:
-            return self.packing["max_predictions_per_row"]
+            return self.packing.max_predictions_per_row
         return self.max_predictions_per_seq
 
     @property
     def max_sequences_per_record(self) -> int:
-        return self.packing["max_sequences_per_pack"] if self.packing else 1
+        return self.packing.max_sequences_per_pack if self.packing else 1
 
     @property
     def tokenizer(self) -> TokenizerSpec:
@@ -169,9 +287,9 @@ def read_manifest(location: str) -> Manifest:
                            "create-pretraining-data has one (it is written last, so a "
                            "directory without one holds no finished dataset)")
     try:
-        data = json.loads(files.read_bytes(path))
-        entries = sorted(data["shards"], key=lambda s: s["shard"])
-        data["flags"]["max_seq_length"]
+        content = DatasetManifest.from_json(json.loads(files.read_bytes(path)))
+        entries = sorted(content.shards, key=lambda s: s["shard"])
+        content.flags["max_seq_length"]
     except (ValueError, KeyError, TypeError) as err:
         raise DatasetError(f"{path}: not a manifest of create-pretraining-data "
                            f"({type(err).__name__}: {err})") from None
@@ -182,7 +300,7 @@ def read_manifest(location: str) -> Manifest:
         shards.append(Shard(_resolve_shard(entry["path"], base_dir, path),
                             entry["records"], first))
         first += entry["records"]
-    return Manifest(path=path, data=data, shards=tuple(shards))
+    return Manifest(path=path, content=content, shards=tuple(shards))
 
 
 def read_vocabulary_bytes(manifest: Manifest, vocab_file: str | None = None) -> bytes:
@@ -195,7 +313,7 @@ def read_vocabulary_bytes(manifest: Manifest, vocab_file: str | None = None) -> 
         raise DatasetError(f"{manifest.path}: vocabulary {path!r} not found; pass "
                            "vocab_file= (--vocab_file) pointing at a copy of it")
     data = files.read_bytes(path)
-    expected = manifest.data.get("vocab_sha256")
+    expected = manifest.content.vocab_sha256
     if expected and hashlib.sha256(data).hexdigest() != expected:
         raise DatasetError(f"{path}: not the vocabulary this dataset was made with "
                            f"(sha256 differs from {expected[:12]}... in {manifest.path})")

@@ -89,7 +89,7 @@ def _parser(manifest: Manifest | None, seq_len: int, predictions: int):
     roles = manifest.features if manifest else RecordLayout().roles()  # the original's
     sequences = manifest.max_sequences_per_record if manifest else 1
     if (manifest and manifest.masking == "none"
-            and manifest.flags.get("next_sentence", "nsp") != "none"):
+            and manifest.flags["next_sentence"] != "none"):
         raise DatasetError(f"{manifest.path}: written with --masking=none; dynamic "
                            "masking happens in the PyTorch collator (loaders.torch_data); "
                            "for tf.data write the data with --masking=static")

@@ -3,28 +3,28 @@
 A refresh asks its run to keep a `DocumentHistory`: the run hashes every
 document it reads (transforms.hashes), compares the hashes with the previous
 version's, and publishes them with the shards. The manifest then records
+(loaders.manifest.VersionRecord)
 
-    "documents": {"count", "hash", "files": [{"path", "documents", "bytes", "sha256"}]}
-    "changes":   {"previous_version",
-                  "documents": {"previous", "current", "added", "removed", "unchanged"},
-                  "instances": {"previous", "current"}, "bytes": {"previous", "current"}}
+    documents: {count, hash, files: [{path, documents, bytes, sha256}]}
+    changes:   {previous_version,
+                documents: {previous, current, added, removed, unchanged},
+                instances: {previous, current}, bytes: {previous, current}}
 
-("changes" null for a root's first version, its "documents" null when the
+(changes null for a root's first version, its documents null when the
 previous version did not record its documents).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-from typing import Any, Sequence
+from typing import Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
-from bert_pretraining_data.loaders.manifest import MANIFEST_NAME
+from bert_pretraining_data.loaders.manifest import DatasetManifest, VersionRecord
 from bert_pretraining_data.transforms.hashes.document_hashes import hash_files_for
 
-HASH_LIST_NAME = "document_hashes.json"  # the staging list the publisher reads
+HASH_LIST_NAME = "document_hashes.json"  # the staging list the manifest is made from
 HASH_FILE_PREFIX = "document-hashes"
 HASH_DESCRIPTION = ("first 8 bytes (big-endian) of the sha256 of a document's lines as "
                     "read, joined by \\n, UTF-8; each file sorted, file i of n holding the "
@@ -42,14 +42,11 @@ class PreviousVersion:
     hash_files: tuple[str, ...] | None
 
     @classmethod
-    def read(cls, path: str) -> "PreviousVersion":
-        """Reads the version's manifest; its hash files are looked up beside it
-        (the version directory), wherever the manifest says they were written."""
-        with FileSystems.open(FileSystems.join(path, MANIFEST_NAME)) as handle:
-            manifest = json.loads(handle.read())
-        recorded = manifest.get("documents")
-        return cls(path=path, instances=manifest["total_instances"],
-                   bytes=sum(s["bytes"] for s in manifest["shards"]),
+    def of(cls, path: str, manifest: DatasetManifest) -> "PreviousVersion":
+        """The version in directory `path`, as its manifest says; its hash files
+        are looked up beside the manifest, wherever it says they were written."""
+        recorded = manifest.refresh.documents if manifest.refresh else None
+        return cls(path=path, instances=manifest.total_instances, bytes=manifest.shard_bytes,
                    documents=recorded["count"] if recorded else None,
                    hash_files=tuple(FileSystems.join(path, FileSystems.split(f["path"])[1])
                                     for f in recorded["files"]) if recorded else None)
@@ -91,11 +88,11 @@ def _sum(items: Sequence[dict], name: str) -> int:
     return sum(item[name] for item in items)
 
 
-def manifest_entries(plan: DocumentPlan, written: Sequence[dict], *, instances: int,
-                     shard_bytes: int) -> dict[str, Any]:
-    """The manifest's "documents" and "changes", from the hash files as the
-    pipeline wrote them (`written`, one dict per file) and the run's instances
-    and shard bytes."""
+def version_record(plan: DocumentPlan, written: Sequence[dict], *, instances: int,
+                   shard_bytes: int) -> VersionRecord:
+    """The manifest's account of a refresh's version, from the hash files as
+    the pipeline wrote them (`written`, one dict per file) and the run's
+    instances and shard bytes."""
     written = sorted(written, key=lambda item: item["file"])
     current = _sum(written, "documents")
     documents = {"count": current, "hash": HASH_DESCRIPTION, "files": [
@@ -103,15 +100,15 @@ def manifest_entries(plan: DocumentPlan, written: Sequence[dict], *, instances: 
          "sha256": w["sha256"]} for w in written]}
     previous = plan.previous
     if previous is None:
-        return {"documents": documents, "changes": None}
+        return VersionRecord(documents, changes=None)
     compared = None
     if previous.hash_files is not None:
         compared = {"previous": _sum(written, "previous_documents"), "current": current,
                     **{name: _sum(written, name) for name in ("added", "removed", "unchanged")}}
-    return {"documents": documents, "changes": {
+    return VersionRecord(documents, changes={
         "previous_version": previous.path, "documents": compared,
         "instances": {"previous": previous.instances, "current": instances},
-        "bytes": {"previous": previous.bytes, "current": shard_bytes}}}
+        "bytes": {"previous": previous.bytes, "current": shard_bytes}})
 
 
 def summary(changes: dict | None) -> str:

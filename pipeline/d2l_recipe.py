@@ -22,11 +22,13 @@ import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from bert_pretraining_data.loaders.manifest import DatasetManifest
 from bert_pretraining_data.pipeline.build import SAMPLE_DOCUMENT_SEQUENCES
 from bert_pretraining_data.pipeline.options import Config
 from bert_pretraining_data.pipeline.prepare import Prepared, run_to_completion
-from bert_pretraining_data.pipeline.publish import (SHARD_LIST_NAME, OutputLayout, publish,
+from bert_pretraining_data.pipeline.publish import (SHARD_LIST_NAME, OutputPaths, publish,
                                                     read_staging_json, write_staging_json)
+from bert_pretraining_data.pipeline.run_manifest import run_manifest
 from bert_pretraining_data.transforms.d2l.beam import (AnalyzeVocabulary, CreatePairs,
                                                        EncodeParagraphs, LineSource, MaskTokens,
                                                        SplitParagraphs)
@@ -37,24 +39,19 @@ from bert_pretraining_data.transforms.read.documents import key_root
 from bert_pretraining_data.transforms.write.beam import WriteShards
 
 
-
-
-
-
-
 def _write_vocabulary(tokens: list[str], path: str) -> int:
     with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
         handle.write("".join(f"{token}\n" for token in tokens).encode("utf-8"))
     return len(tokens)
 
 
-def _record_shards(shards: list[dict], layout: OutputLayout) -> int:
-    write_staging_json(layout, SHARD_LIST_NAME, shards)
+def _record_shards(shards: list[dict], output: OutputPaths) -> int:
+    write_staging_json(output, SHARD_LIST_NAME, shards)
     return len(shards)
 
 
 def build_d2l_pipeline(p: beam.Pipeline, *, config: Config, patterns: list[str],
-                       layout: OutputLayout) -> dict[str, beam.PCollection]:
+                       output: OutputPaths) -> dict[str, beam.PCollection]:
     """Adds the recipe to `p` (runs nothing); returns PCollections for tests."""
     seed, max_len = config.random_seed, config.max_seq_length
     root = key_root(patterns)
@@ -63,7 +60,7 @@ def build_d2l_pipeline(p: beam.Pipeline, *, config: Config, patterns: list[str],
     paragraphs = lines | "SplitParagraphs" >> beam.ParDo(
         SplitParagraphs(lower=config.do_lower_case))
     vocabulary = paragraphs | "AnalyzeVocabulary" >> AnalyzeVocabulary(
-        temp_dir=FileSystems.join(layout.staging_dir, "tft"))
+        temp_dir=FileSystems.join(output.staging_dir, "tft"))
     encoded = paragraphs | "EncodeParagraphs" >> beam.ParDo(
         EncodeParagraphs(), vocabulary=beam.pvalue.AsSingleton(vocabulary))
     sample = encoded | "SampleParagraphs" >> SampleDocuments(
@@ -84,21 +81,21 @@ def build_d2l_pipeline(p: beam.Pipeline, *, config: Config, patterns: list[str],
     entries = masked | "Encode" >> beam.Map(pair_entries, seed=seed, to_record=functools.partial(
         d2l_example, max_len=max_len, max_predictions=config.max_predictions_per_seq))
     shards = entries | "WriteShards" >> WriteShards(
-        staging_dir=layout.staging_dir, shard_names=layout.shard_names,
+        staging_dir=output.staging_dir, shard_names=output.shard_names,
         compression=config.compression, shuffle=config.shuffle)
     shard_list = (shards
                   | "CollectShards" >> beam.combiners.ToList()
-                  | "ListShards" >> beam.Map(_record_shards, layout))
+                  | "ListShards" >> beam.Map(_record_shards, output))
     vocab_file = vocabulary | "WriteVocabulary" >> beam.Map(
-        _write_vocabulary, layout.staged_vocab_path)
+        _write_vocabulary, output.staged_vocab_path)
     return {"paragraphs": paragraphs, "vocabulary": vocabulary, "encoded": encoded,
             "instances": masked, "shards": shards, "shard_list": shard_list,
             "vocab_file": vocab_file}
 
 
-def _staged_vocabulary_sha256(layout: OutputLayout) -> str:
+def _staged_vocabulary_sha256(output: OutputPaths) -> str:
     """The computed vocabulary's sha256; `publish` copies it beside the shards."""
-    with FileSystems.open(layout.staged_vocab_path,
+    with FileSystems.open(output.staged_vocab_path,
                           compression_type=CompressionTypes.UNCOMPRESSED) as handle:
         return hashlib.sha256(handle.read()).hexdigest()
 
@@ -113,14 +110,15 @@ def warnings(counters: dict[str, int]) -> list[str]:
     return []
 
 
-def run_d2l(run: Prepared) -> dict:
-    """`main.run` for --recipe=d2l: no vocabulary to load, one to publish."""
-    config, layout, replaces, inputs = run.config, run.layout, run.replaces, run.inputs
+def run_d2l(run: Prepared) -> DatasetManifest:
+    """`main.create_dataset` for --recipe=d2l: no vocabulary to load, one to
+    publish; returns the manifest published."""
+    config, output = run.config, run.output
     pipeline = run.new_pipeline()
-    build_d2l_pipeline(pipeline, config=config, layout=layout, patterns=run.patterns)
+    build_d2l_pipeline(pipeline, config=config, output=output, patterns=run.patterns)
     counters = run_to_completion(pipeline)
-    shards = read_staging_json(layout, SHARD_LIST_NAME)
-    manifest = publish(layout, config=config, vocab_sha256=_staged_vocabulary_sha256(layout),
-                       inputs=inputs, shards=shards, counters=counters,
-                       warnings=warnings(counters), replaces=replaces)
-    return dict(manifest, manifest_path=layout.manifest_path)
+    manifest = run_manifest(config, output, vocab_sha256=_staged_vocabulary_sha256(output),
+                            inputs=run.inputs, shards=read_staging_json(output, SHARD_LIST_NAME),
+                            counters=counters, warnings=warnings(counters))
+    publish(output, manifest, replaces=run.replaces)
+    return manifest

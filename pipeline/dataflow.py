@@ -12,7 +12,6 @@ manifest has empty `counters` (the counts are in the job's metrics).
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Callable, Sequence
 
@@ -23,14 +22,16 @@ from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOp
 from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
 from apache_beam.runners.runner import PipelineResult
 
+from bert_pretraining_data.loaders.manifest import DatasetManifest
 from bert_pretraining_data.pipeline.beam_options import ConfigError, runner_name
 from bert_pretraining_data.pipeline.build import build_pipeline
 from bert_pretraining_data.pipeline.changes import DocumentHistory, DocumentPlan
 from bert_pretraining_data.pipeline.options import Config, parse_args
 from bert_pretraining_data.pipeline.prepare import prepare
 from bert_pretraining_data.pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME,
-                                                    OutputLayout, dataset_warnings, publish,
-                                                    read_dedup_summary, read_staging_json)
+                                                    OutputPaths, dataset_warnings, publish,
+                                                    read_published, read_staging_json)
+from bert_pretraining_data.pipeline.run_manifest import run_manifest
 from bert_pretraining_data.transforms.read.documents import comma_separated
 
 DATAFLOW_RUNNERS = ("DataflowRunner", "TestDataflowRunner")
@@ -137,10 +138,10 @@ def check_dataflow_options(config: Config, beam_args: Sequence[str]) -> None:
 
 
 def publish_in_job(shard_count: int, problem_count: int, dedup_count: int = 0, *,
-                   layout: OutputLayout, config: Config, vocab_sha256: str,
+                   output: OutputPaths, config: Config, vocab_sha256: str,
                    inputs: Sequence[tuple[str, int]], replaces: Sequence[str],
                    max_predictions_per_row: int, documents: DocumentPlan | None = None,
-                   hash_count: int | None = None) -> dict:
+                   hash_count: int | None = None) -> DatasetManifest:
     """The driver's publish step, run by the job once the staging lists (and
     the dedup summary, with --dedup) exist; the counts, side inputs, are what
     the job wrote to them.
@@ -150,21 +151,21 @@ def publish_in_job(shard_count: int, problem_count: int, dedup_count: int = 0, *
     returns that manifest; one after a partial attempt completes it
     (`publish` counts renames already made as done).
     """
-    if (not FileSystems.exists(FileSystems.join(layout.staging_dir, SHARD_LIST_NAME))
-            and FileSystems.exists(layout.manifest_path)):
-        with FileSystems.open(layout.manifest_path) as handle:
-            return json.loads(handle.read())
-    shards = read_staging_json(layout, SHARD_LIST_NAME)
-    problems = read_staging_json(layout, PROBLEM_LIST_NAME)
+    if (not FileSystems.exists(FileSystems.join(output.staging_dir, SHARD_LIST_NAME))
+            and FileSystems.exists(output.manifest_path)):
+        return read_published(output.manifest_path)
+    shards = read_staging_json(output, SHARD_LIST_NAME)
+    problems = read_staging_json(output, PROBLEM_LIST_NAME)
     hash_files = len(documents.staged) if documents else None
     if (len(shards), len(problems), hash_files) != (shard_count, problem_count, hash_count):
-        raise RuntimeError(f"{layout.staging_dir}: the staging lists do not match what "
+        raise RuntimeError(f"{output.staging_dir}: the staging lists do not match what "
                            "the job wrote; was the output location written by another run?")
-    return publish(layout, config=config, vocab_sha256=vocab_sha256, inputs=inputs,
-                   shards=shards, counters={}, input_problems=problems,
-                   warnings=dataset_warnings({}, problems), replaces=replaces,
-                   max_predictions_per_row=max_predictions_per_row,
-                   dedup=read_dedup_summary(layout, config), documents=documents)
+    manifest = run_manifest(config, output, vocab_sha256=vocab_sha256, inputs=inputs,
+                            shards=shards, counters={}, input_problems=problems,
+                            warnings=dataset_warnings({}, problems),
+                            max_predictions_per_row=max_predictions_per_row, documents=documents)
+    publish(output, manifest, replaces=replaces, documents=documents)
+    return manifest
 
 
 AfterPublish = Callable[[beam.PCollection], object]
@@ -186,7 +187,7 @@ def launch(argv: Sequence[str], *, after_publish: AfterPublish | None = None,
     run = prepare(config, beam_args)
     documents = run.document_plan(history)
     pipeline = run.new_pipeline()
-    outputs = build_pipeline(pipeline, config=config, stages=run.stages, layout=run.layout,
+    outputs = build_pipeline(pipeline, config=config, stages=run.stages, output=run.output,
                              patterns=run.patterns,
                              input_bytes=sum(size for _, size in run.inputs),
                              documents=documents)
@@ -196,7 +197,7 @@ def launch(argv: Sequence[str], *, after_publish: AfterPublish | None = None,
     hash_count = ({"hash_count": beam.pvalue.AsSingleton(outputs["hash_list"])}
                   if documents else {})
     manifest = outputs["shard_list"] | "Publish" >> beam.Map(
-        publish_in_job, *written, layout=run.layout,
+        publish_in_job, *written, output=run.output,
         config=config, vocab_sha256=run.vocab.sha256, inputs=run.inputs,
         replaces=run.replaces, max_predictions_per_row=run.stages.rows.max_predictions,
         documents=documents, **hash_count)

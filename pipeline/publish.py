@@ -16,23 +16,22 @@ import dataclasses
 import hashlib
 import json
 import logging
-import platform
-import unicodedata
-from importlib import metadata
-from typing import Any, Sequence
+from typing import Sequence
 
 from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
 
-from bert_pretraining_data.loaders.manifest import VOCAB_NAME, vocabulary_name
+from bert_pretraining_data.loaders.manifest import (MANIFEST_NAME, VOCAB_NAME, DatasetManifest,
+                                                    vocabulary_name)
 from bert_pretraining_data.pipeline.beam_options import ConfigError
-from bert_pretraining_data.pipeline.changes import HASH_LIST_NAME, DocumentPlan, manifest_entries
-from bert_pretraining_data.pipeline.options import Config, default_num_shards, record_layout
+from bert_pretraining_data.pipeline.changes import DocumentPlan
+from bert_pretraining_data.pipeline.options import Config
+from bert_pretraining_data.pipeline.options.output import default_num_shards
 from bert_pretraining_data.transforms.read.documents import comma_separated
+from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
 from bert_pretraining_data.transforms.write.beam import file_digest
 
 STAGING_NAME = ".staging"
-MANIFEST_NAME = "manifest.json"
 SHARD_LIST_NAME = "shards.json"
 PROBLEM_LIST_NAME = "input_problems.json"
 DEDUP_NAME = "dedup.json"
@@ -43,7 +42,7 @@ class PublishError(RuntimeError):
 
 
 @dataclasses.dataclass(frozen=True)
-class OutputLayout:
+class OutputPaths:
     """Where the shards are staged and where each is published."""
 
     staging_dir: str
@@ -76,14 +75,14 @@ def num_shards(config: Config, inputs: Sequence[tuple[str, int]]) -> int:
 
 
 def prepare_output(config: Config, inputs: Sequence[tuple[str, int]]
-                   ) -> tuple[OutputLayout, list[str]]:
-    """Before any work: the layout, what an `--overwrite` will replace, a clean
+                   ) -> tuple[OutputPaths, list[str]]:
+    """Before any work: the output, what an `--overwrite` will replace, a clean
     and writable staging directory. Every entry point starts here."""
-    layout = output_layout(config, num_shards(config, inputs))
-    replaces = check_output_location(config, layout, overwrite=config.overwrite)
-    remove_tree(layout.staging_dir)  # whatever an interrupted run left
-    check_writable(layout)
-    return layout, replaces
+    output = output_paths(config, num_shards(config, inputs))
+    replaces = check_output_location(config, output, overwrite=config.overwrite)
+    remove_tree(output.staging_dir)  # whatever an interrupted run left
+    check_writable(output)
+    return output, replaces
 
 
 def dataset_warnings(counters: dict[str, int], problems: Sequence[dict]) -> list[str]:
@@ -109,7 +108,7 @@ def dataset_warnings(counters: dict[str, int], problems: Sequence[dict]) -> list
     return found
 
 
-def output_layout(config: Config, num_shards: int) -> OutputLayout:
+def output_paths(config: Config, num_shards: int) -> OutputPaths:
     """`--output_dir`: part-NNNNN-of-NNNNN shards and manifest.json inside it;
     `--output_file`: exactly the listed files, manifest beside the first."""
     if config.output_dir:
@@ -118,29 +117,29 @@ def output_layout(config: Config, num_shards: int) -> OutputLayout:
                   else ".tfrecord.gz" if config.compression == "gzip" else ".tfrecord")
         finals = tuple(FileSystems.join(root, f"part-{i:05d}-of-{num_shards:05d}{suffix}")
                        for i in range(num_shards))
-        return OutputLayout(FileSystems.join(root, STAGING_NAME), finals,
+        return OutputPaths(FileSystems.join(root, STAGING_NAME), finals,
                             FileSystems.join(root, MANIFEST_NAME),
                             FileSystems.join(root, vocabulary_name(config.flags())))
     finals = tuple(comma_separated(config.output_file))
     first_dir, first_name = FileSystems.split(finals[0])
-    return OutputLayout(FileSystems.join(first_dir, f"{STAGING_NAME}-{first_name}"),
+    return OutputPaths(FileSystems.join(first_dir, f"{STAGING_NAME}-{first_name}"),
                         finals, f"{finals[0]}.{MANIFEST_NAME}")
 
 
-def existing_outputs(config: Config, layout: OutputLayout) -> list[str]:
+def existing_outputs(config: Config, output: OutputPaths) -> list[str]:
     """Files already at the output location (the staging directory aside)."""
     if config.output_dir:
         pattern = FileSystems.join(config.output_dir.rstrip("/"), "*")
         found = [m.path for m in FileSystems.match([pattern])[0].metadata_list]
-        return sorted(p for p in found if not p.startswith(layout.staging_dir))
-    candidates = [*layout.final_paths, layout.manifest_path]
+        return sorted(p for p in found if not p.startswith(output.staging_dir))
+    candidates = [*output.final_paths, output.manifest_path]
     return [p for p in candidates if FileSystems.exists(p)]
 
 
-def check_output_location(config: Config, layout: OutputLayout, *, overwrite: bool) -> list[str]:
+def check_output_location(config: Config, output: OutputPaths, *, overwrite: bool) -> list[str]:
     """Refuses to mix a new dataset into an old one unless told to replace it;
     returns what publishing will replace."""
-    existing = existing_outputs(config, layout)
+    existing = existing_outputs(config, output)
     if existing and not overwrite:
         where = config.output_dir or existing[0]
         raise ConfigError(f"output location {where} is not empty ({len(existing)} "
@@ -148,15 +147,15 @@ def check_output_location(config: Config, layout: OutputLayout, *, overwrite: bo
     return existing
 
 
-def check_writable(layout: OutputLayout) -> None:
+def check_writable(output: OutputPaths) -> None:
     """Creates and deletes a file where the shards will be staged, so an
     unwritable output fails now, in one line, not after hours of work."""
-    probe = FileSystems.join(layout.staging_dir, ".write-probe")
+    probe = FileSystems.join(output.staging_dir, ".write-probe")
     try:
         FileSystems.create(probe).close()
         FileSystems.delete([probe])
     except Exception as err:  # the error types differ per filesystem
-        raise ConfigError(f"cannot write to the output location {layout.staging_dir} "
+        raise ConfigError(f"cannot write to the output location {output.staging_dir} "
                           f"({type(err).__name__}); check the path and its permissions, "
                           "or choose another") from None
 
@@ -174,9 +173,9 @@ def remove_tree(path: str) -> None:
         FileSystems.delete([path])
 
 
-def staged_paths(layout: OutputLayout) -> list[str]:
+def staged_paths(output: OutputPaths) -> list[str]:
     """Where the shards are written before they are published, in shard order."""
-    return [FileSystems.join(layout.staging_dir, n) for n in layout.shard_names]
+    return [FileSystems.join(output.staging_dir, n) for n in output.shard_names]
 
 
 def _holds(path: str, size: int, sha256: str) -> bool:
@@ -216,19 +215,19 @@ def _one_line(err: object, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _copy_vocabulary(layout: OutputLayout, source: str, sha256: str) -> None:
+def _copy_vocabulary(output: OutputPaths, source: str, sha256: str) -> None:
     """Copies the run's vocabulary (`--vocab_file`, the SentencePiece model, or
     the d2l recipe's staged vocab.txt) beside the manifest, for `--output_dir`
     datasets; the bytes must be the ones the run used (read as
     `load_vocabulary` reads them)."""
-    if not layout.vocab_path:
+    if not output.vocab_path:
         return
     with FileSystems.open(source) as handle:
         data = handle.read()
     if hashlib.sha256(data).hexdigest() != sha256:
         raise RuntimeError(f"{source}: the vocabulary changed during the run (its sha256 "
                            f"is no longer {sha256[:12]}...); run again")
-    with FileSystems.create(layout.vocab_path) as handle:
+    with FileSystems.create(output.vocab_path) as handle:
         handle.write(data)
 
 
@@ -237,63 +236,29 @@ def _write_json(path: str, value: object) -> None:
         handle.write((json.dumps(value, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
 
-def write_staging_json(layout: OutputLayout, name: str, items: list[dict]) -> None:
+def write_staging_json(output: OutputPaths, name: str, items: list[dict]) -> None:
     """What the pipeline's last steps hand to the publisher (sorted: deterministic)."""
-    _write_json(FileSystems.join(layout.staging_dir, name),
+    _write_json(FileSystems.join(output.staging_dir, name),
                 sorted(items, key=lambda item: json.dumps(item, sort_keys=True)))
 
 
-def read_staging_json(layout: OutputLayout, name: str) -> list[dict]:
-    with FileSystems.open(FileSystems.join(layout.staging_dir, name)) as handle:
+def read_staging_json(output: OutputPaths, name: str) -> list[dict]:
+    with FileSystems.open(FileSystems.join(output.staging_dir, name)) as handle:
         return json.loads(handle.read())
 
 
-def read_dedup_summary(layout: OutputLayout, config: Config) -> dict:
-    """The dedup stage's figures for the manifest (its one staged summary)."""
-    if config.dedup == "none":
-        return {"mode": "none"}
-    (summary,) = read_staging_json(layout, DEDUP_NAME)
-    return summary
+def read_published(manifest_path: str) -> DatasetManifest:
+    """A published dataset's manifest (a refresh's previous version, or the
+    one a retried publish step finds written)."""
+    with FileSystems.open(manifest_path) as handle:
+        return DatasetManifest.from_json(json.loads(handle.read()))
 
 
-def package_versions() -> dict[str, str]:
-    """The versions the output depends on. Python's among them: tokenization
-    follows Python's own Unicode database, as the original does, and Python 3.10
-    (Unicode 13), 3.11 (14) and 3.12 (15.0; 3.13's 15.1 agrees with it here)
-    tokenize 241 rarely used code points differently (docs/install.md: Supported Pythons)."""
-    names = ("bert-pretraining-data", "apache-beam", "tensorflow", "tensorflow-transform")
-    versions = {"python": platform.python_version(), "unicode": unicodedata.unidata_version}
-    for name in names:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = "not installed"
-    return versions
-
-
-def packing_summary(config: Config, shards: Sequence[dict], max_predictions_per_row: int
-                    ) -> dict[str, Any]:
-    """The manifest's `packing` entry: the rows' depths and how full they are."""
-    rows = sum(s["records"] for s in shards)
-    tokens = sum(s["tokens"] for s in shards)
-    by_depth = [sum(column) for column in zip(*(s["rows_by_depth"] for s in shards))]
-    return {"max_sequences_per_pack": config.max_sequences_per_pack,
-            "max_predictions_per_row": max_predictions_per_row,
-            "rows": rows, "instances": sum(s["instances"] for s in shards), "tokens": tokens,
-            "token_slots": rows * config.max_seq_length,
-            "filled": round(tokens / max(1, rows * config.max_seq_length), 6),
-            "rows_by_depth": {str(depth): n for depth, n in enumerate(by_depth, 1)}}
-
-
-def publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
-            inputs: Sequence[tuple[str, int]], shards: Sequence[dict],
-            counters: dict[str, int], input_problems: Sequence[dict] = (),
-            warnings: Sequence[str] = (), replaces: Sequence[str] = (),
-            max_predictions_per_row: int | None = None, dedup: dict | None = None,
-            documents: DocumentPlan | None = None) -> dict:
+def publish(output: OutputPaths, manifest: DatasetManifest, *, replaces: Sequence[str] = (),
+            documents: DocumentPlan | None = None) -> None:
     """Moves staged shards (and `documents`' hash files) to their final
     paths, copies the vocabulary beside them (`--output_dir`), then writes
-    the manifest.
+    `manifest`, which says what each of them holds.
 
     What an earlier run left (`replaces`) is deleted only now, after this run
     succeeded, and its manifest first: a failed run leaves the old dataset
@@ -301,76 +266,41 @@ def publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
     A failure before the manifest is written is a PublishError.
     """
     try:
-        manifest = _publish(layout, config=config, vocab_sha256=vocab_sha256, inputs=inputs,
-                            shards=shards, counters=counters, input_problems=input_problems,
-                            warnings=warnings, replaces=replaces,
-                            max_predictions_per_row=max_predictions_per_row,
-                            dedup=dedup, documents=documents)
+        _publish(output, manifest, replaces=replaces, documents=documents)
     except PublishError as err:
-        raise PublishError(f"publishing {layout.folder} failed: {err}; nothing was "
+        raise PublishError(f"publishing {output.folder} failed: {err}; nothing was "
                            "published (no manifest was written): run again") from err
     except Exception as err:  # storage errors differ per filesystem and client
-        raise PublishError(f"publishing {layout.folder} failed: {type(err).__name__}: "
+        raise PublishError(f"publishing {output.folder} failed: {type(err).__name__}: "
                            f"{_one_line(err)}; nothing was published (no manifest was "
                            "written): run again") from err
     try:
-        remove_tree(layout.staging_dir)
+        remove_tree(output.staging_dir)
     except Exception as err:  # published: what is left in staging is garbage
         logging.getLogger(__name__).warning(
             "published, but %s could not be removed (%s); delete it, or the next run "
-            "into this location will", layout.staging_dir, _one_line(err))
-    return manifest
+            "into this location will", output.staging_dir, _one_line(err))
 
 
-def _publish(layout: OutputLayout, *, config: Config, vocab_sha256: str,
-             inputs: Sequence[tuple[str, int]], shards: Sequence[dict],
-             counters: dict[str, int], input_problems: Sequence[dict],
-             warnings: Sequence[str], replaces: Sequence[str],
-             max_predictions_per_row: int | None, dedup: dict | None,
-             documents: DocumentPlan | None) -> dict:
+def _publish(output: OutputPaths, manifest: DatasetManifest, *, replaces: Sequence[str],
+             documents: DocumentPlan | None) -> None:
     # Files this publish writes replace their old selves; of the rest, the
     # manifest goes first. (A retried publish finds its own files there.)
-    ours = {*layout.final_paths, *(documents.final if documents else ()), layout.vocab_path}
+    ours = {*output.final_paths, *(documents.final if documents else ()), output.vocab_path}
     old = [p for p in replaces if p not in ours and FileSystems.exists(p)]
     old_manifests = [p for p in old if p.endswith(MANIFEST_NAME)]
     if old_manifests:
         FileSystems.delete(old_manifests)
     if len(old) > len(old_manifests):
         FileSystems.delete([p for p in old if p not in old_manifests])
-    # Parquet shards name their columns' types; the manifest states them once.
-    schema = next((s["columns"] for s in shards if "columns" in s), None)
-    by_shard = sorted(({k: v for k, v in s.items() if k != "columns"} for s in shards),
-                      key=lambda s: s["shard"])
-    move_files(staged_paths(layout), layout.final_paths,
-               [(s["bytes"], s["sha256"]) if "sha256" in s else None for s in by_shard])
+    # A rename is checked against the bytes the manifest records (the
+    # reference run's shards record none).
+    move_files(staged_paths(output), output.final_paths,
+               [(s["bytes"], s["sha256"]) if "sha256" in s else None for s in manifest.shards])
     if documents is not None:
-        written = sorted(read_staging_json(layout, HASH_LIST_NAME), key=lambda w: w["file"])
-        move_files(documents.staged, documents.final, [(w["bytes"], w["sha256"]) for w in written])
-    _copy_vocabulary(layout, layout.staged_vocab_path if config.recipe == "d2l"
-                     else config.tokenizer.path, vocab_sha256)
-    manifest = {
-        "format": f"bert-pretraining-{config.output_format}/1",
-        "flags": config.flags(),
-        # d2l's own features are described by its recipe.
-        "features": {} if config.recipe == "d2l" else record_layout(config).roles(),
-        "vocab_sha256": vocab_sha256,
-        "inputs": [{"path": p, "bytes": size} for p, size in inputs],
-        "shards": [dict(s, path=layout.final_paths[s["shard"]]) for s in by_shard],
-        # a packed shard's records are rows of several instances
-        "total_instances": sum(s.get("instances", s["records"]) for s in shards),
-        "counters": dict(sorted(counters.items())),
-        "dedup": dedup or {"mode": "none"},
-        "input_problems": list(input_problems),
-        "warnings": list(warnings),
-        "versions": package_versions(),
-    }
-    if schema is not None:
-        manifest["schema"] = schema
-    if config.pack_sequences:
-        manifest["packing"] = packing_summary(config, shards, max_predictions_per_row)
-    if documents is not None:
-        manifest.update(manifest_entries(documents, written,
-                                         instances=manifest["total_instances"],
-                                         shard_bytes=sum(s["bytes"] for s in shards)))
-    _write_json(layout.manifest_path, manifest)
-    return manifest
+        recorded = {f["path"]: (f["bytes"], f["sha256"])
+                    for f in manifest.refresh.documents["files"]}
+        move_files(documents.staged, documents.final, [recorded[p] for p in documents.final])
+    _copy_vocabulary(output, output.staged_vocab_path if manifest.flags["recipe"] == "d2l"
+                     else TokenizerSpec.of(manifest.flags).path, manifest.vocab_sha256)
+    _write_json(output.manifest_path, manifest.to_json())

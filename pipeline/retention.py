@@ -20,7 +20,8 @@ from typing import Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
-from bert_pretraining_data.pipeline.publish import MANIFEST_NAME, remove_tree
+from bert_pretraining_data.loaders.manifest import MANIFEST_NAME
+from bert_pretraining_data.pipeline.publish import remove_tree
 from bert_pretraining_data.pipeline.versions import FINGERPRINT_NAME, VERSION_NAME, read_latest
 
 LEASE_SUFFIX = ".writing"

@@ -91,7 +91,7 @@ def test_vocabulary_is_the_one_d2ls_rules_give(dataset, expected_vocabulary):
     assert written[:-1] == expected_vocabulary
     manifest = json.loads((dataset / "manifest.json").read_text())
     assert manifest["flags"]["recipe"] == "d2l"
-    assert manifest["vocab_sha256"] == read_manifest(str(dataset)).data["vocab_sha256"]
+    assert manifest["vocab_sha256"] == read_manifest(str(dataset)).content.vocab_sha256
 
 
 @pytest.mark.slow

@@ -24,7 +24,7 @@ from bert_pretraining_data.pipeline.dataflow import publish_in_job
 from bert_pretraining_data.pipeline.publish import PublishError, publish, staged_paths
 from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig
-from bert_pretraining_data.transforms.tokenize.tokenized_documents import compact_document
+from bert_pretraining_data.transforms.handoff.tokenized_documents import compact_document
 from bert_pretraining_data.transforms.instances.beam import CreateInstances
 from bert_pretraining_data.transforms.d2l.pairs import SentencePair
 from bert_pretraining_data.transforms.d2l.beam import MaskTokens
@@ -136,10 +136,10 @@ def _half_published(output_dir: str, monkeypatch) -> dict:
     applied the renames). Returns what that publish was given."""
     given = {}
 
-    def dies_half_way(layout, **kwargs):
-        given.update(layout=layout, **kwargs)
-        half = len(layout.final_paths) // 2
-        FileSystems.rename(staged_paths(layout)[:half], list(layout.final_paths[:half]))
+    def dies_half_way(output, manifest, **kwargs):
+        given.update(output=output, manifest=manifest, **kwargs)
+        half = len(output.final_paths) // 2
+        FileSystems.rename(staged_paths(output)[:half], list(output.final_paths[:half]))
         raise RuntimeError("worker lost")
 
     with monkeypatch.context() as patch:
@@ -170,27 +170,28 @@ def test_a_retried_publish_counts_the_renames_already_done(tmp_path, monkeypatch
                              f"--output_dir={_output_dir(where, 'clean', tmp_path, request)}"])
     output_dir = _output_dir(where, "retried", tmp_path, request)
     given = _half_published(output_dir, monkeypatch)
-    layout = given["layout"]
-    assert not FileSystems.exists(layout.manifest_path)
-    assert not FileSystems.exists(staged_paths(layout)[0])  # moved by the lost attempt
+    output = given["output"]
+    assert not FileSystems.exists(output.manifest_path)
+    assert not FileSystems.exists(staged_paths(output)[0])  # moved by the lost attempt
 
-    manifest = publish(**given)
+    publish(**given)
+    manifest = given["manifest"].to_json()
     assert [_read(s["path"]) for s in manifest["shards"]] == [
         _read(s["path"]) for s in clean["shards"]]
     assert [s["sha256"] for s in manifest["shards"]] == [s["sha256"] for s in clean["shards"]]
-    assert json.loads(_read(layout.manifest_path)) == manifest
-    assert not FileSystems.match([layout.staging_dir + "/**"])[0].metadata_list
+    assert json.loads(_read(output.manifest_path)) == manifest
+    assert not FileSystems.match([output.staging_dir + "/**"])[0].metadata_list
     if where == "local":  # a job's retry of a publish step that had finished
-        assert publish_in_job(0, 0, layout=layout, config=given["config"],
-                              vocab_sha256=given["vocab_sha256"], inputs=given["inputs"],
-                              replaces=[], max_predictions_per_row=0) == manifest
+        # (it finds the manifest written: what it would make a manifest of goes unread)
+        assert publish_in_job(0, 0, output=output, config=None, vocab_sha256="", inputs=[],
+                              replaces=[], max_predictions_per_row=0) == given["manifest"]
 
 
 @pytest.mark.slow
 def test_a_retried_publish_that_finds_other_bytes_fails_in_one_line(tmp_path, monkeypatch):
     output_dir = tmp_path / "out"
     given = _half_published(str(output_dir), monkeypatch)
-    moved = given["layout"].final_paths[0]
+    moved = given["output"].final_paths[0]
     with open(moved, "r+b") as handle:  # not what the pipeline wrote
         handle.write(b"X")
     with pytest.raises(PublishError) as failure:

@@ -91,7 +91,7 @@ def test_documents_are_reshuffled_only_through_the_runners_shuffle(tmp_path, shu
     run_ = prepare(config, beam_args)
     pipeline = beam.Pipeline()
     build_pipeline(pipeline, config=config, stages=run_.stages, patterns=run_.patterns,
-                   layout=run_.layout)
+                   output=run_.output)
     labels = {t.unique_name for t in pipeline.to_runner_api().components.transforms.values()}
     assert ("SpreadDocuments" in labels) == spread
     assert {"BatchDocuments", "FanOutDupes", "CreateInstances"} <= labels

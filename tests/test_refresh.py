@@ -15,7 +15,7 @@ import pytest
 from conftest import DATA, UNCASED_VOCAB
 from helpers.gcs_emulator import gcs  # noqa: F401  (fixture)
 from bert_pretraining_data.pipeline.beam_options import ConfigError
-from bert_pretraining_data.pipeline.main import run
+from bert_pretraining_data.pipeline.main import create_dataset
 from bert_pretraining_data.pipeline.refresh import Fingerprint, input_states, main, promote, refresh
 from bert_pretraining_data.pipeline.versions import FINGERPRINT_NAME
 from bert_pretraining_data.pipeline.versions import LATEST_NAME
@@ -212,7 +212,7 @@ def test_retention_never_deletes_a_version_being_written(corpus, tmp_path):
         (a_dir / ".staging" / "bucket").write_bytes(b"A is writing")
         seen["b"] = refresh(_argv(other_corpus, root, "--keep_versions=1"), now=NEXT_MONDAY)
         seen["a_dir_after_b"] = sorted(p.name for p in a_dir.rglob("*"))
-        return run(argv, **kwargs)
+        return create_dataset(argv, **kwargs)
 
     a = refresh(_argv(corpus, root, "--keep_versions=1"), now=MONDAY,
                 run_pipeline=b_publishes_meanwhile)
@@ -308,7 +308,7 @@ def test_parquet_versions_refresh_report_changes_and_expire(corpus, tmp_path):
     assert changed["changes"]["documents"]["added"] == 1
     recorded = read_manifest(str(root / changed["version"]))
     assert changed["changes"]["bytes"]["current"] == sum(
-        s["bytes"] for s in recorded.data["shards"])
-    assert recorded.data["format"] == "bert-pretraining-parquet/1"
+        s["bytes"] for s in recorded.content.shards)
+    assert recorded.content.format == "bert-pretraining-parquet/1"
     assert changed["expired_versions"] == [first["version"]]
     assert _versions(root) == [changed["version"]]

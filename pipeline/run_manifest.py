@@ -1,0 +1,95 @@
+"""What a run's manifest says: the typed `DatasetManifest` (loaders.manifest)
+made from a run's results by one function, `run_manifest`, for every entry
+point (the bert recipes' runs, d2l's, the launch-only job's publish step),
+so that each records the same keys alike; `publish` then writes it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import platform
+import unicodedata
+from importlib import metadata
+from typing import Sequence
+
+from bert_pretraining_data.loaders.manifest import (NO_DEDUP, DatasetManifest, Packing,
+                                                    manifest_format)
+from bert_pretraining_data.pipeline.changes import HASH_LIST_NAME, DocumentPlan, version_record
+from bert_pretraining_data.pipeline.options import Config
+from bert_pretraining_data.pipeline.publish import DEDUP_NAME, OutputPaths, read_staging_json
+from bert_pretraining_data.pipeline.stages import record_layout
+
+
+def package_versions() -> dict[str, str]:
+    """The versions the output depends on. Python's among them: tokenization
+    follows Python's own Unicode database, as the original does, so Pythons
+    of other Unicode versions tokenize some rarely used code points
+    differently (docs/install.md: Supported Pythons)."""
+    names = ("bert-pretraining-data", "apache-beam", "tensorflow", "tensorflow-transform")
+    versions = {"python": platform.python_version(), "unicode": unicodedata.unidata_version}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def packing_summary(config: Config, shards: Sequence[dict], max_predictions_per_row: int
+                    ) -> Packing:
+    """The packed rows (--pack_sequences), from the writer's shard list: their
+    depths and how full they are."""
+    rows = sum(s["records"] for s in shards)
+    tokens = sum(s["tokens"] for s in shards)
+    by_depth = [sum(column) for column in zip(*(s["rows_by_depth"] for s in shards))]
+    return Packing(max_sequences_per_pack=config.max_sequences_per_pack,
+                   max_predictions_per_row=max_predictions_per_row,
+                   rows=rows, instances=sum(s["instances"] for s in shards), tokens=tokens,
+                   token_slots=rows * config.max_seq_length,
+                   filled=round(tokens / max(1, rows * config.max_seq_length), 6),
+                   rows_by_depth={str(depth): n for depth, n in enumerate(by_depth, 1)})
+
+
+def _dedup_summary(output: OutputPaths, config: Config) -> dict:
+    """The dedup stage's figures (its one staged summary)."""
+    if config.dedup == "none":
+        return NO_DEDUP
+    (summary,) = read_staging_json(output, DEDUP_NAME)
+    return summary
+
+
+def run_manifest(config: Config, output: OutputPaths, *, vocab_sha256: str,
+                 inputs: Sequence[tuple[str, int]], shards: Sequence[dict],
+                 counters: dict[str, int], input_problems: Sequence[dict] = (),
+                 warnings: Sequence[str] = (), max_predictions_per_row: int | None = None,
+                 documents: DocumentPlan | None = None) -> DatasetManifest:
+    """The manifest of a run that finished, before it is published: its
+    shards (the writer's list, at their final paths), counters, input
+    problems and warnings, and what its pipeline staged beside them (the
+    dedup figures; the hash files `documents` asked for)."""
+    by_shard = sorted(({k: v for k, v in s.items() if k != "columns"} for s in shards),
+                      key=lambda s: s["shard"])
+    manifest = DatasetManifest(
+        format=manifest_format(config.output_format),
+        flags=config.flags(),
+        # d2l's own features are described by its recipe.
+        features={} if config.recipe == "d2l" else record_layout(config).roles(),
+        vocab_sha256=vocab_sha256,
+        inputs=[{"path": p, "bytes": size} for p, size in inputs],
+        shards=[dict(s, path=output.final_paths[s["shard"]]) for s in by_shard],
+        # a packed shard's records are rows of several instances
+        total_instances=sum(s.get("instances", s["records"]) for s in shards),
+        counters=dict(sorted(counters.items())),
+        dedup=_dedup_summary(output, config),
+        input_problems=list(input_problems),
+        warnings=list(warnings),
+        versions=package_versions(),
+        # Parquet shards name their columns' types; the manifest states them once.
+        schema=next((s["columns"] for s in shards if "columns" in s), None),
+        packing=(packing_summary(config, shards, max_predictions_per_row)
+                 if config.pack_sequences else None))
+    if documents is None:
+        return manifest
+    return dataclasses.replace(manifest, refresh=version_record(
+        documents, read_staging_json(output, HASH_LIST_NAME),
+        instances=manifest.total_instances, shard_bytes=manifest.shard_bytes))
