@@ -26,7 +26,7 @@ from typing import Callable
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
-from bert_pretraining_data.pipeline.options import default_num_shards  # noqa: E402
+from bert_pretraining_data.pipeline.options.output import default_num_shards  # noqa: E402
 
 MiB = 1 << 20
 FORMATS = ("tfrecord", "parquet")
@@ -104,7 +104,7 @@ UPLOAD_CHUNK = 16 * MiB  # Beam's GCS writer uploads in chunks of this size
 SAMPLE_MAX_BYTES = 256 * MiB
 WORKER_START_SECONDS = 180  # a Dataflow VM from request to running (modelled)
 KERNEL_COMPILE_SECONDS = 12  # per worker process without the template image (measured here)
-FLUSH_BYTES = 64 * MiB  # the bucket path's buffer (transforms/write/shuffle_entries.py)
+FLUSH_BYTES = 64 * MiB  # the bucket path's buffer (transforms/handoff/shuffle_entries.py)
 OBJECT_WRITE_SECONDS = 0.05  # one small GCS object created, written and closed (modelled)
 
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 import apache_beam as beam
 
 from bert_pretraining_data.pipeline.changes import HASH_LIST_NAME, DocumentPlan
-from bert_pretraining_data.pipeline.options import Config, Stages
+from bert_pretraining_data.pipeline.options import Config
+from bert_pretraining_data.pipeline.stages import Stages
 from bert_pretraining_data.pipeline.publish import (DEDUP_NAME, PROBLEM_LIST_NAME, SHARD_LIST_NAME,
-                                                    OutputLayout, write_staging_json)
+                                                    OutputPaths, write_staging_json)
 from bert_pretraining_data.transforms.dedup.beam import Deduplicate
 from bert_pretraining_data.transforms.dedup.decisions import SUMMARY, Fingerprints, dedup_partitions
 from bert_pretraining_data.transforms.hashes.beam import WriteDocumentHashes
@@ -35,13 +36,13 @@ from bert_pretraining_data.transforms.write.beam import WriteShards
 SAMPLE_DOCUMENT_SEQUENCES = 8
 
 
-def _stage_list(items: list[dict], layout: OutputLayout, name: str) -> int:
-    write_staging_json(layout, name, items)
+def _stage_list(items: list[dict], output: OutputPaths, name: str) -> int:
+    write_staging_json(output, name, items)
     return len(items)
 
 
 def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
-                   patterns: list[str], layout: OutputLayout,
+                   patterns: list[str], output: OutputPaths,
                    progress_dir: str | None = None,
                    input_bytes: int = 0,
                    documents: DocumentPlan | None = None) -> dict[str, beam.PCollection]:
@@ -59,15 +60,15 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
         read = p | "ReadDocuments" >> ReadTables(
             patterns=patterns, input_format=config.input_format, text_field=config.text_field)
     docs_by_key = read[DOCUMENTS]
-    outputs = {}
+    pcollections = {}
     if config.dedup != "none":  # before anything else, so nothing sees a document twice
         deduped = docs_by_key | "Deduplicate" >> Deduplicate(fingerprints=Fingerprints(
             mode=config.dedup, ngram=config.dedup_ngram, threshold=config.dedup_threshold,
             partitions=dedup_partitions(input_bytes),
             unique_keys=config.input_format == "text"))
         docs_by_key = deduped[DOCUMENTS]
-        outputs["dedup_list"] = deduped[SUMMARY] | "ListDedup" >> beam.Map(
-            lambda summary: _stage_list([summary], layout, DEDUP_NAME))
+        pcollections["dedup_list"] = deduped[SUMMARY] | "ListDedup" >> beam.Map(
+            lambda summary: _stage_list([summary], output, DEDUP_NAME))
     tokenized_docs = docs_by_key | "Tokenize" >> beam.ParDo(TokenizeDocument(
         tokenizer=config.tokenizer, whole_word_segmenter=config.whole_word_segmenter,
         sentence_splitter=config.sentence_splitter, progress_dir=progress_dir))
@@ -90,27 +91,26 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
                | "CreateInstances" >> beam.ParDo(
                    CreateInstances(
                        instances=stages.instances, seed=seed,
-                       # --masking=none: the loaders mask at load time, same function.
-                       masking=stages.masking if config.masking == "static" else None,
+                       masking=stages.instance_masking,
                        progress_dir=progress_dir),
                    nsp_sample=beam.pvalue.AsSingleton(nsp_sample)))
     shards = entries | "WriteShards" >> WriteShards(
-        staging_dir=layout.staging_dir, shard_names=layout.shard_names,
+        staging_dir=output.staging_dir, shard_names=output.shard_names,
         compression=config.compression, shuffle=config.shuffle, rows=stages.rows)
     shard_list = (shards
                   | "CollectShards" >> beam.combiners.ToList()
-                  | "ListShards" >> beam.Map(_stage_list, layout, SHARD_LIST_NAME))
+                  | "ListShards" >> beam.Map(_stage_list, output, SHARD_LIST_NAME))
     problem_list = (read[PROBLEMS]
                     | "CollectInputProblems" >> beam.combiners.ToList()
-                    | "ListInputProblems" >> beam.Map(_stage_list, layout, PROBLEM_LIST_NAME))
-    outputs.update({"docs_by_key": docs_by_key, "tokenized_docs": tokenized_docs,
+                    | "ListInputProblems" >> beam.Map(_stage_list, output, PROBLEM_LIST_NAME))
+    pcollections.update({"docs_by_key": docs_by_key, "tokenized_docs": tokenized_docs,
                     "nsp_sample": nsp_sample, "entries": entries, "shards": shards,
                     "shard_list": shard_list, "problem_list": problem_list})
     if documents is not None:  # the documents as read, whatever comes after
-        outputs["hash_list"] = (
+        pcollections["hash_list"] = (
             read[DOCUMENTS]
             | "RecordDocuments" >> WriteDocumentHashes(
                 paths=documents.staged, previous=documents.previous_hash_files)
             | "CollectHashFiles" >> beam.combiners.ToList()
-            | "ListHashFiles" >> beam.Map(_stage_list, layout, HASH_LIST_NAME))
-    return outputs
+            | "ListHashFiles" >> beam.Map(_stage_list, output, HASH_LIST_NAME))
+    return pcollections

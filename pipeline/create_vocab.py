@@ -22,15 +22,17 @@ import dataclasses
 import hashlib
 import json
 import sys
-from typing import Iterator, Sequence
+from typing import AbstractSet, Any, Iterator, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from bert_pretraining_data.pipeline.beam_options import ConfigError, split_known_args
 from bert_pretraining_data.pipeline.local_runner import new_pipeline
-from bert_pretraining_data.pipeline.options import OneLineParser, parse_bool
-from bert_pretraining_data.pipeline.publish import OutputLayout, check_writable, remove_tree
+from bert_pretraining_data.pipeline.command_line import (Check, FlagGroup, OneLineParser,
+                                                         build_parser, flag, given_flags,
+                                                         run_command)
+from bert_pretraining_data.pipeline.publish import OutputPaths, check_writable, remove_tree
 from bert_pretraining_data.transforms.read.beam import ReadDocuments, match_inputs
 from bert_pretraining_data.transforms.read.documents import (DOCUMENTS, PROBLEMS, InputError,
                                                              comma_separated)
@@ -67,28 +69,91 @@ BYTE_LEVEL_BPE = "ByteLevelBPE"  # a tokenizer.json for --tokenizer_file
 # Defaults that differ by --tokenization (a flag without one here does not
 # apply): BERT-Base's size, every character, uncased; ALBERT's 30k and
 # spm_train character coverage; RoBERTa's 50,265 tokens, cased.
-DEFAULTS = {WORDPIECE: {"vocab_size": 30522, "character_coverage": 1.0, "do_lower_case": True,
-                        "num_unused": 0, "max_words": 200_000},
-            SENTENCEPIECE: {"vocab_size": 30000, "character_coverage": 0.99995,
-                            "do_lower_case": True},
-            BYTE_LEVEL_BPE: {"vocab_size": 50265, "do_lower_case": False,
-                             "special_tokens": "roberta"}}
+DEFAULTS: dict[str, dict[str, Any]] = {
+    WORDPIECE: {"vocab_size": 30522, "character_coverage": 1.0, "do_lower_case": True,
+                "num_unused": 0, "max_words": 200_000},
+    SENTENCEPIECE: {"vocab_size": 30000, "character_coverage": 0.99995, "do_lower_case": True},
+    BYTE_LEVEL_BPE: {"vocab_size": 50265, "do_lower_case": False, "special_tokens": "roberta"}}
+# What a learner raises for a corpus or settings it cannot learn from: one line each.
+LEARNING_ERRORS = (LearningError, SentencePieceLearningError, TokenizerLearningError)
 
-@dataclasses.dataclass(frozen=True)
-class VocabConfig:
-    input_file: str
-    output_file: str
-    vocab_size: int
-    do_lower_case: bool
-    num_unused: int
-    character_coverage: float
-    held_out_fraction: float
-    max_words: int | None
-    overwrite: bool = False
-    tokenization: str = WORDPIECE
-    model_type: str = "unigram"
-    input_sentence_size: int = 10_000_000
-    special_tokens: str | None = None  # ByteLevelBPE's family
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class VocabConfig(FlagGroup):
+    """create-vocab's flags, validated; the learners' settings derive from them."""
+
+    SECTION = ("vocabulary", "what is learned, from which corpus, and where it goes")
+
+    input_file: str | None = flag(
+        "input text file(s): comma-separated paths or globs, local or gs://, .gz/.bz2 by "
+        "extension; one sentence per line, blank line between documents", default=None,
+        default_help="none; required")
+    output_file: str | None = flag(
+        "the vocab.txt (SentencePiece .model, tokenizer.json) to write (local or gs://); the "
+        f"metrics go beside it, to <output_file>{METRICS_SUFFIX}", default=None,
+        default_help="none; required")
+    tokenization: str = flag(
+        "WordPiece: a BERT vocab.txt for --vocab_file; SentencePiece: a model for "
+        "--spm_model_file (ALBERT's settings), and its .vocab beside it; ByteLevelBPE: a "
+        "tokenizer.json for --tokenizer_file (RoBERTa's and ModernBERT's kind), learned by "
+        "the tokenizers library's trainer", choices=[WORDPIECE, SENTENCEPIECE, BYTE_LEVEL_BPE],
+        default=WORDPIECE)
+    special_tokens: str | None = flag(
+        "with --tokenization=ByteLevelBPE: the family whose special tokens and framing the "
+        "file carries: roberta (<s> A </s></s> B </s>, <pad>=1) or bert ([CLS] A [SEP] B "
+        "[SEP], [PAD]=0, as ModernBERT's)", choices=list(SPECIAL_TOKENS), default=None,
+        default_help="roberta")
+    model_type: str = flag(
+        "with --tokenization=SentencePiece: the trainer's algorithm (ALBERT's: unigram)",
+        choices=list(MODEL_TYPES), default="unigram")
+    input_sentence_size: int = flag(
+        "with --tokenization=SentencePiece or ByteLevelBPE: learn from at most this many "
+        "sentences, a stable sample of the training lines (ALBERT's)", default=10_000_000)
+    vocab_size: int = flag(
+        "tokens in the vocabulary, reserved ones included",
+        default_help="30522, BERT-Base's; SentencePiece: 30000, ALBERT's; ByteLevelBPE: "
+                     "50265, RoBERTa's")
+    do_lower_case: bool = flag(
+        "lower-case (and, for WordPiece and SentencePiece, strip accents), for uncased "
+        "models", absl=True, default_help="true; ByteLevelBPE: false, as RoBERTa and "
+                                          "ModernBERT are cased")
+    num_unused: int = flag(
+        "WordPiece: [unusedN] placeholders after the reserved tokens, for tokens added later",
+        default=0, parser_default=None)
+    character_coverage: float = flag(
+        "share of character occurrences whose characters get a token; lower it for scripts "
+        "with very many rare characters", default=1.0, parser_default=None,
+        default_help="1.0: all; SentencePiece: 0.99995, ALBERT's")
+    held_out_fraction: float = flag(
+        "share of documents (chosen by a stable hash of their text) kept out of learning and "
+        "used for the metrics", default=0.1)
+    max_words: int | None = flag(
+        "WordPiece: learn from at most this many of the most frequent distinct words (the "
+        "learner's work grows with it; characters always come from all words)",
+        default=None, default_help="200000")
+    overwrite: bool = flag(
+        "replace an existing vocabulary file (only once this run has succeeded)",
+        default=False)
+
+    @classmethod
+    def defaults(cls, args: argparse.Namespace, beam_args: Sequence[str]) -> dict[str, Any]:
+        return DEFAULTS[args.tokenization]
+
+    @classmethod
+    def checks(cls, config: Any, given: AbstractSet[str]) -> list[Check]:
+        checks = [(bool(config.input_file), "--input_file is required"),
+                  (bool(config.output_file), "--output_file is required")]
+        for name in ("num_unused", "max_words", "character_coverage", "special_tokens"):
+            applies = [tokenization for tokenization, flags in DEFAULTS.items()
+                       if name in flags]
+            checks.append((config.tokenization in applies or name not in given,
+                           f"--{name} applies to --tokenization={' or '.join(applies)}; "
+                           "drop it"))
+        return checks + [
+            (0 <= config.held_out_fraction < 1,
+             f"--held_out_fraction must be in [0, 1), got {config.held_out_fraction}"),
+            (config.max_words is None or config.max_words >= 1,
+             f"--max_words must be at least 1, got {config.max_words}"),
+        ]
 
     @property
     def learning(self) -> LearningConfig:
@@ -139,98 +204,26 @@ class VocabConfig:
         return flags
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(
-        prog=PROG, allow_abbrev=False,
+def parser() -> OneLineParser:
+    return build_parser(
+        prog=PROG, groups=(VocabConfig,),
         description="Learn a BERT WordPiece vocabulary, an ALBERT SentencePiece model or a "
                     "RoBERTa-style byte-level BPE tokenizer.json from a corpus on Apache "
                     "Beam. Unknown flags are Beam pipeline options (--runner, ...).")
-    add = parser.add_argument
-    add("--input_file", help="input text file(s): comma-separated paths or globs, local "
-        "or gs://, .gz/.bz2 by extension; one sentence per line, blank line between "
-        "documents")
-    add("--output_file", help="the vocab.txt (SentencePiece .model, tokenizer.json) to write "
-        f"(local or gs://); the metrics go beside it, to <output_file>{METRICS_SUFFIX}")
-    add("--tokenization", choices=[WORDPIECE, SENTENCEPIECE, BYTE_LEVEL_BPE],
-        default=WORDPIECE,
-        help="WordPiece: a BERT vocab.txt for --vocab_file (default); SentencePiece: a model "
-             "for --spm_model_file (ALBERT's settings), and its .vocab beside it; "
-             "ByteLevelBPE: a tokenizer.json for --tokenizer_file (RoBERTa's and "
-             "ModernBERT's kind), learned by the tokenizers library's trainer")
-    add("--special_tokens", choices=list(SPECIAL_TOKENS),
-        help="with --tokenization=ByteLevelBPE: the family whose special tokens and framing "
-             "the file carries: roberta (<s> A </s></s> B </s>, <pad>=1; default) or bert "
-             "([CLS] A [SEP] B [SEP], [PAD]=0, as ModernBERT's)")
-    add("--model_type", choices=list(MODEL_TYPES), default="unigram",
-        help="with --tokenization=SentencePiece: the trainer's algorithm (default unigram, "
-             "ALBERT's)")
-    add("--input_sentence_size", type=int, default=10_000_000,
-        help="with --tokenization=SentencePiece or ByteLevelBPE: learn from at most this "
-             "many sentences, a stable sample of the training lines (default 10,000,000, "
-             "ALBERT's)")
-    add("--vocab_size", type=int,
-        help="tokens in the vocabulary, reserved ones included (default 30522, BERT-Base's; "
-             "SentencePiece: 30000, ALBERT's; ByteLevelBPE: 50265, RoBERTa's)")
-    add("--do_lower_case", type=parse_bool, nargs="?", const=True,
-        help="lower-case (and, for WordPiece and SentencePiece, strip accents), for uncased "
-             "models (default True; ByteLevelBPE: False, as RoBERTa and ModernBERT are cased)")
-    add("--nodo_lower_case", dest="do_lower_case", action="store_false",
-        help=argparse.SUPPRESS)
-    add("--num_unused", type=int,
-        help="WordPiece: [unusedN] placeholders after the reserved tokens, for tokens "
-             "added later (default 0)")
-    add("--character_coverage", type=float,
-        help="share of character occurrences whose characters get a token (default 1.0: "
-             "all; SentencePiece: 0.99995, ALBERT's); lower it for scripts with very many "
-             "rare characters")
-    add("--held_out_fraction", type=float, default=0.1,
-        help="share of documents (chosen by a stable hash of their text) kept out of "
-             "learning and used for the metrics")
-    add("--max_words", type=int,
-        help="WordPiece: learn from at most this many of the most frequent distinct words "
-             "(default 200,000; the learner's work grows with it; characters always come "
-             "from all words)")
-    add("--overwrite", type=parse_bool, nargs="?", const=True, default=False,
-        help="replace an existing vocabulary file (only once this run has succeeded)")
-    return parser
 
 
 def parse_args(argv: Sequence[str]) -> tuple[VocabConfig, list[str]]:
     """Parses and validates; returns the config and the flags left for Beam."""
-    args, beam_args = split_known_args(_parser(), argv)
-    for flag in ("input_file", "output_file"):
-        if not getattr(args, flag):
-            raise ConfigError(f"--{flag} is required")
-    defaults = DEFAULTS[args.tokenization]
-    for flag in ("num_unused", "max_words", "character_coverage", "special_tokens"):
-        if flag not in defaults and getattr(args, flag) is not None:
-            applies = [name for name, given in DEFAULTS.items() if flag in given]
-            raise ConfigError(f"--{flag} applies to --tokenization={' or '.join(applies)}; "
-                              "drop it")
-    values = {flag: default if getattr(args, flag) is None else getattr(args, flag)
-              for flag, default in defaults.items()}
-    checks = [
-        (0 <= args.held_out_fraction < 1,
-         f"--held_out_fraction must be in [0, 1), got {args.held_out_fraction}"),
-        (values.get("max_words", 1) >= 1,
-         f"--max_words must be at least 1, got {values.get('max_words')}"),
-    ]
-    for ok, message in checks:
+    args, beam_args = split_known_args(parser(), argv)
+    given = given_flags(args, (VocabConfig,))
+    config = VocabConfig(**{**VocabConfig.defaults(args, beam_args), **given})
+    for ok, message in VocabConfig.checks(config, given.keys()):
         if not ok:
             raise ConfigError(message)
-    config = VocabConfig(
-        input_file=args.input_file, output_file=args.output_file,
-        vocab_size=values["vocab_size"], do_lower_case=values["do_lower_case"],
-        num_unused=values.get("num_unused", 0),
-        character_coverage=values.get("character_coverage", 1.0),
-        held_out_fraction=args.held_out_fraction, max_words=values.get("max_words"),
-        overwrite=args.overwrite, tokenization=args.tokenization, model_type=args.model_type,
-        input_sentence_size=args.input_sentence_size,
-        special_tokens=values.get("special_tokens"))
     try:  # validates the learner's settings now, not on a worker
         {SENTENCEPIECE: lambda: config.sentencepiece, WORDPIECE: lambda: config.learning,
          BYTE_LEVEL_BPE: lambda: config.byte_level_bpe}[config.tokenization]()
-    except (LearningError, SentencePieceLearningError, TokenizerLearningError) as err:
+    except LEARNING_ERRORS as err:
         raise ConfigError(f"--{err}") from None
     return config, beam_args
 
@@ -412,7 +405,7 @@ def run(argv: Sequence[str]) -> dict:
     match_inputs(config.input_file)
     replaces = _check_output(config)
     remove_tree(config.staging_dir)  # whatever an interrupted run left
-    check_writable(OutputLayout(config.staging_dir, (config.output_file,), config.metrics_file))
+    check_writable(OutputPaths(config.staging_dir, (config.output_file,), config.metrics_file))
     patterns = comma_separated(config.input_file)
     pipeline = new_pipeline(beam_args)
     build = (build_vocab_pipeline if config.tokenization == WORDPIECE
@@ -459,15 +452,14 @@ def warnings(report: dict) -> list[str]:
     return found
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    try:
-        report = run(sys.argv[1:] if argv is None else argv)
-    except (ConfigError, InputError, LearningError, SentencePieceLearningError) as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        sys.exit(2)
-    print(summary(report))
-    for warning in warnings(report):
+def report(result: dict) -> None:
+    print(summary(result))
+    for warning in warnings(result):
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    run_command(PROG, run, report, argv, user_errors=(InputError, *LEARNING_ERRORS))
 
 
 if __name__ == "__main__":

@@ -10,16 +10,18 @@ The manifest's summary, the first instances decoded like the original's
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import math
 import sys
 from typing import Sequence
 
 import numpy as np
 
-from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, read_manifest,
-                                                    read_vocabulary, read_vocabulary_bytes)
+from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, Packing,
+                                                    read_manifest, read_vocabulary,
+                                                    read_vocabulary_bytes)
 from bert_pretraining_data.loaders.records import Instance, read_instances
+from bert_pretraining_data.pipeline.command_line import FlagGroup, build_parser, flag, run_command
 
 PROG = "inspect-pretraining-data"
 HISTOGRAM_BINS = 16
@@ -61,18 +63,18 @@ def objective(manifest: Manifest) -> str:
              "sop": "ALBERT's sentence order prediction (SOP)",
              "none": "no pair task: full sequences (ELECTRA/RoBERTa)"}
     task = "no pair task: RoBERTa's DOC-SENTENCES" if manifest.recipe == "roberta" else tasks[
-        flags.get("next_sentence", "nsp")]
+        flags["next_sentence"]]
     pieces = ("SentencePiece pieces" if manifest.tokenizer.sentencepiece
               else "tokens" if manifest.tokenizer.tokenizer_file else "WordPieces")
     words = "whole words" if flags.get("do_whole_word_mask") else pieces
-    if flags.get("whole_word_segmenter", "none") != "none":
+    if flags["whole_word_segmenter"] != "none":
         words += f" (Chinese words by {flags['whole_word_segmenter']})"
     if manifest.masking == "none":
         policy = "none on disk (the PyTorch collator masks each epoch)"
-    elif flags.get("ngram"):
-        shorter = "shorter favored" if flags.get("favor_shorter_ngram", True) else "longer"
+    elif flags["ngram"]:
+        shorter = "shorter favored" if flags["favor_shorter_ngram"] else "longer"
         policy = f"ALBERT's n-grams of up to {flags['ngram']} {words} ({shorter})"
-    elif flags.get("max_ngram_size"):
+    elif flags["max_ngram_size"]:
         policy = f"the Model Garden's n-grams of up to {flags['max_ngram_size']} {words}"
     else:
         policy = f"BERT's, {words}"
@@ -96,7 +98,7 @@ def describe(instance: Instance, tokens: list[str] | None, manifest: Manifest) -
                      + " ".join(map(str, instance.masked_lm_positions.tolist())))
         lines.append(f"masked_lm_labels: {_text(instance.masked_lm_ids, tokens)}")
     if instance.next_sentence_label is not None:
-        meanings = _LABEL_MEANINGS[manifest.flags.get("next_sentence", "nsp")]
+        meanings = _LABEL_MEANINGS[manifest.flags["next_sentence"]]
         lines.append(f"next_sentence_label: {instance.next_sentence_label} "
                      f"({meanings[instance.next_sentence_label]})")
     return "\n".join(lines)
@@ -114,8 +116,8 @@ def summary(manifest: Manifest) -> str:
              objective(manifest),
              "flags: " + " ".join(f"{name}={flags.get(name)}" for name in shown),
              f"vocabulary: {manifest.vocab_path} (sha256 "
-             f"{str(manifest.data.get('vocab_sha256'))[:12]}...)"]
-    counters = manifest.data.get("counters") or {}
+             f"{str(manifest.content.vocab_sha256)[:12]}...)"]
+    counters = manifest.content.counters
     if counters:
         lines.append("counters: " + ", ".join(f"{k}={v:,}" for k, v in counters.items()))
     if manifest.packing:
@@ -123,14 +125,14 @@ def summary(manifest: Manifest) -> str:
     return "\n".join(lines)
 
 
-def packing_text(packing: dict) -> str:
+def packing_text(packing: Packing) -> str:
     """The packed rows (--pack_sequences): how full, and how many instances each holds."""
-    by_depth = {int(depth): rows for depth, rows in packing["rows_by_depth"].items()}
+    by_depth = {int(depth): rows for depth, rows in packing.rows_by_depth.items()}
     peak = max(by_depth.values()) or 1
-    lines = [f"packed: {packing['instances']:,} instances in {packing['rows']:,} rows of up "
-             f"to {packing['max_sequences_per_pack']}; {packing['filled']:.2%} of the token "
-             f"slots filled ({packing['tokens']:,} of {packing['token_slots']:,}), up to "
-             f"{packing['max_predictions_per_row']} predictions a row",
+    lines = [f"packed: {packing.instances:,} instances in {packing.rows:,} rows of up "
+             f"to {packing.max_sequences_per_pack}; {packing.filled:.2%} of the token "
+             f"slots filled ({packing.tokens:,} of {packing.token_slots:,}), up to "
+             f"{packing.max_predictions_per_row} predictions a row",
              "rows by instances held:"]
     for depth, rows in sorted(by_depth.items()):
         bar = "#" * math.ceil(BAR_WIDTH * rows / peak) if rows else ""
@@ -235,24 +237,32 @@ def report(dataset: str, *, num_instances: int = 20, max_records: int = 100_000,
     return "\n\n".join(parts)
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class InspectFlags(FlagGroup):
+    """inspect-pretraining-data's arguments."""
+
+    SECTION = ("dataset", "which dataset, and how much of it is read")
+
+    dataset: str = flag("dataset directory or manifest.json (local or gs://)", positional=True)
+    num_instances: int = flag("instances to print (as the original's log)", default=20)
+    max_records: int = flag("instances read for the statistics", default=100_000)
+    vocab_file: str | None = flag(
+        "the vocabulary, when neither the dataset's vocab.txt nor the recorded path is "
+        "readable from here", default=None)
+    plot: str | None = flag("also write the length histogram as a PNG here", default=None)
+
+
+def inspect(argv: Sequence[str]) -> str:
+    """The report of the dataset the arguments name."""
+    parser = build_parser(prog=PROG, groups=(InspectFlags,),
+                          description=__doc__.split("\n\n")[0])
+    args = InspectFlags(**vars(parser.parse_args(list(argv))))
+    return report(args.dataset, num_instances=args.num_instances,
+                  max_records=args.max_records, vocab_file=args.vocab_file, plot=args.plot)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
-    parser.add_argument("dataset", help="dataset directory or manifest.json (local or gs://)")
-    parser.add_argument("--num_instances", type=int, default=20,
-                        help="instances to print (default 20, as the original's log)")
-    parser.add_argument("--max_records", type=int, default=100_000,
-                        help="instances read for the statistics (default 100,000)")
-    parser.add_argument("--vocab_file", help="the vocabulary, when neither the dataset's "
-                        "vocab.txt nor the recorded path is readable from here")
-    parser.add_argument("--plot", help="also write the length histogram as a PNG here")
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    try:
-        print(report(args.dataset, num_instances=args.num_instances,
-                     max_records=args.max_records, vocab_file=args.vocab_file,
-                     plot=args.plot))
-    except DatasetError as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        sys.exit(2)
+    run_command(PROG, inspect, print, argv, user_errors=(DatasetError,))
 
 
 if __name__ == "__main__":

@@ -16,9 +16,10 @@ import functools
 import sys
 from typing import Sequence
 
-from bert_pretraining_data.pipeline.beam_options import ConfigError
+from bert_pretraining_data.loaders.manifest import DatasetManifest
 from bert_pretraining_data.pipeline.build import build_pipeline
 from bert_pretraining_data.pipeline.changes import DocumentHistory
+from bert_pretraining_data.pipeline.command_line import run_command
 from bert_pretraining_data.pipeline.dataflow import (check_dataflow_options, dry_run_summary,
                                                      is_dry_run, launch)
 from bert_pretraining_data.pipeline.disk_space import (estimate_space, full_disk_reported,
@@ -28,8 +29,9 @@ from bert_pretraining_data.pipeline.prepare import Prepared, prepare, run_to_com
 from bert_pretraining_data.pipeline.progress_printer import local_progress
 from bert_pretraining_data.pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME,
                                                     PublishError, dataset_warnings, publish,
-                                                    read_dedup_summary, read_staging_json)
+                                                    read_staging_json)
 from bert_pretraining_data.pipeline.reference_run import run_compat
+from bert_pretraining_data.pipeline.run_manifest import run_manifest
 from bert_pretraining_data.transforms.read.documents import InputError
 from bert_pretraining_data.transforms.tokenize.vocabulary import VocabularyError
 
@@ -37,87 +39,96 @@ PROG = "create-pretraining-data"
 
 
 def run(argv: Sequence[str], *, history: DocumentHistory | None = None) -> dict:
-    """Parses, validates, builds, runs and publishes; returns the manifest
-    (plus `manifest_path`, where it was written). `history` (a refresh's
-    runs): record the documents and what changed (the distributed bert
-    recipe; --recipe=d2l and --reference_compatible record none)."""
+    """`create_dataset`, its manifest as written (JSON), plus `manifest_path`,
+    where it was written."""
+    path, manifest = create_dataset(argv, history=history)
+    return dict(manifest.to_json(), manifest_path=path)
+
+
+def create_dataset(argv: Sequence[str], *, history: DocumentHistory | None = None
+                   ) -> tuple[str, DatasetManifest]:
+    """Parses, validates, builds, runs and publishes; returns where the
+    manifest was written, and the manifest. `history` (a refresh's runs):
+    record the documents and what changed (the distributed bert recipe;
+    --recipe=d2l and --reference_compatible record none)."""
     config, beam_args = parse_args(argv)
     check_dataflow_options(config, beam_args)
-    run = prepare(config, beam_args)
-    estimate = functools.cache(lambda: estimate_space(run))
-    warning = space_warning(run, estimate)  # a local output's: said before the work
+    prepared = prepare(config, beam_args)
+    estimate = functools.cache(lambda: estimate_space(prepared))
+    warning = space_warning(prepared, estimate)  # a local output's: said before the work
     if warning:
         print(f"{PROG}: warning: {warning}", file=sys.stderr, flush=True)
-    with full_disk_reported(run, estimate):
+    with full_disk_reported(prepared, estimate):
         if config.recipe == "d2l":
             # loads tf.Transform: this recipe only
             from bert_pretraining_data.pipeline.d2l_recipe import run_d2l
 
-            return run_d2l(run)
-        return _run_bert(run, history)
+            return prepared.output.manifest_path, run_d2l(prepared)
+        return prepared.output.manifest_path, _run_bert(prepared, history)
 
 
-def _run_bert(run: Prepared, history: DocumentHistory | None) -> dict:
+def _run_bert(prepared: Prepared, history: DocumentHistory | None) -> DatasetManifest:
     """The bert recipes' pipeline (or the reference run) and publish."""
-    config, layout = run.config, run.layout
+    config, output = prepared.config, prepared.output
     documents = None  # reference mode records none: it is one process, for migration checks
     if config.reference_compatible:
-        shards = run_compat(config, stages=run.stages,
-                            tokenizer=config.tokenizer.tokenizer(run.vocab), layout=layout)
+        shards = run_compat(config, stages=prepared.stages,
+                            tokenizer=config.tokenizer.tokenizer(prepared.vocab), output=output)
         counters: dict[str, int] = {}
         problems: list[dict] = []
-        dedup = None
     else:
-        pipeline = run.new_pipeline()
-        documents = run.document_plan(history)
-        with local_progress(config, run.beam_args, run.inputs) as progress_dir:
-            build_pipeline(pipeline, config=config, stages=run.stages, patterns=run.patterns,
-                           layout=layout, progress_dir=progress_dir,
-                           input_bytes=sum(size for _, size in run.inputs),
+        pipeline = prepared.new_pipeline()
+        documents = prepared.document_plan(history)
+        with local_progress(config, prepared.beam_args, prepared.inputs) as progress_dir:
+            build_pipeline(pipeline, config=config, stages=prepared.stages,
+                           patterns=prepared.patterns, output=output, progress_dir=progress_dir,
+                           input_bytes=sum(size for _, size in prepared.inputs),
                            documents=documents)
             counters = run_to_completion(pipeline)
-        shards = read_staging_json(layout, SHARD_LIST_NAME)
-        problems = read_staging_json(layout, PROBLEM_LIST_NAME)
-        dedup = read_dedup_summary(layout, config)
-    manifest = publish(layout, config=config, vocab_sha256=run.vocab.sha256, inputs=run.inputs,
-                       shards=shards, counters=counters, input_problems=problems,
-                       warnings=dataset_warnings(counters, problems), replaces=run.replaces,
-                       max_predictions_per_row=run.stages.rows.max_predictions, dedup=dedup,
-                       documents=documents)
-    return dict(manifest, manifest_path=layout.manifest_path)
+        shards = read_staging_json(output, SHARD_LIST_NAME)
+        problems = read_staging_json(output, PROBLEM_LIST_NAME)
+    manifest = run_manifest(config, output, vocab_sha256=prepared.vocab.sha256,
+                            inputs=prepared.inputs, shards=shards, counters=counters,
+                            input_problems=problems, warnings=dataset_warnings(counters, problems),
+                            max_predictions_per_row=prepared.stages.rows.max_predictions,
+                            documents=documents)
+    publish(output, manifest, replaces=prepared.replaces, documents=documents)
+    return manifest
 
 
-def summary(manifest: dict) -> str:
+def summary(path: str, manifest: DatasetManifest) -> str:
     """A few lines for the terminal: where the data went and what it holds."""
-    shards = manifest["shards"]
-    counters = manifest["counters"]
-    lines = [f"wrote {manifest['total_instances']:,} instances in {len(shards)} file(s):"]
+    shards, counters = manifest.shards, manifest.counters
+    lines = [f"wrote {manifest.total_instances:,} instances in {len(shards)} file(s):"]
     lines += [f"  {s['path']}  ({s['records']:,} records)" for s in shards[:5]]
     if len(shards) > 5:
         lines.append(f"  ... and {len(shards) - 5} more")
-    lines.append(f"manifest: {manifest['manifest_path']}")
+    lines.append(f"manifest: {path}")
     if counters:
         lines.append("counters: " + ", ".join(f"{k}={v:,}" for k, v in counters.items()))
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    argv = sys.argv[1:] if argv is None else argv
-    try:
-        _, beam_args = parse_args(argv)
-        if is_dry_run(beam_args):  # the job is built, nothing runs: no manifest
-            print(dry_run_summary(launch(argv)))
-            return
-        manifest = run(argv)
-    except (ConfigError, VocabularyError, InputError) as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        sys.exit(2)
-    except PublishError as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        sys.exit(1)
-    print(summary(manifest))
-    for warning in manifest["warnings"]:
+def run_or_dry_run(argv: Sequence[str]) -> tuple[str, list[str]]:
+    """A run's summary and warnings; a Dataflow dry run's summary (the job is
+    built, nothing runs: no manifest)."""
+    _, beam_args = parse_args(argv)
+    if is_dry_run(beam_args):
+        return dry_run_summary(launch(argv)), []
+    path, manifest = create_dataset(argv)
+    return summary(path, manifest), list(manifest.warnings)
+
+
+def report(outcome: tuple[str, list[str]]) -> None:
+    text, warnings = outcome
+    print(text)
+    for warning in warnings:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    run_command(PROG, run_or_dry_run, report, argv, user_errors=(VocabularyError, InputError),
+                failed_runs=(PublishError,))
 
 
 if __name__ == "__main__":

@@ -13,11 +13,13 @@ import sys
 from typing import Sequence
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 
 from bert_pretraining_data.pipeline.changes import DocumentHistory, DocumentPlan
 from bert_pretraining_data.pipeline.local_runner import new_pipeline
-from bert_pretraining_data.pipeline.options import Config, Stages, check_framing
-from bert_pretraining_data.pipeline.publish import OutputLayout, prepare_output
+from bert_pretraining_data.pipeline.options import Config
+from bert_pretraining_data.pipeline.stages import Stages
+from bert_pretraining_data.pipeline.publish import OutputPaths, prepare_output
 from bert_pretraining_data.transforms.counters import read_counters
 from bert_pretraining_data.transforms.read.beam import check_parquet_schema, match_inputs
 from bert_pretraining_data.transforms.read.documents import comma_separated
@@ -31,7 +33,7 @@ class Prepared:
     config: Config
     beam_args: Sequence[str]
     inputs: list[tuple[str, int]]  # (path, bytes) of every input file
-    layout: OutputLayout
+    output: OutputPaths
     replaces: list[str]  # existing outputs the run will replace (--overwrite)
     vocab: Vocabulary | None  # None with --recipe=d2l, which computes its own
     stages: Stages | None
@@ -47,7 +49,7 @@ class Prepared:
         """Where this run's document hashes go, when a refresh asks for them."""
         if history is None:
             return None
-        return history.plan(staging_dir=self.layout.staging_dir,
+        return history.plan(staging_dir=self.output.staging_dir,
                             output_dir=self.config.output_dir,
                             input_bytes=sum(size for _, size in self.inputs))
 
@@ -58,13 +60,11 @@ def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:
     inputs = match_inputs(config.input_file)
     if config.input_format == "parquet":
         check_parquet_schema([path for path, _ in inputs], config.text_field)
-    vocab = config.tokenizer.load_vocabulary() if config.recipe != "d2l" else None
-    if vocab is not None:
-        check_framing(config, vocab)
-    layout, replaces = prepare_output(config, inputs)
-    return Prepared(config=config, beam_args=beam_args, inputs=inputs, layout=layout,
-                    replaces=replaces, vocab=vocab,
-                    stages=Stages.of(config, vocab) if vocab else None)
+    vocab = config.tokenizer.load_vocabulary(FileSystems.open) if config.recipe != "d2l" else None
+    stages = Stages.of(config, vocab) if vocab else None
+    output, replaces = prepare_output(config, inputs)
+    return Prepared(config=config, beam_args=beam_args, inputs=inputs, output=output,
+                    replaces=replaces, vocab=vocab, stages=stages)
 
 
 def run_to_completion(pipeline: beam.Pipeline) -> dict[str, int]:

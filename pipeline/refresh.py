@@ -13,7 +13,6 @@ job, since a template launch must make a job.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import datetime
 import hashlib
@@ -26,14 +25,17 @@ from typing import Callable, Sequence
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from bert_pretraining_data.loaders.manifest import MANIFEST_NAME, DatasetManifest
 from bert_pretraining_data.pipeline.beam_options import ConfigError
 from bert_pretraining_data.pipeline.changes import DocumentHistory, PreviousVersion, summary
 from bert_pretraining_data.pipeline.dataflow import check_dataflow_options, launch
 from bert_pretraining_data.pipeline.local_runner import new_pipeline
-from bert_pretraining_data.pipeline.main import run
-from bert_pretraining_data.pipeline.options import Config, parse_args
-from bert_pretraining_data.pipeline.publish import (MANIFEST_NAME, PublishError, package_versions,
-                                                    remove_tree)
+from bert_pretraining_data.pipeline.main import create_dataset
+from bert_pretraining_data.pipeline.command_line import (FlagGroup, OneLineParser, build_parser,
+                                                         flag, run_command)
+from bert_pretraining_data.pipeline.options import GROUPS, Config, parse_args
+from bert_pretraining_data.pipeline.publish import PublishError, read_published, remove_tree
+from bert_pretraining_data.pipeline.run_manifest import package_versions
 from bert_pretraining_data.pipeline.retention import apply_retention, release_lease, take_lease
 from bert_pretraining_data.pipeline.versions import (FINGERPRINT_NAME, LATEST_NAME, read_latest,
                                                      version_name)
@@ -79,7 +81,7 @@ def fingerprint(config: Config) -> Fingerprint:
     flags = {k: v for k, v in config.flags().items() if k not in _PLACEMENT_FLAGS}
     return Fingerprint.of({
         "inputs": input_states(config.input_file),
-        "vocab_sha256": (config.tokenizer.load_vocabulary().sha256
+        "vocab_sha256": (config.tokenizer.load_vocabulary(FileSystems.open).sha256
                          if config.tokenizer.path else None),  # --recipe=d2l computes it
         "flags": flags,
         "versions": package_versions(),
@@ -147,24 +149,48 @@ def previous_version(root: str, latest: str | None) -> PreviousVersion | None:
     if latest is None:
         return None
     directory = FileSystems.join(root, latest)
-    if not FileSystems.exists(FileSystems.join(directory, MANIFEST_NAME)):
+    manifest_path = FileSystems.join(directory, MANIFEST_NAME)
+    if not FileSystems.exists(manifest_path):
         return None
-    return PreviousVersion.read(directory)
+    return PreviousVersion.of(directory, read_published(manifest_path))
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, add_help=False, allow_abbrev=False,
-                                     exit_on_error=False)
-    parser.add_argument("--output_root")
-    parser.add_argument("--launch_only", action="store_true")
-    parser.add_argument("--keep_versions", type=int)
-    parser.add_argument("--list_expired_versions", action="store_true")
-    return parser
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RefreshFlags(FlagGroup):
+    """The refresh's own flags; every other flag is create-pretraining-data's."""
+
+    SECTION = ("refresh", "the versions under --output_root, and which are kept")
+
+    output_root: str | None = flag(
+        "the directory that holds the versions and LATEST (local or gs://)", default=None,
+        default_help="none; required")
+    launch_only: bool = flag(
+        "submit the job and return (the Flex Template's launch): the job itself publishes "
+        "the version and moves LATEST", default=False)
+    keep_versions: int | None = flag(
+        "keep this many versions, the one LATEST names among them, and delete the older "
+        "ones once LATEST has moved", default=None, default_help="none; keep every version")
+    list_expired_versions: bool = flag(
+        "with --keep_versions: list the versions it would delete, delete nothing and build "
+        "nothing", default=False)
+
+
+def parser(*, with_run_flags: bool = True) -> OneLineParser:
+    """The refresh's parser: its own flags and, `with_run_flags`, the run's
+    (create-pretraining-data's), so that its --help lists both."""
+    return build_parser(
+        prog=PROG, groups=(RefreshFlags, *GROUPS) if with_run_flags else (RefreshFlags,),
+        add_help=with_run_flags,
+        usage="%(prog)s --output_root=... --input_file=... [--vocab_file=...] "
+              "[--keep_versions=N] [create-pretraining-data flags] [Beam pipeline options]",
+        description="Rebuild a dataset of create-pretraining-data under --output_root only "
+                    "when its corpus, vocabulary or flags changed.")
 
 
 def plan(argv: Sequence[str], *, now: datetime.datetime | None = None) -> Plan:
     """Validates every flag, fingerprints the inputs and reads LATEST; writes nothing."""
-    known, rest = _parser().parse_known_args(list(argv))
+    parser().parse_known_args(list(argv))  # --help wherever it stands; any flag's bad value
+    known, rest = parser(with_run_flags=False).parse_known_args(list(argv))
     if not known.output_root:
         raise ConfigError("--output_root is required: the directory that holds the "
                           "versions and LATEST (local or gs://)")
@@ -198,11 +224,12 @@ def plan(argv: Sequence[str], *, now: datetime.datetime | None = None) -> Plan:
                 list_expired_versions=known.list_expired_versions)
 
 
-Runner = Callable[..., dict]  # main.run's signature: (argv, *, history)
+# main.create_dataset's signature: (argv, *, history) -> (manifest path, manifest)
+Runner = Callable[..., tuple[str, DatasetManifest]]
 
 
 def refresh(argv: Sequence[str], *, now: datetime.datetime | None = None,
-            run_pipeline: Runner = run) -> dict:
+            run_pipeline: Runner = create_dataset) -> dict:
     """One scheduled refresh; returns what it did ("status": unchanged,
     published, launched or listed) and the version LATEST names or will name."""
     step = plan(argv, now=now)
@@ -233,17 +260,15 @@ def refresh(argv: Sequence[str], *, now: datetime.datetime | None = None,
 
 def _run_and_promote(step: Plan, run_pipeline: Runner) -> dict:
     try:
-        manifest = run_pipeline(step.pipeline_argv, history=step.history)
+        path, manifest = run_pipeline(step.pipeline_argv, history=step.history)
     except Exception:
         remove_tree(step.output_dir)  # it has no manifest: nothing in it is a dataset
         raise
     promote(step.root, step.version, step.fingerprint)
     release_lease(step.root, step.version)  # written: retention may now judge it too
-    result = {"status": "published", "version": step.version,
-              "fingerprint": step.fingerprint.digest,
-              "manifest": FileSystems.join(step.output_dir, MANIFEST_NAME),
-              "total_instances": manifest["total_instances"],
-              "changes": manifest.get("changes")}
+    result = dict(status="published", version=step.version,
+                  fingerprint=step.fingerprint.digest, manifest=path,
+                  total_instances=manifest.total_instances, changes=manifest.changes)
     if step.keep_versions:
         result["expired_versions"] = _keep_versions(None, root=step.root,
                                                     keep=step.keep_versions)
@@ -276,9 +301,9 @@ def _release_lease_after(unused_element: object, *, root: str, version: str) -> 
     release_lease(root, version)
 
 
-def _promote_after_publish(manifest: dict, *, root: str, version: str,
+def _promote_after_publish(manifest: DatasetManifest, *, root: str, version: str,
                            built_from: Fingerprint) -> str:
-    logging.getLogger(__name__).info("%s", summary(manifest.get("changes")))
+    logging.getLogger(__name__).info("%s", summary(manifest.changes))
     return promote(root, version, built_from)
 
 
@@ -306,19 +331,17 @@ def template_main(argv: Sequence[str]) -> dict:
     return {"status": "launched"}
 
 
-def main(argv: Sequence[str] | None = None, *,
-         entry: Callable[[Sequence[str]], dict] = refresh) -> None:
-    try:
-        result = entry(sys.argv[1:] if argv is None else argv)
-    except (ConfigError, VocabularyError, InputError, argparse.ArgumentError) as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        sys.exit(2)
-    except PublishError as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        sys.exit(1)
+def report(result: dict) -> None:
+    """What a refresh did, as JSON; what changed, in a line."""
     if result["status"] == "published":
         print(f"{PROG}: {summary(result['changes'])}", file=sys.stderr)
     print(json.dumps(result, indent=2, sort_keys=True))
+
+
+def main(argv: Sequence[str] | None = None, *,
+         entry: Callable[[Sequence[str]], dict] = refresh) -> None:
+    run_command(PROG, entry, report, argv, user_errors=(VocabularyError, InputError),
+                failed_runs=(PublishError,))
 
 
 if __name__ == "__main__":

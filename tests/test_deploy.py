@@ -62,7 +62,7 @@ BASE_FLAGS = ["--input_file=gs://b/in/*.txt", "--vocab_file=gs://b/vocab.txt",
 
 def _cli_actions() -> dict[str, object]:
     actions = {}
-    for parser in (options._parser(), refresh._parser()):
+    for parser in (options.parser(), refresh.parser()):
         for action in parser._actions:
             for flag in action.option_strings:
                 if flag.startswith("--") and flag != "--help":
@@ -125,7 +125,8 @@ def test_parameter_regexes_agree_with_the_cli(name):
     for value in good:
         assert _matches(PARAMS[name], value), value
         if name in REFRESH_PARAMS:
-            refresh._parser().parse_args([f"--{name}={value}"])  # the refresh takes it
+            # the refresh takes it
+            refresh.parser(with_run_flags=False).parse_args([f"--{name}={value}"])
         else:
             replaced = (name, INSTEAD_OF.get(name))
             base = [f for f in BASE_FLAGS if f.split("=")[0][2:] not in replaced]

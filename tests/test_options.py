@@ -10,7 +10,8 @@ import pytest
 
 from bert_pretraining_data.pipeline import options
 from bert_pretraining_data.pipeline.beam_options import ConfigError, with_worker_requirements
-from bert_pretraining_data.pipeline.options import default_num_shards, parse_args
+from bert_pretraining_data.pipeline.options import parse_args
+from bert_pretraining_data.pipeline.options.output import default_num_shards
 from conftest import DATA, UNCASED_VOCAB
 
 BASE = [f"--input_file={DATA / 'sample_text.txt'}", "--output_file=/tmp/never-written",
@@ -51,14 +52,14 @@ def test_compression_spellings(flags, compression):
 def test_flag_set_is_unchanged():
     listed = (DATA / "create_pretraining_data_flags.txt").read_text().splitlines()
     expected = [line for line in listed if not line.startswith("#")]
-    assert sorted(options._parser()._option_string_actions) == expected
+    assert sorted(options.parser()._option_string_actions) == expected
 
 
 def test_every_flag_is_grouped_and_states_its_default():
     ungrouped = []
-    for group in options._parser()._action_groups:
+    for group in options.parser()._action_groups:
         shown = [action for action in group._group_actions if action.help != argparse.SUPPRESS]
-        if group.title in options.GROUPS:
+        if group.title in {section.SECTION[0] for section in options.GROUPS}:
             assert shown, group.title
             assert all("(default: " in action.help for action in shown), group.title
         else:  # argparse's own groups

@@ -123,9 +123,9 @@ def test_columns_are_unpadded_and_narrow(runs):
     assert schema.field("input_ids").type.value_type == pa.uint16()  # 30,522 ids
     assert schema.field("segment_ids").type.value_type == pa.uint8()
     assert schema.field("next_sentence_labels").type == pa.uint8()
-    manifest = read_manifest(str(parquet)).data
-    assert manifest["format"] == "bert-pretraining-parquet/1"
-    assert manifest["schema"] == {field.name: str(field.type) for field in schema}
+    manifest = read_manifest(str(parquet)).content
+    assert manifest.format == "bert-pretraining-parquet/1"
+    assert manifest.schema == {field.name: str(field.type) for field in schema}
 
 
 def test_parquet_is_at_most_a_third_of_the_tfrecord_bytes(runs):
@@ -183,12 +183,13 @@ def test_a_shard_streams_out_as_it_is_written(uncased_vocab, monkeypatch):
 
     import pyarrow.parquet as pq
 
-    from bert_pretraining_data.pipeline.options import Stages, parse_args
+    from bert_pretraining_data.pipeline.options import parse_args
+    from bert_pretraining_data.pipeline.stages import Stages
     from bert_pretraining_data.transforms.instances.units import Engine, FlatSample, unit_instances
-    from bert_pretraining_data.transforms.tokenize.tokenized_documents import compact_document
+    from bert_pretraining_data.transforms.handoff.tokenized_documents import compact_document
     from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
     from bert_pretraining_data.transforms.write import parquet_rows
-    from bert_pretraining_data.transforms.write.shuffle_entries import scan_entries
+    from bert_pretraining_data.transforms.handoff.shuffle_entries import scan_entries
 
     monkeypatch.setattr(parquet_rows, "ROW_GROUP_ROWS", 10)
     config, _ = parse_args([f"--input_file={CORPUS}", "--output_dir=unused",
@@ -311,9 +312,9 @@ def test_flags_parquet_cannot_take_are_refused_in_one_line(tmp_path, flags, expe
 
 
 def test_parquet_without_polars_is_refused_in_one_line(tmp_path, monkeypatch):
-    from bert_pretraining_data.pipeline import options
+    from bert_pretraining_data.pipeline import stages
 
-    monkeypatch.setattr(options, "polars_installed", lambda: False)
+    monkeypatch.setattr(stages, "polars_installed", lambda: False)
     out = tmp_path / "out"
     with pytest.raises(ConfigError, match=r"writes with polars.*pip install") as err:
         run([f"--input_file={CORPUS}", f"--output_dir={out}", f"--vocab_file={UNCASED_VOCAB}",
@@ -353,7 +354,7 @@ def test_duckdb_reads_a_datasets_statistics_in_one_query(runs):
         SELECT count(*), sum(len(input_ids)), sum(len(masked_lm_ids)),
                sum(next_sentence_labels)
         FROM read_parquet('{out}/part-*.parquet')""").fetchall()
-    counters = manifest.data["counters"]
+    counters = manifest.content.counters
     assert instances == manifest.total_instances == counters["instances"]
     assert masked == counters["masked_tokens"]
     assert random_next == counters["random_next_instances"]

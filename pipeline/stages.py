@@ -1,0 +1,114 @@
+"""What the stages need, derived once from the flags and the vocabulary.
+
+The Beam pipeline (`build`), the reference run and the disk estimate all take
+their instance, masking and record settings from `Stages`, so a flag changes
+them alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from bert_pretraining_data.pipeline.beam_options import ConfigError
+from bert_pretraining_data.pipeline.cli import PIPELINE_EXTRA
+from bert_pretraining_data.pipeline.options import Config
+from bert_pretraining_data.transforms.instances.masking import MaskingConfig, masking_config
+from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
+from bert_pretraining_data.transforms.instances.units import Engine
+from bert_pretraining_data.transforms.pack.plan import prediction_budget
+from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
+from bert_pretraining_data.transforms.write.parquet_rows import ParquetRows, polars_installed
+from bert_pretraining_data.transforms.write.rows import InstanceRows, PackedRows
+from bert_pretraining_data.transforms.write.tf_example import RecordLayout
+
+
+def check_framing(config: Config, vocab: Vocabulary) -> None:
+    """Raises ConfigError when the tokenizer cannot frame what the objective
+    writes: sentence pairs need BERT's `CLS A SEP B SEP` with B of type 1."""
+    if config.recipe != "roberta" and not vocab.framing.bert_pairs:
+        raise ConfigError(
+            f"{config.tokenizer.path}: its tokenizer frames two segments as CLS A SEP SEP "
+            "B SEP or with one segment type (RoBERTa's); --next_sentence="
+            f"{config.next_sentence} writes BERT's CLS A SEP B SEP pairs: use "
+            "--recipe=roberta (one segment), or a tokenizer.json with BERT's pair framing")
+
+
+@dataclasses.dataclass(frozen=True)
+class Stages:
+    """What the stages need, derived once from the flags and the vocabulary."""
+
+    instances: InstanceConfig
+    masking: MaskingConfig
+    layout: RecordLayout
+    rows: InstanceRows | PackedRows | ParquetRows  # how the shard writer makes records
+    masks_here: bool  # --masking=static: instances are masked as they are made
+
+    @property
+    def instance_masking(self) -> MaskingConfig | None:
+        """The masking CreateInstances applies: None when the loaders mask at
+        load time (--masking=none), with the same function."""
+        return self.masking if self.masks_here else None
+
+    def engine(self, *, reference: bool = False) -> Engine:
+        """The instance kernels' Engine as CreateInstances builds it, for the
+        stages that make instances outside Beam (the disk estimate; with
+        `reference`, --reference_compatible's run)."""
+        return Engine.of(self.instances, self.instance_masking, reference=reference)
+
+    @classmethod
+    def of(cls, config: Config, vocab: Vocabulary) -> "Stages":
+        """Raises ConfigError when the tokenizer cannot frame what the objective
+        writes, or when the output's writer is not installed."""
+        check_framing(config, vocab)
+        masking = masking_config(
+            vocab, masked_lm_prob=config.masked_lm_prob,
+            max_predictions_per_seq=config.max_predictions_per_seq,
+            do_whole_word_mask=config.do_whole_word_mask, ngram=config.ngram,
+            favor_shorter_ngram=config.favor_shorter_ngram,
+            max_ngram_size=config.max_ngram_size)
+        layout = dataclasses.replace(record_layout(config), pad_id=vocab.pad_id)
+        if config.pack_sequences:
+            rows = PackedRows(layout, config.max_seq_length,
+                              row_prediction_budget(config, masking),
+                              config.max_sequences_per_pack)
+        else:
+            rows = InstanceRows(layout, config.max_seq_length, config.max_predictions_per_seq)
+        if config.output_format == "parquet":
+            if not polars_installed():
+                raise ConfigError("--output_format=parquet writes with polars, which is not "
+                                  f"installed: {PIPELINE_EXTRA}")
+            rows = ParquetRows(rows, len(vocab), config.parquet_compression)
+        return cls(
+            instances=InstanceConfig(
+                max_seq_length=config.max_seq_length, short_seq_prob=config.short_seq_prob,
+                cls_id=vocab.cls_id, sep_id=vocab.sep_id, next_sentence=config.next_sentence,
+                continues=tuple(vocab.continuation_flags()) if config.token_boundary else None,
+                # segmenters mark whole words in the ids; SentencePiece, its
+                # unknown pieces that continue one; a tokenizer.json, every
+                # continuation (transforms.tokenize)
+                segmented=(config.whole_word_segmenter != "none"
+                           or config.tokenizer.marks_continuations),
+                single_segment=config.recipe == "roberta"),
+            masking=masking, layout=layout, rows=rows, masks_here=config.masking == "static")
+
+
+def row_prediction_budget(config: Config, masking: MaskingConfig) -> int:
+    """Masked-LM predictions a record has room for: max_predictions_per_seq,
+    or with --pack_sequences the most a packed row can need."""
+    if not config.pack_sequences:
+        return config.max_predictions_per_seq
+    return prediction_budget(masking, config.max_seq_length, config.max_sequences_per_pack)
+
+
+def record_layout(config: Config) -> RecordLayout:
+    """The records' features as the flags ask."""
+    return RecordLayout(
+        padded=config.padding == "fixed", v2_names=config.use_v2_feature_names,
+        token_boundary=config.token_boundary,
+        next_sentence_labels=config.next_sentence != "none",
+        # --masking=none keeps empty masked_lm features for the loaders,
+        # unless there is no pair task either (ELECTRA's records) or the
+        # rows are packed (a new layout, which never had them).
+        masked_lm=config.masking == "static" or (
+            config.next_sentence != "none" and not config.pack_sequences),
+        packed=config.pack_sequences)
