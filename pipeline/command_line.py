@@ -18,12 +18,13 @@ import logging
 import sys
 from typing import AbstractSet, Any, Callable, ClassVar, Iterator, NoReturn, Sequence, TypeVar
 
-from bert_pretraining_data.pipeline.beam_options import ConfigError
+from bert_pretraining_data.pipeline.beam_options import ConfigError, split_known_args
 
 _VALUE_TYPES = {"int": int, "float": float}
 # Where Beam logs a DoFn's failure: in process, and relayed from workers.
 BEAM_LOGGERS = ("apache_beam.runners.common", "apache_beam.runners.portability.local_job_service")
 Result = TypeVar("Result")
+ToolConfig = TypeVar("ToolConfig")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,10 +166,31 @@ def _default_help(field: dataclasses.Field) -> str:
     return f"{text}; --no{field.name} for false" if spec.absl else text
 
 
-def given_flags(args: argparse.Namespace, groups: Sequence[type[FlagGroup]]) -> dict[str, Any]:
-    """The flags of `groups` given on the command line (not None)."""
-    return {field.name: getattr(args, field.name) for field in flag_fields(*groups)
-            if getattr(args, field.name) is not None}
+def parse_config(parser: OneLineParser, config_type: Callable[..., ToolConfig],
+                 groups: Sequence[type[FlagGroup]], argv: Sequence[str]
+                 ) -> tuple[ToolConfig, list[str]]:
+    """A tool's config from its command line, checked, and the flags left for Beam.
+
+    A flag not given takes its field's default, or the one its group derives
+    from other flags (`defaults`); another tool's spelling sets it too
+    (`spelled`); the first check of the groups, in order, that does not hold
+    is the ConfigError.
+    """
+    args, beam_args = split_known_args(parser, argv)
+    given = {field.name: getattr(args, field.name) for field in flag_fields(*groups)
+             if getattr(args, field.name) is not None}
+    values: dict[str, Any] = {}
+    for group in groups:
+        values.update(group.defaults(args, beam_args))
+    values.update(given)
+    for group in groups:
+        values.update(group.spelled(args))
+    config = config_type(**values)
+    for group in groups:
+        for ok, message in group.checks(config, given.keys()):
+            if not ok:
+                raise ConfigError(message)
+    return config, beam_args
 
 
 class _Quiet(logging.Filter):

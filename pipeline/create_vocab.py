@@ -27,10 +27,10 @@ from typing import AbstractSet, Any, Iterator, Sequence
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from bert_pretraining_data.pipeline.beam_options import ConfigError, split_known_args
+from bert_pretraining_data.pipeline.beam_options import ConfigError
 from bert_pretraining_data.pipeline.local_runner import new_pipeline
 from bert_pretraining_data.pipeline.command_line import (Check, FlagGroup, OneLineParser,
-                                                         build_parser, flag, given_flags,
+                                                         build_parser, flag, parse_config,
                                                          run_command)
 from bert_pretraining_data.pipeline.publish import OutputPaths, check_writable, remove_tree
 from bert_pretraining_data.transforms.read.beam import ReadDocuments, match_inputs
@@ -214,12 +214,7 @@ def parser() -> OneLineParser:
 
 def parse_args(argv: Sequence[str]) -> tuple[VocabConfig, list[str]]:
     """Parses and validates; returns the config and the flags left for Beam."""
-    args, beam_args = split_known_args(parser(), argv)
-    given = given_flags(args, (VocabConfig,))
-    config = VocabConfig(**{**VocabConfig.defaults(args, beam_args), **given})
-    for ok, message in VocabConfig.checks(config, given.keys()):
-        if not ok:
-            raise ConfigError(message)
+    config, beam_args = parse_config(parser(), VocabConfig, (VocabConfig,), argv)
     try:  # validates the learner's settings now, not on a worker
         {SENTENCEPIECE: lambda: config.sentencepiece, WORDPIECE: lambda: config.learning,
          BYTE_LEVEL_BPE: lambda: config.byte_level_bpe}[config.tokenization]()

@@ -13,11 +13,9 @@ receive: no global FLAGS in library code.
 from __future__ import annotations
 
 import dataclasses
-from typing import AbstractSet, Sequence
+from typing import Sequence
 
-from bert_pretraining_data.pipeline.beam_options import ConfigError, split_known_args
-from bert_pretraining_data.pipeline.command_line import (OneLineParser, build_parser,
-                                                         given_flags)
+from bert_pretraining_data.pipeline.command_line import OneLineParser, build_parser, parse_config
 from bert_pretraining_data.pipeline.options.dedup import DedupFlags
 from bert_pretraining_data.pipeline.options.input import InputFlags
 from bert_pretraining_data.pipeline.options.instances import InstanceFlags
@@ -28,7 +26,7 @@ from bert_pretraining_data.pipeline.options.run import RunFlags
 from bert_pretraining_data.pipeline.options.tokenizer import TokenizerFlags
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
 
-# The sections of --help, in the order of the pipeline's stages; checks run in this order.
+# The sections of --help, in the order of the pipeline's stages; their checks run in this order.
 GROUPS = (InputFlags, DedupFlags, TokenizerFlags, InstanceFlags, MaskingFlags, PackingFlags,
           OutputFlags, RunFlags)
 
@@ -69,24 +67,4 @@ def parser() -> OneLineParser:
 
 def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
     """Parses and validates; returns the config and the flags left for Beam."""
-    args, beam_args = split_known_args(parser(), argv)
-    # A flag not given (None) takes its field's default, or one that depends on others.
-    given = given_flags(args, GROUPS)
-    values: dict[str, object] = {}
-    for group in GROUPS:
-        values.update(group.defaults(args, beam_args))
-    values.update(given)
-    for group in GROUPS:
-        values.update(group.spelled(args))
-    config = Config(**values)
-    validate(config, given.keys())
-    return config, beam_args
-
-
-def validate(config: Config, given: AbstractSet[str] = frozenset()) -> None:
-    """Raises ConfigError for the first problem found, before any work starts;
-    `given`: the flags given on the command line."""
-    for group in GROUPS:
-        for ok, message in group.checks(config, given):
-            if not ok:
-                raise ConfigError(message)
+    return parse_config(parser(), Config, GROUPS, argv)
