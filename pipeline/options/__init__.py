@@ -15,7 +15,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
-from bert_pretraining_data.pipeline.command_line import OneLineParser, build_parser, parse_config
+from bert_pretraining_data.pipeline.command_line import (FlagGroup, OneLineParser, build_parser,
+                                                         parse_config)
 from bert_pretraining_data.pipeline.options.dedup import DedupFlags
 from bert_pretraining_data.pipeline.options.input import InputFlags
 from bert_pretraining_data.pipeline.options.instances import InstanceFlags
@@ -26,15 +27,12 @@ from bert_pretraining_data.pipeline.options.run import RunFlags
 from bert_pretraining_data.pipeline.options.tokenizer import TokenizerFlags
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
 
-# The sections of --help, in the order of the pipeline's stages; their checks run in this order.
-GROUPS = (InputFlags, DedupFlags, TokenizerFlags, InstanceFlags, MaskingFlags, PackingFlags,
-          OutputFlags, RunFlags)
-
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Config(InputFlags, DedupFlags, TokenizerFlags, InstanceFlags, MaskingFlags,
              PackingFlags, OutputFlags, RunFlags):
-    """The flags, validated: one field per flag, of every group."""
+    """The flags, validated: one field per flag, of every group (its bases,
+    in the order of the pipeline's stages: a new group is a new base)."""
 
     @property
     def token_boundary(self) -> bool:
@@ -53,6 +51,10 @@ class Config(InputFlags, DedupFlags, TokenizerFlags, InstanceFlags, MaskingFlags
     def flags(self) -> dict[str, object]:
         """The flags as recorded in the manifest."""
         return dataclasses.asdict(self)
+
+
+# The sections of --help, in Config's order; their checks run in this order.
+GROUPS: tuple[type[FlagGroup], ...] = Config.__bases__
 
 
 def parser() -> OneLineParser:
