@@ -41,7 +41,7 @@ PHASES = ("interpreter", "import apache_beam", "import numba", "import the proje
 
 # Run in a fresh interpreter from the checkout's directory: argv[1] is where
 # the phases go (JSON), argv[2] a launcher to start workers with (or ""), the
-# rest the job's flags. It does what `main.run` does, timing each step.
+# rest the job's flags. It does what `main.create_dataset` does, timing each step.
 _DRIVER = r"""
 import json, resource, sys
 def cpu():
@@ -63,17 +63,18 @@ out, launcher, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
 if launcher:
     sys.executable = launcher
 config, beam_args = parse_args(argv)
-run = prepare(config, beam_args)
+prepared = prepare(config, beam_args)
 marks.append(("flags, vocabulary", cpu()))
-pipeline = run.new_pipeline()
-build_pipeline(pipeline, config=config, stages=run.stages, patterns=run.patterns, output=run.output)
+pipeline = prepared.new_pipeline()
+build_pipeline(pipeline, config=config, stages=prepared.stages, patterns=prepared.patterns,
+               output=prepared.output)
 marks.append(("build_pipeline", cpu()))
 counters = run_to_completion(pipeline)
 marks.append(("run", cpu()))
-publish(run.output, run_manifest(config, run.output, vocab_sha256=run.vocab.sha256,
-                                 inputs=run.inputs, counters=counters,
-                                 shards=read_staging_json(run.output, SHARD_LIST_NAME)),
-        replaces=run.replaces)
+shards = read_staging_json(prepared.output, SHARD_LIST_NAME)
+publish(prepared.output, run_manifest(config, prepared.output, vocab_sha256=prepared.vocab.sha256,
+                                      inputs=prepared.inputs, counters=counters, shards=shards),
+        replaces=prepared.replaces)
 marks.append(("publish", cpu()))
 seconds, before = {}, 0.0
 for name, at in marks:

@@ -152,12 +152,13 @@ class DatasetManifest:
             total_instances=data.get("total_instances",
                                      sum(s["records"] for s in data["shards"])),
             counters=data.get("counters", {}),
-            dedup=data.get("dedup", NO_DEDUP),
+            dedup=data.get("dedup", dict(NO_DEDUP)),
             input_problems=data.get("input_problems", []),
             warnings=data.get("warnings", []),
             versions=data.get("versions", {}),
             schema=data.get("schema"),
-            packing=Packing(**packing) if packing else None,
+            packing=Packing(**{field.name: packing[field.name]
+                               for field in dataclasses.fields(Packing)}) if packing else None,
             refresh=VersionRecord(documents, data["changes"]) if documents else None)
 
     @property

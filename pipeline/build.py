@@ -18,9 +18,9 @@ import apache_beam as beam
 
 from bert_pretraining_data.pipeline.changes import HASH_LIST_NAME, DocumentPlan
 from bert_pretraining_data.pipeline.options import Config
-from bert_pretraining_data.pipeline.stages import Stages
 from bert_pretraining_data.pipeline.publish import (DEDUP_NAME, PROBLEM_LIST_NAME, SHARD_LIST_NAME,
                                                     OutputPaths, write_staging_json)
+from bert_pretraining_data.pipeline.stages import Stages
 from bert_pretraining_data.transforms.dedup.beam import Deduplicate
 from bert_pretraining_data.transforms.dedup.decisions import SUMMARY, Fingerprints, dedup_partitions
 from bert_pretraining_data.transforms.hashes.beam import WriteDocumentHashes
@@ -36,7 +36,8 @@ from bert_pretraining_data.transforms.write.beam import WriteShards
 SAMPLE_DOCUMENT_SEQUENCES = 8
 
 
-def _stage_list(items: list[dict], output: OutputPaths, name: str) -> int:
+def stage_list(items: list[dict], output: OutputPaths, name: str) -> int:
+    """Stages a list for the publisher (a step's last element); returns its length."""
     write_staging_json(output, name, items)
     return len(items)
 
@@ -68,7 +69,7 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
             unique_keys=config.input_format == "text"))
         docs_by_key = deduped[DOCUMENTS]
         pcollections["dedup_list"] = deduped[SUMMARY] | "ListDedup" >> beam.Map(
-            lambda summary: _stage_list([summary], output, DEDUP_NAME))
+            lambda summary: stage_list([summary], output, DEDUP_NAME))
     tokenized_docs = docs_by_key | "Tokenize" >> beam.ParDo(TokenizeDocument(
         tokenizer=config.tokenizer, whole_word_segmenter=config.whole_word_segmenter,
         sentence_splitter=config.sentence_splitter, progress_dir=progress_dir))
@@ -99,10 +100,10 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
         compression=config.compression, shuffle=config.shuffle, rows=stages.rows)
     shard_list = (shards
                   | "CollectShards" >> beam.combiners.ToList()
-                  | "ListShards" >> beam.Map(_stage_list, output, SHARD_LIST_NAME))
+                  | "ListShards" >> beam.Map(stage_list, output, SHARD_LIST_NAME))
     problem_list = (read[PROBLEMS]
                     | "CollectInputProblems" >> beam.combiners.ToList()
-                    | "ListInputProblems" >> beam.Map(_stage_list, output, PROBLEM_LIST_NAME))
+                    | "ListInputProblems" >> beam.Map(stage_list, output, PROBLEM_LIST_NAME))
     pcollections.update({"docs_by_key": docs_by_key, "tokenized_docs": tokenized_docs,
                     "nsp_sample": nsp_sample, "entries": entries, "shards": shards,
                     "shard_list": shard_list, "problem_list": problem_list})
@@ -112,5 +113,5 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
             | "RecordDocuments" >> WriteDocumentHashes(
                 paths=documents.staged, previous=documents.previous_hash_files)
             | "CollectHashFiles" >> beam.combiners.ToList()
-            | "ListHashFiles" >> beam.Map(_stage_list, output, HASH_LIST_NAME))
+            | "ListHashFiles" >> beam.Map(stage_list, output, HASH_LIST_NAME))
     return pcollections

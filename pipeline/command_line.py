@@ -70,7 +70,8 @@ class FlagGroup:
     """A section of --help: the flags a dataclass subclass declares as its
     fields, what decides their defaults and what checks them, together (as
     Beam's `*Options` classes each add their arguments and validate them), so
-    that a feature adds a group and touches nothing else."""
+    that a feature's flags are one group. A group's defaults and checks may
+    read other groups' flags (the config is all of them)."""
 
     SECTION: ClassVar[tuple[str, str]]  # (name, what its flags are for)
     # Dataclasses of flags shown in this section that are not fields of the
@@ -186,11 +187,18 @@ def parse_config(parser: OneLineParser, config_type: Callable[..., ToolConfig],
     for group in groups:
         values.update(group.spelled(args))
     config = config_type(**values)
+    check(config, groups, given.keys())
+    return config, beam_args
+
+
+def check(config: object, groups: Sequence[type[FlagGroup]],
+          given: AbstractSet[str] = frozenset()) -> None:
+    """Raises the ConfigError of the first check of `groups`, in order, that
+    does not hold of `config`; `given`: the flags given on the command line."""
     for group in groups:
-        for ok, message in group.checks(config, given.keys()):
+        for ok, message in group.checks(config, given):
             if not ok:
                 raise ConfigError(message)
-    return config, beam_args
 
 
 class _Quiet(logging.Filter):

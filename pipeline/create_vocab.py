@@ -447,14 +447,14 @@ def warnings(report: dict) -> list[str]:
     return found
 
 
-def report(result: dict) -> None:
+def print_result(result: dict) -> None:
     print(summary(result))
     for warning in warnings(result):
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    run_command(PROG, run, report, argv, user_errors=(InputError, *LEARNING_ERRORS))
+    run_command(PROG, run, print_result, argv, user_errors=(InputError, *LEARNING_ERRORS))
 
 
 if __name__ == "__main__":

@@ -23,11 +23,11 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from bert_pretraining_data.loaders.manifest import DatasetManifest
-from bert_pretraining_data.pipeline.build import SAMPLE_DOCUMENT_SEQUENCES
+from bert_pretraining_data.pipeline.build import SAMPLE_DOCUMENT_SEQUENCES, stage_list
 from bert_pretraining_data.pipeline.options import Config
 from bert_pretraining_data.pipeline.prepare import Prepared, run_to_completion
 from bert_pretraining_data.pipeline.publish import (SHARD_LIST_NAME, OutputPaths, publish,
-                                                    read_staging_json, write_staging_json)
+                                                    read_staging_json)
 from bert_pretraining_data.pipeline.run_manifest import run_manifest
 from bert_pretraining_data.transforms.d2l.beam import (AnalyzeVocabulary, CreatePairs,
                                                        EncodeParagraphs, LineSource, MaskTokens,
@@ -43,11 +43,6 @@ def _write_vocabulary(tokens: list[str], path: str) -> int:
     with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
         handle.write("".join(f"{token}\n" for token in tokens).encode("utf-8"))
     return len(tokens)
-
-
-def _record_shards(shards: list[dict], output: OutputPaths) -> int:
-    write_staging_json(output, SHARD_LIST_NAME, shards)
-    return len(shards)
 
 
 def build_d2l_pipeline(p: beam.Pipeline, *, config: Config, patterns: list[str],
@@ -85,7 +80,7 @@ def build_d2l_pipeline(p: beam.Pipeline, *, config: Config, patterns: list[str],
         compression=config.compression, shuffle=config.shuffle)
     shard_list = (shards
                   | "CollectShards" >> beam.combiners.ToList()
-                  | "ListShards" >> beam.Map(_record_shards, output))
+                  | "ListShards" >> beam.Map(stage_list, output, SHARD_LIST_NAME))
     vocab_file = vocabulary | "WriteVocabulary" >> beam.Map(
         _write_vocabulary, output.staged_vocab_path)
     return {"paragraphs": paragraphs, "vocabulary": vocabulary, "encoded": encoded,
@@ -110,15 +105,16 @@ def warnings(counters: dict[str, int]) -> list[str]:
     return []
 
 
-def run_d2l(run: Prepared) -> DatasetManifest:
+def run_d2l(prepared: Prepared) -> DatasetManifest:
     """`main.create_dataset` for --recipe=d2l: no vocabulary to load, one to
     publish; returns the manifest published."""
-    config, output = run.config, run.output
-    pipeline = run.new_pipeline()
-    build_d2l_pipeline(pipeline, config=config, output=output, patterns=run.patterns)
+    config, output = prepared.config, prepared.output
+    pipeline = prepared.new_pipeline()
+    build_d2l_pipeline(pipeline, config=config, output=output, patterns=prepared.patterns)
     counters = run_to_completion(pipeline)
     manifest = run_manifest(config, output, vocab_sha256=_staged_vocabulary_sha256(output),
-                            inputs=run.inputs, shards=read_staging_json(output, SHARD_LIST_NAME),
+                            inputs=prepared.inputs,
+                            shards=read_staging_json(output, SHARD_LIST_NAME),
                             counters=counters, warnings=warnings(counters))
-    publish(output, manifest, replaces=run.replaces)
+    publish(output, manifest, replaces=prepared.replaces)
     return manifest

@@ -173,10 +173,10 @@ AfterPublish = Callable[[beam.PCollection], object]
 
 def launch(argv: Sequence[str], *, after_publish: AfterPublish | None = None,
            history: DocumentHistory | None = None) -> PipelineResult:
-    """Validates and prepares as `main.run` does, builds the job with publishing
+    """Validates and prepares as `main.create_dataset` does, builds the job with publishing
     as its last step (then `after_publish`, given the manifest PCollection),
     submits it and returns without waiting. On the DirectRunner the job has
-    finished when this returns. `history`: as for `main.run`. The Flex
+    finished when this returns. `history`: as for `main.create_dataset`. The Flex
     Template calls it through pipeline.refresh.template_main (deploy/flex_main.py)."""
     config, beam_args = parse_args(argv)
     check_dataflow_options(config, beam_args)
@@ -184,22 +184,22 @@ def launch(argv: Sequence[str], *, after_publish: AfterPublish | None = None,
         raise ConfigError("launch-only jobs (the Flex Template) build the bert recipe; "
                           "run --reference_compatible or --recipe=d2l with "
                           "create-pretraining-data")
-    run = prepare(config, beam_args)
-    documents = run.document_plan(history)
-    pipeline = run.new_pipeline()
-    outputs = build_pipeline(pipeline, config=config, stages=run.stages, output=run.output,
-                             patterns=run.patterns,
-                             input_bytes=sum(size for _, size in run.inputs),
-                             documents=documents)
+    prepared = prepare(config, beam_args)
+    documents = prepared.document_plan(history)
+    pipeline = prepared.new_pipeline()
+    pcollections = build_pipeline(pipeline, config=config, stages=prepared.stages,
+                                  output=prepared.output, patterns=prepared.patterns,
+                                  input_bytes=sum(size for _, size in prepared.inputs),
+                                  documents=documents)
     # Side inputs: publishing waits for every staging list.
-    written = [beam.pvalue.AsSingleton(outputs[name])
-               for name in ("problem_list", "dedup_list") if name in outputs]
-    hash_count = ({"hash_count": beam.pvalue.AsSingleton(outputs["hash_list"])}
+    written = [beam.pvalue.AsSingleton(pcollections[name])
+               for name in ("problem_list", "dedup_list") if name in pcollections]
+    hash_count = ({"hash_count": beam.pvalue.AsSingleton(pcollections["hash_list"])}
                   if documents else {})
-    manifest = outputs["shard_list"] | "Publish" >> beam.Map(
-        publish_in_job, *written, output=run.output,
-        config=config, vocab_sha256=run.vocab.sha256, inputs=run.inputs,
-        replaces=run.replaces, max_predictions_per_row=run.stages.rows.max_predictions,
+    manifest = pcollections["shard_list"] | "Publish" >> beam.Map(
+        publish_in_job, *written, output=prepared.output,
+        config=config, vocab_sha256=prepared.vocab.sha256, inputs=prepared.inputs,
+        replaces=prepared.replaces, max_predictions_per_row=prepared.stages.rows.max_predictions,
         documents=documents, **hash_count)
     if after_publish is not None:
         after_publish(manifest)

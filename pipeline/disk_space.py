@@ -73,21 +73,21 @@ def _size(count: float) -> str:
     return f"{count:,.0f} B" if unit == 0 else f"{count:,.1f} {'KMGT'[unit - 1]}B"
 
 
-def estimate_space(run: Prepared) -> SpaceEstimate | None:
+def estimate_space(prepared: Prepared) -> SpaceEstimate | None:
     """The run's output and temporary bytes, or None where the input's text
     size is unknown before it is read (compressed files, tables, dumps) or
-    the recipe is d2l (its vocabulary is learned by the run)."""
-    config = run.config
-    if (run.stages is None or config.input_format != "text"
+    the recipe is d2l (its vocabulary is learned by the prepared)."""
+    config = prepared.config
+    if (prepared.stages is None or config.input_format != "text"
             or any(CompressionTypes.detect_compression_type(path)
-                   != CompressionTypes.UNCOMPRESSED for path, _ in run.inputs)):
+                   != CompressionTypes.UNCOMPRESSED for path, _ in prepared.inputs)):
         return None
-    total = sum(size for _, size in run.inputs)
-    lines, sampled = _sample_lines(run.inputs, SAMPLE_BYTES)
+    total = sum(size for _, size in prepared.inputs)
+    lines, sampled = _sample_lines(prepared.inputs, SAMPLE_BYTES)
     if not sampled:
         return None
-    documents = _tokenized(run, lines)
-    batches = _batches(run, documents, 0, 1)
+    documents = _tokenized(prepared, lines)
+    batches = _batches(prepared, documents, 0, 1)
     # A compressed format's copies of the sample, up to a row group's rows:
     # it compresses a few hundred rows worse than a shard's (a small input
     # has no more). A TFRecord's bytes a record do not depend on the count.
@@ -95,23 +95,23 @@ def estimate_space(run: Prepared) -> SpaceEstimate | None:
     per_copy = sum(len(batch.keys) for batch in batches)
     copies = min(config.dupe_factor, -(-ROW_GROUP_ROWS // max(1, per_copy))) if compressed else 1
     if copies > 1:
-        batches += _batches(run, documents, 1, copies)
+        batches += _batches(prepared, documents, 1, copies)
     entries, keys, bounds = _joined(batches)
-    written = _shard_bytes(run, entries, keys, bounds)
+    written = _shard_bytes(prepared, entries, keys, bounds)
     # A file's own bytes (Parquet's footer and schema) are paid once a shard.
-    fixed = _shard_bytes(run, entries[:0], keys[:0], bounds[:1])
+    fixed = _shard_bytes(prepared, entries[:0], keys[:0], bounds[:1])
     scale = total / sampled * config.dupe_factor / copies
     return SpaceEstimate(output_bytes=int((written - fixed) * scale
-                                          + fixed * len(run.output.shard_names)),
+                                          + fixed * len(prepared.output.shard_names)),
                          bucket_bytes=int(entries.nbytes * scale) if config.shuffle == "files"
                          else 0, sample_bytes=sampled)
 
 
-def _shard_bytes(run: Prepared, entries: np.ndarray, keys: np.ndarray,
+def _shard_bytes(prepared: Prepared, entries: np.ndarray, keys: np.ndarray,
                  bounds: np.ndarray) -> int:
     """The bytes of a shard of these entries, as the shard writer writes it."""
-    chunks = [bytes(chunk) for chunk in run.stages.rows.rows(entries, keys, bounds).chunks]
-    if run.config.compression == "gzip":
+    chunks = [bytes(chunk) for chunk in prepared.stages.rows.rows(entries, keys, bounds).chunks]
+    if prepared.config.compression == "gzip":
         return sum(len(zlib.compress(chunk, 6)) for chunk in chunks)
     return sum(map(len, chunks))
 
@@ -151,11 +151,11 @@ def _sample_lines(inputs: Sequence[tuple[str, int]], budget: int
     return lines, sampled
 
 
-def _tokenized(run: Prepared, lines: list[tuple[int, bytes]]
+def _tokenized(prepared: Prepared, lines: list[tuple[int, bytes]]
                ) -> list[tuple[str, CompactDocument]]:
     """The sample's documents as the Tokenize stage makes them."""
-    config = run.config
-    tokenize = DocumentTokenizer.of(config.tokenizer.tokenizer(run.vocab),
+    config = prepared.config
+    tokenize = DocumentTokenizer.of(config.tokenizer.tokenizer(prepared.vocab),
                                     segmenter=config.whole_word_segmenter,
                                     splitter=config.sentence_splitter)
     documents = []
@@ -166,12 +166,12 @@ def _tokenized(run: Prepared, lines: list[tuple[int, bytes]]
     return documents
 
 
-def _batches(run: Prepared, documents: list[tuple[str, CompactDocument]], first: int,
+def _batches(prepared: Prepared, documents: list[tuple[str, CompactDocument]], first: int,
              stop: int) -> list[EntryBatch]:
     """The shuffle entries of copies first..stop-1 of every document, as
     CreateInstances makes them (the sample's documents its own random-next
     sample)."""
-    config, engine = run.config, run.stages.engine()
+    config, engine = prepared.config, prepared.stages.engine()
     sample = FlatSample.of(documents[:config.nsp_sample_size])
     return [unit_instances(unit, sample=sample, engine=engine, seed=config.random_seed)[0]
             for unit in fan_out_batch(documents, stop, first)]
@@ -199,11 +199,11 @@ def free_bytes(path: str) -> int | None:
     return shutil.disk_usage(path).free
 
 
-def space_warning(run: Prepared, estimate: Callable[[], SpaceEstimate | None]) -> str | None:
+def space_warning(prepared: Prepared, estimate: Callable[[], SpaceEstimate | None]) -> str | None:
     """A line when the output's local disk has less free space than the run
     needs (its estimate, made only for a local output, and WARNING_MARGIN
     for the estimate's error)."""
-    where = run.output.folder
+    where = prepared.output.folder
     free = free_bytes(where)
     if free is None:
         return None
@@ -232,7 +232,7 @@ def _names_full_disk(text: str) -> bool:
 
 
 @contextlib.contextmanager
-def full_disk_reported(run: Prepared, estimate: Callable[[], SpaceEstimate | None]
+def full_disk_reported(prepared: Prepared, estimate: Callable[[], SpaceEstimate | None]
                        ) -> Iterator[None]:
     """Turns a full disk while the run writes into a PublishError of one line
     (where, how much was free, what the run needs), after removing the
@@ -244,10 +244,10 @@ def full_disk_reported(run: Prepared, estimate: Callable[[], SpaceEstimate | Non
     except Exception as err:  # also a PublishError: the disk may fill as it publishes
         if not is_full_disk(err):
             raise
-        staging = run.output.staging_dir
+        staging = prepared.output.staging_dir
         with contextlib.suppress(Exception):  # the report matters more than the sweep
             remove_tree(staging)
-        free = free_bytes(run.output.folder)
+        free = free_bytes(prepared.output.folder)
         had = f" ({_size(free)} free without it)" if free is not None else ""
         needed = estimate()
         need = needed.describe() if needed is not None else "more"

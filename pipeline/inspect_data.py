@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
 from typing import Sequence
 
 import numpy as np
@@ -21,7 +20,8 @@ from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, Pack
                                                     read_manifest, read_vocabulary,
                                                     read_vocabulary_bytes)
 from bert_pretraining_data.loaders.records import Instance, read_instances
-from bert_pretraining_data.pipeline.command_line import FlagGroup, build_parser, flag, run_command
+from bert_pretraining_data.pipeline.command_line import (FlagGroup, OneLineParser, build_parser,
+                                                         flag, run_command)
 
 PROG = "inspect-pretraining-data"
 HISTOGRAM_BINS = 16
@@ -252,11 +252,13 @@ class InspectFlags(FlagGroup):
     plot: str | None = flag("also write the length histogram as a PNG here", default=None)
 
 
+def parser() -> OneLineParser:
+    return build_parser(prog=PROG, groups=(InspectFlags,), description=__doc__.split("\n\n")[0])
+
+
 def inspect(argv: Sequence[str]) -> str:
     """The report of the dataset the arguments name."""
-    parser = build_parser(prog=PROG, groups=(InspectFlags,),
-                          description=__doc__.split("\n\n")[0])
-    args = InspectFlags(**vars(parser.parse_args(list(argv))))
+    args = InspectFlags(**vars(parser().parse_args(list(argv))))
     return report(args.dataset, num_instances=args.num_instances,
                   max_records=args.max_records, vocab_file=args.vocab_file, plot=args.plot)
 

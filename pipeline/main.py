@@ -119,7 +119,7 @@ def run_or_dry_run(argv: Sequence[str]) -> tuple[str, list[str]]:
     return summary(path, manifest), list(manifest.warnings)
 
 
-def report(outcome: tuple[str, list[str]]) -> None:
+def print_result(outcome: tuple[str, list[str]]) -> None:
     text, warnings = outcome
     print(text)
     for warning in warnings:
@@ -127,8 +127,8 @@ def report(outcome: tuple[str, list[str]]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    run_command(PROG, run_or_dry_run, report, argv, user_errors=(VocabularyError, InputError),
-                failed_runs=(PublishError,))
+    run_command(PROG, run_or_dry_run, print_result, argv,
+                user_errors=(VocabularyError, InputError), failed_runs=(PublishError,))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """What every entry point does between its flags and its pipeline, in one place.
 
-`create-pretraining-data` (`main.run`, either recipe) and the launch-only
+`create-pretraining-data` (`main.create_dataset`, either recipe) and the launch-only
 job of the Flex Template (`dataflow.launch`) match the inputs, read the
 vocabulary and prepare the output location the same way; each step fails
 in one line (InputError, VocabularyError, ConfigError) before any work starts.
@@ -18,8 +18,8 @@ from apache_beam.io.filesystems import FileSystems
 from bert_pretraining_data.pipeline.changes import DocumentHistory, DocumentPlan
 from bert_pretraining_data.pipeline.local_runner import new_pipeline
 from bert_pretraining_data.pipeline.options import Config
-from bert_pretraining_data.pipeline.stages import Stages
 from bert_pretraining_data.pipeline.publish import OutputPaths, prepare_output
+from bert_pretraining_data.pipeline.stages import Stages
 from bert_pretraining_data.transforms.counters import read_counters
 from bert_pretraining_data.transforms.read.beam import check_parquet_schema, match_inputs
 from bert_pretraining_data.transforms.read.documents import comma_separated

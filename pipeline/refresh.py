@@ -20,7 +20,7 @@ import json
 import logging
 import sys
 import uuid
-from typing import Callable, Sequence
+from typing import AbstractSet, Any, Callable, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -28,15 +28,16 @@ from apache_beam.io.filesystems import FileSystems
 from bert_pretraining_data.loaders.manifest import MANIFEST_NAME, DatasetManifest
 from bert_pretraining_data.pipeline.beam_options import ConfigError
 from bert_pretraining_data.pipeline.changes import DocumentHistory, PreviousVersion, summary
+from bert_pretraining_data.pipeline.command_line import (Check, FlagGroup, OneLineParser,
+                                                         build_parser, check, flag,
+                                                         run_command)
 from bert_pretraining_data.pipeline.dataflow import check_dataflow_options, launch
 from bert_pretraining_data.pipeline.local_runner import new_pipeline
 from bert_pretraining_data.pipeline.main import create_dataset
-from bert_pretraining_data.pipeline.command_line import (FlagGroup, OneLineParser, build_parser,
-                                                         flag, run_command)
 from bert_pretraining_data.pipeline.options import GROUPS, Config, parse_args
 from bert_pretraining_data.pipeline.publish import PublishError, read_published, remove_tree
-from bert_pretraining_data.pipeline.run_manifest import package_versions
 from bert_pretraining_data.pipeline.retention import apply_retention, release_lease, take_lease
+from bert_pretraining_data.pipeline.run_manifest import package_versions
 from bert_pretraining_data.pipeline.versions import (FINGERPRINT_NAME, LATEST_NAME, read_latest,
                                                      version_name)
 from bert_pretraining_data.transforms.read.beam import match_inputs
@@ -174,6 +175,19 @@ class RefreshFlags(FlagGroup):
         "with --keep_versions: list the versions it would delete, delete nothing and build "
         "nothing", default=False)
 
+    @classmethod
+    def checks(cls, config: Any, given: AbstractSet[str]) -> list[Check]:
+        return [
+            (bool(config.output_root), "--output_root is required: the directory that holds "
+             "the versions and LATEST (local or gs://)"),
+            (config.keep_versions is None or config.keep_versions >= 1, "--keep_versions must "
+             "be at least 1 (the version LATEST names is always kept), got "
+             f"{config.keep_versions}"),
+            (not config.list_expired_versions or config.keep_versions is not None,
+             "--list_expired_versions lists what --keep_versions would delete; add "
+             "--keep_versions=N"),
+        ]
+
 
 def parser(*, with_run_flags: bool = True) -> OneLineParser:
     """The refresh's parser: its own flags and, `with_run_flags`, the run's
@@ -191,21 +205,14 @@ def plan(argv: Sequence[str], *, now: datetime.datetime | None = None) -> Plan:
     """Validates every flag, fingerprints the inputs and reads LATEST; writes nothing."""
     parser().parse_known_args(list(argv))  # --help wherever it stands; any flag's bad value
     known, rest = parser(with_run_flags=False).parse_known_args(list(argv))
-    if not known.output_root:
-        raise ConfigError("--output_root is required: the directory that holds the "
-                          "versions and LATEST (local or gs://)")
+    flags = RefreshFlags(**vars(known))
+    check(flags, (RefreshFlags,))
     for arg in rest:
         flag = arg.split("=", 1)[0].lstrip("-")
         if flag in _PLACEMENT_FLAGS or flag == "nooverwrite":
             raise ConfigError(f"--{flag} is chosen by the refresh (a new directory under "
                               "--output_root per version); drop it")
-    if known.keep_versions is not None and known.keep_versions < 1:
-        raise ConfigError(f"--keep_versions must be at least 1 (the version LATEST names "
-                          f"is always kept), got {known.keep_versions}")
-    if known.list_expired_versions and known.keep_versions is None:
-        raise ConfigError("--list_expired_versions lists what --keep_versions would "
-                          "delete; add --keep_versions=N")
-    root = known.output_root.rstrip("/")
+    root = flags.output_root.rstrip("/")
     # Validate with a stand-in directory: the version name needs the fingerprint.
     config, beam_args = parse_args([*rest, f"--output_dir={FileSystems.join(root, 'next')}"])
     check_dataflow_options(config, beam_args)
@@ -218,10 +225,10 @@ def plan(argv: Sequence[str], *, now: datetime.datetime | None = None) -> Plan:
                 latest=latest,
                 latest_digest=published_digest(root, latest) if latest else None,
                 pipeline_argv=[*rest, f"--output_dir={output_dir}"],
-                launch_only=known.launch_only,
+                launch_only=flags.launch_only,
                 history=DocumentHistory(previous_version(root, latest)),
-                keep_versions=known.keep_versions,
-                list_expired_versions=known.list_expired_versions)
+                keep_versions=flags.keep_versions,
+                list_expired_versions=flags.list_expired_versions)
 
 
 # main.create_dataset's signature: (argv, *, history) -> (manifest path, manifest)
@@ -331,7 +338,7 @@ def template_main(argv: Sequence[str]) -> dict:
     return {"status": "launched"}
 
 
-def report(result: dict) -> None:
+def print_result(result: dict) -> None:
     """What a refresh did, as JSON; what changed, in a line."""
     if result["status"] == "published":
         print(f"{PROG}: {summary(result['changes'])}", file=sys.stderr)
@@ -340,8 +347,8 @@ def report(result: dict) -> None:
 
 def main(argv: Sequence[str] | None = None, *,
          entry: Callable[[Sequence[str]], dict] = refresh) -> None:
-    run_command(PROG, entry, report, argv, user_errors=(VocabularyError, InputError),
-                failed_runs=(PublishError,))
+    run_command(PROG, entry, print_result, argv,
+                user_errors=(VocabularyError, InputError), failed_runs=(PublishError,))
 
 
 if __name__ == "__main__":

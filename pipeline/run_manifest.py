@@ -53,7 +53,7 @@ def packing_summary(config: Config, shards: Sequence[dict], max_predictions_per_
 def _dedup_summary(output: OutputPaths, config: Config) -> dict:
     """The dedup stage's figures (its one staged summary)."""
     if config.dedup == "none":
-        return NO_DEDUP
+        return dict(NO_DEDUP)
     (summary,) = read_staging_json(output, DEDUP_NAME)
     return summary
 

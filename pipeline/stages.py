@@ -39,7 +39,6 @@ class Stages:
 
     instances: InstanceConfig
     masking: MaskingConfig
-    layout: RecordLayout
     rows: InstanceRows | PackedRows | ParquetRows  # how the shard writer makes records
     masks_here: bool  # --masking=static: instances are masked as they are made
 
@@ -89,7 +88,7 @@ class Stages:
                 segmented=(config.whole_word_segmenter != "none"
                            or config.tokenizer.marks_continuations),
                 single_segment=config.recipe == "roberta"),
-            masking=masking, layout=layout, rows=rows, masks_here=config.masking == "static")
+            masking=masking, rows=rows, masks_here=config.masking == "static")
 
 
 def row_prediction_budget(config: Config, masking: MaskingConfig) -> int:

@@ -15,8 +15,6 @@ from bert_pretraining_data.pipeline.beam_options import ConfigError
 from bert_pretraining_data.pipeline.command_line import BEAM_LOGGERS, quiet_beam_logs, run_command
 from conftest import DATA
 
-_INSPECT_PARSER = inspect_data.build_parser(prog=inspect_data.PROG,
-                                            groups=(inspect_data.InspectFlags,), description="")
 # (tool, its main, flags given before --help, the parser whose flags --help must list)
 COMMANDS = {
     "create-pretraining-data": (main.main, ["--input_file=a.txt", "--dupe_factor=2"],
@@ -26,7 +24,7 @@ COMMANDS = {
     "create-vocab": (create_vocab.main, ["--input_file=a.txt", "--tokenization=SentencePiece"],
                      create_vocab.parser()),
     "inspect-pretraining-data": (inspect_data.main, ["out/", "--num_instances=3"],
-                                 _INSPECT_PARSER),
+                                 inspect_data.parser()),
 }
 
 

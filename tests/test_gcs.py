@@ -211,3 +211,15 @@ def test_parquet_on_a_bucket_reads_back_through_datasets_and_the_loader(gcs, cor
                                  split="train", streaming=True)
     assert sum(1 for _ in rows) == bucket["total_instances"] > 0
     assert _batches(gcs.url("parquet"), shuffle=False) == _batches(str(local), shuffle=False)
+
+
+def test_the_original_interface_reads_a_gs_vocabulary(gcs, corpus):  # noqa: F811
+    """`FullTokenizer(vocab_file="gs://...")` works as the original's, which
+    read it through tf.gfile: the tokenizers' default opener is the loaders'
+    (gcsfs here), not a local open."""
+    from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
+
+    remote, local = FullTokenizer(corpus["vocab"]), FullTokenizer(str(UNCASED_VOCAB))
+    assert remote.vocab == local.vocab and len(remote.vocab) == 30522
+    assert remote.tokenize("The unaffable Tokenizer") == ["the", "una", "##ffa", "##ble",
+                                                          "token", "##izer"]

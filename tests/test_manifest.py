@@ -94,9 +94,9 @@ def test_a_run_writes_the_manifest_it_publishes(tmp_path, monkeypatch):
     published = []
     real_publish = main_module.publish
 
-    def recording(layout, manifest, **kwargs):
+    def recording(output, manifest, **kwargs):
         published.append(manifest)
-        real_publish(layout, manifest, **kwargs)
+        real_publish(output, manifest, **kwargs)
 
     monkeypatch.setattr(main_module, "publish", recording)
     out = tmp_path / "out"

@@ -140,3 +140,14 @@ def test_cli_exits_2_with_one_line_and_writes_nothing(tmp_path, flags, fragment)
 def test_shuffle_path_follows_the_runner_unless_asked(extra, shuffle):
     config, _ = parse_args(BASE + extra)
     assert config.shuffle == shuffle
+
+
+@pytest.mark.parametrize("flags", [["--dedup_threshold=0.5", "--max_seq_length=3"],
+                                   ["--max_seq_length=3", "--dedup_threshold=0.5"]])
+def test_of_several_problems_the_earliest_groups_is_reported(flags):
+    """Checks run group by group in the pipeline's order (input, dedup, ...,
+    run), whatever the order of the flags: a fix at a time, from the top."""
+    with pytest.raises(ConfigError, match=r"^--dedup_threshold and --dedup_ngram set "):
+        parse_args(BASE + flags)
+    with pytest.raises(ConfigError, match=r"^--max_seq_length must be at least 5"):
+        parse_args(BASE + ["--num_shards=0", "--max_seq_length=3"])

@@ -202,7 +202,7 @@ def test_a_shard_streams_out_as_it_is_written(uncased_vocab, monkeypatch):
                                                .split("\n\n")[:40])]
     batch, _ = unit_instances([(key, document, (0, 2)) for key, document in documents],
                               sample=FlatSample.of(documents), seed=11,
-                              engine=Engine.of(stages.instances, stages.masking))
+                              engine=stages.engine())
     tables = []
     table = parquet_rows.ParquetRows._table
     monkeypatch.setattr(parquet_rows.ParquetRows, "_table",

@@ -31,8 +31,9 @@ from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSp
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Config(InputFlags, DedupFlags, TokenizerFlags, InstanceFlags, MaskingFlags,
              PackingFlags, OutputFlags, RunFlags):
-    """The flags, validated: one field per flag, of every group (its bases,
-    in the order of the pipeline's stages: a new group is a new base)."""
+    """The flags, validated: one field per flag, of every group. Its bases
+    are the groups, in the order of the pipeline's stages (--help's sections
+    and the order their checks run in): a new group is a new base."""
 
     @property
     def token_boundary(self) -> bool:
@@ -53,7 +54,7 @@ class Config(InputFlags, DedupFlags, TokenizerFlags, InstanceFlags, MaskingFlags
         return dataclasses.asdict(self)
 
 
-# The sections of --help, in Config's order; their checks run in this order.
+# --help's sections, and the order their checks run in.
 GROUPS: tuple[type[FlagGroup], ...] = Config.__bases__
 
 

@@ -46,8 +46,8 @@ class MaskingFlags(FlagGroup):
 
     @classmethod
     def defaults(cls, args: argparse.Namespace, beam_args: Sequence[str]) -> dict[str, Any]:
-        """d2l and RoBERTa pad their predictions to round(max_len * 0.15), as
-        they do; RoBERTa masks at load time."""
+        """d2l and RoBERTa pad their predictions to round(max_seq_length *
+        masked_lm_prob), as they do; RoBERTa masks at load time."""
         derived = args.recipe in ("d2l", "roberta")
         return {"max_predictions_per_seq": (max(1, round(args.max_seq_length
                                                          * args.masked_lm_prob))
@@ -76,7 +76,7 @@ class MaskingFlags(FlagGroup):
              "with --tokenizer_file, a word's tokens are known when tokenizing, not in the "
              "records: whole-word masking needs --masking=static"),
             (config.whole_word_segmenter == "none"
-             or not (config.sentencepiece or config.tokenizer_file),
+             or not (config.sentencepiece_flags or config.tokenizer_file),
              "--whole_word_segmenter marks Chinese words among WordPiece's one-character "
              "tokens; SentencePiece's pieces and a tokenizer.json's word ids are words "
              "already: drop it"),

@@ -40,7 +40,7 @@ class OutputFlags(FlagGroup):
     num_shards: int | None = flag(
         "with --output_dir: the number of shards", default=None,
         default_help=f"one per ~{TARGET_SHARD_BYTES >> 20} MiB of expected output")
-    compression: str | None = flag(  # parse_args: None for "none", gzip for --gzip_compress
+    compression: str | None = flag(  # spelled(): None for "none", gzip for --gzip_compress
         "with --output_dir: gzip compresses the shards (tf.data "
         "compression_type='GZIP')", choices=["none", "gzip"], parser_default="none")
     overwrite: bool = flag(

@@ -91,7 +91,7 @@ def _reference_checks(config: Any) -> list[Check]:
 def _d2l_checks(config: Any) -> list[Check]:
     """--recipe=d2l is d2l's dataset: its vocabulary, batches and masking."""
     return [
-        (not (config.vocab_file or config.sentencepiece or config.tokenizer_file),
+        (not (config.vocab_file or config.sentencepiece_flags or config.tokenizer_file),
          "--recipe=d2l computes its vocabulary from the corpus (written as vocab.txt); drop "
          "--vocab_file, --spm_model_file, --tokenization and --tokenizer_file"),
         (bool(config.output_dir), "--recipe=d2l writes vocab.txt beside its "

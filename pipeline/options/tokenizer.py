@@ -46,8 +46,8 @@ class TokenizerFlags(FlagGroup):
         type=_path_or_none, default=None)
 
     @property
-    def sentencepiece(self) -> bool:
-        """A SentencePiece model tokenizes (ALBERT's flag or the Model Garden's)."""
+    def sentencepiece_flags(self) -> bool:
+        """ALBERT's or the Model Garden's flags name a SentencePiece model."""
         return bool(self.spm_model_file or self.sp_model_file
                     or self.tokenization == SENTENCEPIECE)
 
@@ -56,7 +56,7 @@ class TokenizerFlags(FlagGroup):
         # The d2l recipe computes its vocabulary from the corpus; a SentencePiece
         # model or a tokenizer.json is the vocabulary.
         return [
-            (bool(config.vocab_file or config.recipe == "d2l" or config.sentencepiece
+            (bool(config.vocab_file or config.recipe == "d2l" or config.sentencepiece_flags
                   or config.tokenizer_file), "--vocab_file is required"),
             (not (config.spm_model_file and (config.sp_model_file or config.tokenization
                                               == SENTENCEPIECE)),
@@ -67,7 +67,7 @@ class TokenizerFlags(FlagGroup):
             (not config.sp_model_file or config.tokenization == SENTENCEPIECE,
              "--sp_model_file is read with --tokenization=SentencePiece (the Model Garden's "
              "flags); add it, or give the model as --spm_model_file (ALBERT's)"),
-            (not (config.tokenizer_file and (config.vocab_file or config.sentencepiece)),
+            (not (config.tokenizer_file and (config.vocab_file or config.sentencepiece_flags)),
              "--tokenizer_file is the whole tokenizer (its vocabulary included); drop "
              "--vocab_file, --spm_model_file and --tokenization=SentencePiece"),
             (not (config.tokenizer_file and "do_lower_case" in given),

@@ -16,9 +16,10 @@ import hashlib
 
 import sentencepiece
 
+from bert_pretraining_data.loaders.files import open_binary
 from bert_pretraining_data.transforms.tokenize.word_starts import WORD_STARTS
 from bert_pretraining_data.transforms.tokenize.vocabulary import (Opener, Vocabulary,
-                                                                  VocabularyError, open_local,
+                                                                  VocabularyError,
                                                                   read_vocabulary_file)
 
 SPECIAL_PIECES = ("[CLS]", "[SEP]", "[MASK]")
@@ -74,7 +75,7 @@ def parse_model(data: bytes, *, anchor: str = "albert",
                            unk=processor.unk_id(), anchor=anchor, model=data)
 
 
-def load_model(path: str, open_file: Opener = open_local, *,
+def load_model(path: str, open_file: Opener = open_binary, *,
                anchor: str = "albert") -> PieceVocabulary:
     """Reads (with `open_file`) and validates a model."""
     data = read_vocabulary_file(path, open_file, what="the SentencePiece model",

@@ -19,9 +19,10 @@ import hashlib
 import os
 from typing import Sequence
 
+from bert_pretraining_data.loaders.files import open_binary
 from bert_pretraining_data.transforms.tokenize.chinese_words import ID_BITS, MARK
 from bert_pretraining_data.transforms.tokenize.vocabulary import (Framing, Opener, Vocabulary,
-                                                                  VocabularyError, open_local,
+                                                                  VocabularyError,
                                                                   read_vocabulary_file)
 
 FLAG = "--tokenizer_file"
@@ -166,7 +167,7 @@ def parse_tokenizer_json(data: bytes, *, source: str = "tokenizer.json") -> Json
         unk=-1 if unk is None else unk, data=data)
 
 
-def load_tokenizer_json(path: str, open_file: Opener = open_local) -> JsonVocabulary:
+def load_tokenizer_json(path: str, open_file: Opener = open_binary) -> JsonVocabulary:
     """Reads (with `open_file`) and validates a tokenizer.json."""
     data = read_vocabulary_file(path, open_file, what="the tokenizer file", flags=FLAG)
     return parse_tokenizer_json(data, source=path)

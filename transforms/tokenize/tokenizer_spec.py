@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Mapping, Protocol, Sequence
 
+from bert_pretraining_data.loaders.files import open_binary
 from bert_pretraining_data.transforms.tokenize.sentencepiece_model import load_model, parse_model
 from bert_pretraining_data.transforms.tokenize.sentencepiece_text import (SentencePieceTokenizer,
                                                                           preprocess_text)
@@ -23,8 +24,7 @@ from bert_pretraining_data.transforms.tokenize.tokenizer_json import (JsonTokeni
                                                                       load_tokenizer_json,
                                                                       parse_tokenizer_json)
 from bert_pretraining_data.transforms.tokenize.vocabulary import (Opener, Vocabulary,
-                                                                  load_vocabulary, open_local,
-                                                                  parse_vocabulary)
+                                                                  load_vocabulary, parse_vocabulary)
 from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
 
 WORDPIECE, SENTENCEPIECE = "WordPiece", "SentencePiece"  # --tokenization's values
@@ -101,7 +101,7 @@ class TokenizerSpec:
             return parse_model(data, anchor=self.anchor, source=source)
         return parse_vocabulary(data, source=source)
 
-    def load_vocabulary(self, open_file: Opener = open_local) -> Vocabulary:
+    def load_vocabulary(self, open_file: Opener = open_binary) -> Vocabulary:
         """Reads the vocabulary at `path` with `open_file` (a local file unless
         the caller passes its filesystem's, e.g. Beam's for gs://), validated."""
         if self.tokenizer_file:

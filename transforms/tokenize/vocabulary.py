@@ -13,6 +13,8 @@ import hashlib
 from contextlib import AbstractContextManager
 from typing import BinaryIO, Callable
 
+from bert_pretraining_data.loaders.files import open_binary
+
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[MASK]", "[UNK]")
 
 
@@ -121,16 +123,13 @@ def parse_vocabulary(data: bytes, *, source: str = "vocabulary") -> Vocabulary:
 
 # How a vocabulary's file is opened, for reading bytes. The tokenizers compute
 # without Beam (the loaders import them), so they take the filesystem from the
-# caller: the pipeline passes Beam's FileSystems.open (gs:// and the rest).
+# caller: the pipeline passes Beam's FileSystems.open; anyone else gets the
+# loaders' (`open_binary`: a local file, or a URL through fsspec or TensorFlow's
+# gfile, as the original's tf.gfile read gs://).
 Opener = Callable[[str], AbstractContextManager[BinaryIO]]
 
 
-def open_local(path: str) -> BinaryIO:
-    """A local file opened for reading bytes: the opener when none is given."""
-    return open(path, "rb")
-
-
-def read_vocabulary_file(path: str, open_file: Opener = open_local, *,
+def read_vocabulary_file(path: str, open_file: Opener = open_binary, *,
                          what: str = "the vocabulary file", flags: str = "--vocab_file") -> bytes:
     """The bytes of a file, or a VocabularyError naming the flags."""
     try:
@@ -141,6 +140,6 @@ def read_vocabulary_file(path: str, open_file: Opener = open_local, *,
             f"{path}: cannot read {what} ({type(err).__name__}); check {flags}") from None
 
 
-def load_vocabulary(path: str, open_file: Opener = open_local) -> Vocabulary:
+def load_vocabulary(path: str, open_file: Opener = open_binary) -> Vocabulary:
     """Reads (with `open_file`) and validates a vocabulary."""
     return parse_vocabulary(read_vocabulary_file(path, open_file), source=path)
