@@ -67,6 +67,8 @@ def _reference_checks(config: Any) -> list[Check]:
          "tokenizes with its own vocabulary; drop --tokenizer_file"),
         (config.input_format == "text",
          "--reference_compatible reads the original's text format; drop --input_format"),
+        (config.sentence_splitter == "none", "--reference_compatible reads a sentence a "
+         "line, as the original; drop --sentence_splitter"),
         (not (config.ngram and not 0 <= config.random_seed < 2**32),
          "--reference_compatible with --ngram seeds numpy's generator as ALBERT's "
          f"runs do, which takes a --random_seed in [0, 2**32), got {config.random_seed}"),
