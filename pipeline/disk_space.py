@@ -76,7 +76,7 @@ def _size(count: float) -> str:
 def estimate_space(prepared: Prepared) -> SpaceEstimate | None:
     """The run's output and temporary bytes, or None where the input's text
     size is unknown before it is read (compressed files, tables, dumps) or
-    the recipe is d2l (its vocabulary is learned by the prepared)."""
+    the recipe is d2l (its vocabulary is learned by the run)."""
     config = prepared.config
     if (prepared.stages is None or config.input_format != "text"
             or any(CompressionTypes.detect_compression_type(path)
