@@ -71,7 +71,7 @@ clean:
 # Each docker/gcloud command is printed before it runs; DRY_RUN=1 only prints.
 #   make template PROJECT=p BUCKET=b TAG=v1
 #   make dataflow PROJECT=p BUCKET=b TAG=v1 INPUT='gs://b/wiki/*.txt' VOCAB=gs://b/vocab.txt OUTPUT=gs://b/bert-data/run-1
-#   make schedule PROJECT=p BUCKET=b TAG=v1 INPUT=... VOCAB=... OUTPUT_ROOT=gs://b/bert-data SERVICE_ACCOUNT=sa@p.iam.gserviceaccount.com [KEEP_VERSIONS=4]
+#   make schedule PROJECT=p BUCKET=b TAG=v1 INPUT=... VOCAB=... OUTPUT_ROOT=gs://b/bert-data SERVICE_ACCOUNT=sa@p.iam.gserviceaccount.com [KEEP_VERSIONS=4] [PARAMS='validation_fraction=0.01 ...']
 RUN := deploy/run.sh
 REGION ?= us-central1
 REPOSITORY ?= bert-pretraining-data
@@ -115,8 +115,8 @@ schedule:
 	IMAGE='$(IMAGE)' BUCKET='$(BUCKET)' SERVICE_ACCOUNT='$(SERVICE_ACCOUNT)' \
 	MACHINE_TYPE='$(MACHINE_TYPE)' MAX_WORKERS='$(MAX_WORKERS)' DISK_GB='$(DISK_GB)' \
 	KEEP_VERSIONS='$(KEEP_VERSIONS)' \
-		$(PYTHON) -c 'import os, string, sys; sys.stdout.write(string.Template(open(sys.argv[1]).read()).substitute(os.environ))' \
-		deploy/refresh_launch.json > $(BODY)
+		$(PYTHON) -c 'import json, os, string, sys; body = json.loads(string.Template(open(sys.argv[1]).read()).substitute(os.environ)); body["launchParameter"]["parameters"].update(p.split("=", 1) for p in sys.argv[2:]); json.dump(body, sys.stdout, indent=2)' \
+		deploy/refresh_launch.json $(PARAMS) > $(BODY)
 	$(RUN) gcloud scheduler jobs create http $(JOB)-refresh --project=$(PROJECT) \
 		--location=$(REGION) '--schedule=$(SCHEDULE)' --time-zone=Etc/UTC \
 		--uri=https://dataflow.googleapis.com/v1b3/projects/$(PROJECT)/locations/$(REGION)/flexTemplates:launch \

@@ -7,6 +7,10 @@
     loaders.load_data_wiki(dataset, batch_size)      d2l's (batches, vocab)
     loaders.read_manifest(dataset)                   shards, counts and flags
 
+All but load_data_wiki (a d2l dataset has training only) take `split=`:
+"train" by default, "validation" or "test" of a dataset written with
+held-out splits (docs/splits.md).
+
 Each name is imported from its module on first use, so importing this needs
 neither Beam, TensorFlow nor torch, and a PyTorch job never loads TensorFlow.
 """

@@ -19,6 +19,7 @@ import json
 from typing import Any
 
 from bert_pretraining_data.loaders import files
+from bert_pretraining_data.transforms.split.held_out import SPLITS, TRAIN
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
 
@@ -102,6 +103,33 @@ class VersionRecord:
 
 
 @dataclasses.dataclass(frozen=True)
+class SplitRecord:
+    """One split of a dataset with held-out splits (--validation_fraction,
+    --test_fraction), each in a folder of its own named after it. Training's
+    shards, features and packing are the manifest's own (so a reader that
+    knows no splits reads training); a held-out split, written once per
+    document and masked with a seed of its own, records its own."""
+
+    fraction: float  # the share of documents its texts' hashes draw
+    documents: int  # tokenized documents in it
+    tokens: int  # their tokens
+    instances: int
+    near_copies_dropped: int  # training: documents dropped as near copies of held-out ones
+    seed: int  # its instances' and masks' seed
+    dupe_factor: int  # copies of each document
+    masking: str  # static, or training's none
+    shards: list[dict[str, Any]] | None = None  # held-out: its shards
+    features: dict[str, str] | None = None
+    schema: dict[str, str] | None = None
+    packing: Packing | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "SplitRecord":
+        packing = data.get("packing")
+        return cls(**{**data, "packing": Packing(**packing) if packing else None})
+
+
+@dataclasses.dataclass(frozen=True)
 class DatasetManifest:
     """Every key of manifest.json, typed: a field per key, so that the
     pipeline that writes it and every reader name each key once, and the
@@ -122,6 +150,8 @@ class DatasetManifest:
     schema: dict[str, str] | None = None  # Parquet: each column's type
     packing: Packing | None = None  # --pack_sequences
     refresh: VersionRecord | None = None  # a version written by a refresh
+    splits: dict[str, SplitRecord] | None = None  # held-out splits: each split, training first
+    decontamination: dict[str, Any] | None = None  # --decontaminate: what was removed
 
     def to_json(self) -> dict[str, Any]:
         """The manifest as written: a key per field that is set (a refresh's
@@ -129,6 +159,10 @@ class DatasetManifest:
         data = {key: value for key, value in dataclasses.asdict(self).items()
                 if value is not None}
         data.update(data.pop("refresh", {}))
+        if self.splits:
+            data["splits"] = {name: {key: value for key, value in split.items()
+                                     if value is not None}
+                              for name, split in data["splits"].items()}
         return data
 
     @classmethod
@@ -159,7 +193,36 @@ class DatasetManifest:
             schema=data.get("schema"),
             packing=Packing(**{field.name: packing[field.name]
                                for field in dataclasses.fields(Packing)}) if packing else None,
-            refresh=VersionRecord(documents, data["changes"]) if documents else None)
+            refresh=VersionRecord(documents, data["changes"]) if documents else None,
+            splits={name: SplitRecord.from_json(split)
+                    for name, split in data["splits"].items()} if "splits" in data else None,
+            decontamination=data.get("decontamination"))
+
+    @property
+    def split_names(self) -> tuple[str, ...]:
+        """The dataset's splits: ("train",) when it has no held-out split."""
+        return tuple(name for name in SPLITS if name in self.splits) if self.splits else (TRAIN,)
+
+    def split(self, name: str) -> "DatasetManifest":
+        """The manifest as a reader of one split sees it: that split's shards,
+        instances, features and packing, and the flags it was made with (a
+        held-out split: one copy per document, its seed and masking)."""
+        if name not in self.split_names:
+            raise DatasetError(f"no split {name!r} in this dataset; it has "
+                               f"{', '.join(self.split_names)}")
+        if name == TRAIN:
+            return self
+        record = self.splits[name]
+        return dataclasses.replace(
+            self, shards=record.shards, total_instances=record.instances,
+            features=record.features, schema=record.schema, packing=record.packing,
+            flags={**self.flags, "dupe_factor": record.dupe_factor, "random_seed": record.seed,
+                   "masking": record.masking})
+
+    def all_shards(self) -> list[dict[str, Any]]:
+        """Every split's shards, training's first (what publishing moves)."""
+        held_out = [self.splits[name].shards for name in self.split_names[1:]]
+        return [*self.shards, *(shard for shards in held_out for shard in shards)]
 
     @property
     def changes(self) -> dict[str, Any] | None:
@@ -169,7 +232,7 @@ class DatasetManifest:
     @property
     def shard_bytes(self) -> int:
         """The shards' bytes together (a refresh compares its versions by them)."""
-        return sum(s["bytes"] for s in self.shards)
+        return sum(s["bytes"] for s in self.all_shards())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -280,21 +343,24 @@ def _resolve_shard(recorded: str, base_dir: str, manifest_path: str) -> str:
                        f"(looked in {base_dir} and at {recorded}); copy the whole dataset")
 
 
-def read_manifest(location: str) -> Manifest:
-    """Reads and checks the manifest at or for `location`."""
+def read_manifest(location: str, split: str = TRAIN) -> Manifest:
+    """Reads and checks the manifest at or for `location`, as a reader of
+    `split` sees it (a dataset without held-out splits has only "train")."""
     path = find_manifest(location)
     if not files.exists(path):
         raise DatasetError(f"no {files.basename(path)} at {path}: a dataset written by "
                            "create-pretraining-data has one (it is written last, so a "
                            "directory without one holds no finished dataset)")
     try:
-        content = DatasetManifest.from_json(json.loads(files.read_bytes(path)))
-        entries = sorted(content.shards, key=lambda s: s["shard"])
-        content.flags["max_seq_length"]
+        whole = DatasetManifest.from_json(json.loads(files.read_bytes(path)))
+        whole.flags["max_seq_length"]
     except (ValueError, KeyError, TypeError) as err:
         raise DatasetError(f"{path}: not a manifest of create-pretraining-data "
                            f"({type(err).__name__}: {err})") from None
-    base_dir = files.dirname(path)
+    content = whole.split(split)
+    entries = sorted(content.shards, key=lambda s: s["shard"])
+    # a split's shards are in a folder named after it
+    base_dir = files.join(files.dirname(path), split) if whole.splits else files.dirname(path)
     shards = []
     first = 0
     for entry in entries:

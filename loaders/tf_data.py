@@ -1,6 +1,8 @@
 """tf.data loading, as BERT's run_pretraining.py `input_fn_builder` reads the data.
 
     dataset = loaders.tf_dataset("gs://b/bert-data/", batch_size=32)
+    held_out = loaders.tf_dataset("gs://b/bert-data/", batch_size=32, split="validation",
+                                  training=False)
 
 Shapes come from the dataset's manifest, and training reads like the
 original (file list shuffled and repeated, records interleaved, a small
@@ -18,6 +20,7 @@ from bert_pretraining_data.loaders import files
 from bert_pretraining_data.transforms.write.tf_example import RecordLayout
 from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, find_manifest,
                                                     pad_id, read_manifest)
+from bert_pretraining_data.transforms.split.held_out import TRAIN
 
 
 # What each feature holds -> its per-record shape: tokens, predictions or one
@@ -126,11 +129,13 @@ def _lengths(manifest: Manifest | None, max_seq_length: int | None,
     return tuple(theirs if mine is None else mine for mine, theirs in zip(given, recorded))
 
 
-def tf_dataset(data: str, *, batch_size: int, training: bool = True, seed: int | None = None,
-               cycle_length: int = 4, shuffle_buffer: int = 100,
+def tf_dataset(data: str, *, batch_size: int, split: str = TRAIN, training: bool = True,
+               seed: int | None = None, cycle_length: int = 4, shuffle_buffer: int = 100,
                max_seq_length: int | None = None,
                max_predictions_per_seq: int | None = None) -> tf.data.Dataset:
-    """Batched features of a dataset directory, its manifest, or a file pattern.
+    """Batched features of one split ("train", or a held-out "validation" or
+    "test", masked on disk even when training is not) of a dataset directory
+    or its manifest, or of a file pattern.
 
     training=True: shuffled files, repeated forever, `cycle_length` files read
     at once, a `shuffle_buffer` record shuffle, whole batches only (as the
@@ -140,8 +145,8 @@ def tf_dataset(data: str, *, batch_size: int, training: bool = True, seed: int |
     """
     # A dataset must have its manifest; a file pattern may come without one.
     is_dataset = data.endswith(".json") or files.is_dir(data)
-    manifest = (read_manifest(data) if is_dataset or files.exists(find_manifest(data))
-                else None)
+    has_manifest = is_dataset or files.exists(find_manifest(data))
+    manifest = read_manifest(data, split=split) if has_manifest else None
     if manifest and manifest.output_format == "parquet":
         raise DatasetError(f"{manifest.path}: Parquet shards (--output_format=parquet); "
                            "tf.data reads TFRecords: write the data with the default "

@@ -8,6 +8,7 @@ per epoch across DataLoader workers and ranks. Dynamic masking is
 epoch is reproducible whatever the number of workers or ranks.
 
     loader = make_dataloader("out/", batch_size=32, num_workers=2)
+    held_out = make_dataloader("out/", batch_size=32, split="validation", shuffle=False)
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from bert_pretraining_data.loaders.records import (Instance, InstanceDecoder, Ro
                                                    sequences_of)
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig
 from bert_pretraining_data.transforms.randomness import hashed_rng
+from bert_pretraining_data.transforms.split.held_out import TRAIN
 
 IGNORE_INDEX = -100  # labels at unmasked positions, as HuggingFace losses expect
 STYLES = ("hf", "d2l", "blocks", "flat")
@@ -72,8 +74,11 @@ def _distributed() -> tuple[int, int]:
 
 
 class PretrainingDataset(IterableDataset):
-    """Instances of a dataset (directory or manifest path, local or gs://), or
-    its rows (`records.Row`) when it is packed (`--pack_sequences`).
+    """Instances of one split of a dataset (directory or manifest path, local
+    or gs://), or its rows (`records.Row`) when it is packed
+    (`--pack_sequences`). `split`: "train", or a held-out split
+    (--validation_fraction, --test_fraction), read with its own manifest view:
+    its shards, seed and static masks.
 
     Call `set_epoch(e)` before each epoch (as with DistributedSampler), or use
     `make_dataloader`, whose loader does it on every pass. The seed defaults to
@@ -81,11 +86,11 @@ class PretrainingDataset(IterableDataset):
     torch.distributed when it is initialized.
     """
 
-    def __init__(self, dataset: str, *, shuffle: bool = True, seed: int | None = None,
-                 shuffle_buffer: int = 10_000, rank: int | None = None,
-                 world_size: int | None = None) -> None:
+    def __init__(self, dataset: str, *, split: str = TRAIN, shuffle: bool = True,
+                 seed: int | None = None, shuffle_buffer: int = 10_000,
+                 rank: int | None = None, world_size: int | None = None) -> None:
         super().__init__()
-        self.manifest: Manifest = read_manifest(dataset)
+        self.manifest: Manifest = read_manifest(dataset, split=split)
         default_rank, default_world = _distributed()
         self.rank = default_rank if rank is None else rank
         self.world_size = default_world if world_size is None else world_size
@@ -174,14 +179,16 @@ class Collator:
     @classmethod
     def for_dataset(cls, dataset: "str | PretrainingDataset", *, style: str | None = None,
                     vocab_file: str | None = None, seed: int | None = None,
-                    shape: tuple[int, int] | None = None) -> "Collator":
+                    shape: tuple[int, int] | None = None, split: str = TRAIN) -> "Collator":
         """The collator a dataset needs: masking from its manifest when it was
         written unmasked (the vocabulary is the dataset's vocab.txt, else the
         recorded --vocab_file, or `vocab_file`), seed defaulting to its
         --random_seed, d2l's <pad> for a d2l dataset, and style "blocks" by
-        default for packed rows ("hf" otherwise)."""
+        default for packed rows ("hf" otherwise). `split` names the split of a
+        dataset path (a PretrainingDataset has its own): a held-out split is
+        masked on disk, so its collator masks nothing."""
         manifest = (dataset.manifest if isinstance(dataset, PretrainingDataset)
-                    else read_manifest(dataset))
+                    else read_manifest(dataset, split=split))
         style = style or ("blocks" if manifest.packed else "hf")
         if manifest.packed and style in ("hf", "d2l"):
             raise DatasetError(f"{manifest.path} holds packed rows (--pack_sequences): use "
@@ -353,15 +360,16 @@ class EpochDataLoader(DataLoader):
         return super().__iter__()
 
 
-def make_dataloader(dataset: str, batch_size: int, *, style: str | None = None,
-                    shuffle: bool = True, seed: int | None = None, num_workers: int = 0,
-                    vocab_file: str | None = None, shape: tuple[int, int] | None = None,
+def make_dataloader(dataset: str, batch_size: int, *, split: str = TRAIN,
+                    style: str | None = None, shuffle: bool = True, seed: int | None = None,
+                    num_workers: int = 0, vocab_file: str | None = None,
+                    shape: tuple[int, int] | None = None,
                     drop_last: bool = False) -> EpochDataLoader:
     """A DataLoader of padded (and, for unmasked data, dynamically masked)
-    batches; `style` (see Collator) defaults to "blocks" for packed rows,
-    "hf" otherwise. `batch_size` counts records: a packed row holds several
-    instances."""
-    data = PretrainingDataset(dataset, shuffle=shuffle, seed=seed)
+    batches of one split ("train", "validation", "test"); `style` (see
+    Collator) defaults to "blocks" for packed rows, "hf" otherwise.
+    `batch_size` counts records: a packed row holds several instances."""
+    data = PretrainingDataset(dataset, split=split, shuffle=shuffle, seed=seed)
     collate = Collator.for_dataset(data, style=style, vocab_file=vocab_file, seed=seed,
                                    shape=shape)
     return EpochDataLoader(data, batch_size=batch_size, collate_fn=collate,

@@ -18,8 +18,9 @@ import apache_beam as beam
 
 from bert_pretraining_data.pipeline.changes import HASH_LIST_NAME, DocumentPlan
 from bert_pretraining_data.pipeline.options import Config
-from bert_pretraining_data.pipeline.publish import (DEDUP_NAME, PROBLEM_LIST_NAME, SHARD_LIST_NAME,
-                                                    OutputPaths, write_staging_json)
+from bert_pretraining_data.pipeline.publish import (DEDUP_NAME, NEAR_COPY_NAME, PROBLEM_LIST_NAME,
+                                                    SHARD_LIST_NAME, SPLIT_NAME, OutputPaths,
+                                                    write_staging_json)
 from bert_pretraining_data.pipeline.stages import Stages
 from bert_pretraining_data.transforms.dedup.beam import Deduplicate
 from bert_pretraining_data.transforms.dedup.decisions import SUMMARY, Fingerprints, dedup_partitions
@@ -29,6 +30,8 @@ from bert_pretraining_data.transforms.instances.beam import (BatchDocuments, Cre
 from bert_pretraining_data.transforms.instances.units import fan_out_batch
 from bert_pretraining_data.transforms.read.beam import ReadDocuments, ReadDump, ReadTables
 from bert_pretraining_data.transforms.read.documents import DOCUMENTS, PROBLEMS
+from bert_pretraining_data.transforms.split.beam import NEAR_COPIES, SplitDocuments, SplitFigures
+from bert_pretraining_data.transforms.split.held_out import TRAIN, split_seed
 from bert_pretraining_data.transforms.tokenize.beam import TokenizeDocument
 from bert_pretraining_data.transforms.write.beam import WriteShards
 
@@ -42,6 +45,61 @@ def stage_list(items: list[dict], output: OutputPaths, name: str) -> int:
     return len(items)
 
 
+def split_instances(documents: beam.PCollection, *, name: str, config: Config, stages: Stages,
+                    output: OutputPaths, progress_dir: str | None, counted: bool
+                    ) -> dict[str, beam.PCollection]:
+    """One split's documents -> its shards. Training's steps keep their names;
+    a held-out split's are prefixed with its own (Validation..., Test...),
+    and it is made with its own seed, once per document, its random-next
+    sample drawn from its own documents, so no split holds another's text.
+    `counted`: the split's documents and tokens go to its staging list."""
+    prefix = "" if name == TRAIN else name.title()
+    seed = split_seed(config.random_seed, name)
+    tokenized_docs = documents | f"{prefix}Tokenize" >> beam.ParDo(TokenizeDocument(
+        tokenizer=config.tokenizer, whole_word_segmenter=config.whole_word_segmenter,
+        sentence_splitter=config.sentence_splitter, progress_dir=progress_dir))
+    nsp_sample = tokenized_docs | f"{prefix}SampleRandomDocuments" >> SampleDocuments(
+        seed=seed, size=config.nsp_sample_size, max_bytes=config.nsp_sample_max_bytes,
+        max_tokens_per_document=SAMPLE_DOCUMENT_SEQUENCES * config.max_seq_length)
+    # In batches: the runner's work per element would cost more than a short
+    # document's own. Through the runner's shuffle (Dataflow), the batches are
+    # spread over workers before the fan-out multiplies the work. Not on the
+    # DirectRunner (`--shuffle=files`): its GroupByKey holds its input decoded
+    # in memory, the tokenized corpus as Python objects (the cost:
+    # docs/design-notes.md, pipeline.build), and the batches are materialized
+    # anyway, since CreateInstances' side input (the sample) needs all of them
+    # first; its workers share that buffer as they share a shuffle's.
+    spread = tokenized_docs | f"{prefix}BatchDocuments" >> beam.ParDo(BatchDocuments())
+    if config.shuffle == "runner":
+        spread = spread | f"{prefix}SpreadDocuments" >> beam.Reshuffle()
+    dupe_factor = config.dupe_factor if name == TRAIN else 1
+    entries = (spread
+               | f"{prefix}FanOutDupes" >> beam.FlatMap(fan_out_batch, dupe_factor)
+               | f"{prefix}CreateInstances" >> beam.ParDo(
+                   CreateInstances(
+                       instances=stages.instances, seed=seed,
+                       masking=stages.instance_masking,
+                       progress_dir=progress_dir),
+                   nsp_sample=beam.pvalue.AsSingleton(nsp_sample)))
+    shards = entries | f"{prefix}WriteShards" >> WriteShards(
+        staging_dir=output.staging_dir, shard_names=output.shard_names,
+        compression=config.compression, shuffle=config.shuffle, rows=stages.rows)
+    shard_list = (shards
+                  | f"{prefix}CollectShards" >> beam.combiners.ToList()
+                  | f"{prefix}ListShards" >> beam.Map(stage_list, output, SHARD_LIST_NAME))
+    key = "" if name == TRAIN else f"{name}_"
+    pcollections = {f"{key}tokenized_docs": tokenized_docs, f"{key}nsp_sample": nsp_sample,
+                    f"{key}entries": entries, f"{key}shards": shards,
+                    f"{key}shard_list": shard_list}
+    if counted:
+        pcollections[f"{name}_split_list"] = (
+            tokenized_docs
+            | f"{prefix}CountSplit" >> beam.CombineGlobally(SplitFigures())
+            | f"{prefix}ListSplit" >> beam.Map(lambda figures: stage_list([figures], output,
+                                                                      SPLIT_NAME)))
+    return pcollections
+
+
 def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
                    patterns: list[str], output: OutputPaths,
                    progress_dir: str | None = None,
@@ -51,7 +109,6 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
     and CreateInstances stages report their progress (transforms.progress_sink);
     `input_bytes` sizes the dedup stage's partitions; `documents`: where the
     documents' hashes go (a refresh's runs)."""
-    seed = config.random_seed
     if config.input_format == "text":
         read = p | "ReadDocuments" >> ReadDocuments(
             patterns=patterns, split_bytes=config.input_split_bytes)
@@ -70,43 +127,25 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
         docs_by_key = deduped[DOCUMENTS]
         pcollections["dedup_list"] = deduped[SUMMARY] | "ListDedup" >> beam.Map(
             lambda summary: stage_list([summary], output, DEDUP_NAME))
-    tokenized_docs = docs_by_key | "Tokenize" >> beam.ParDo(TokenizeDocument(
-        tokenizer=config.tokenizer, whole_word_segmenter=config.whole_word_segmenter,
-        sentence_splitter=config.sentence_splitter, progress_dir=progress_dir))
-    nsp_sample = tokenized_docs | "SampleRandomDocuments" >> SampleDocuments(
-        seed=seed, size=config.nsp_sample_size, max_bytes=config.nsp_sample_max_bytes,
-        max_tokens_per_document=SAMPLE_DOCUMENT_SEQUENCES * config.max_seq_length)
-    # In batches: the runner's work per element would cost more than a short
-    # document's own. Through the runner's shuffle (Dataflow), the batches are
-    # spread over workers before the fan-out multiplies the work. Not on the
-    # DirectRunner (`--shuffle=files`): its GroupByKey holds its input decoded
-    # in memory, the tokenized corpus as Python objects (the cost:
-    # docs/design-notes.md, pipeline.build), and the batches are materialized
-    # anyway, since CreateInstances' side input (the sample) needs all of them
-    # first; its workers share that buffer as they share a shuffle's.
-    spread = tokenized_docs | "BatchDocuments" >> beam.ParDo(BatchDocuments())
-    if config.shuffle == "runner":
-        spread = spread | "SpreadDocuments" >> beam.Reshuffle()
-    entries = (spread
-               | "FanOutDupes" >> beam.FlatMap(fan_out_batch, config.dupe_factor)
-               | "CreateInstances" >> beam.ParDo(
-                   CreateInstances(
-                       instances=stages.instances, seed=seed,
-                       masking=stages.instance_masking,
-                       progress_dir=progress_dir),
-                   nsp_sample=beam.pvalue.AsSingleton(nsp_sample)))
-    shards = entries | "WriteShards" >> WriteShards(
-        staging_dir=output.staging_dir, shard_names=output.shard_names,
-        compression=config.compression, shuffle=config.shuffle, rows=stages.rows)
-    shard_list = (shards
-                  | "CollectShards" >> beam.combiners.ToList()
-                  | "ListShards" >> beam.Map(stage_list, output, SHARD_LIST_NAME))
+    splits = {TRAIN: docs_by_key}
+    if config.split_fractions.active:
+        splits = dict(docs_by_key | "SplitDocuments" >> SplitDocuments(
+            fractions=config.split_fractions, ngram=config.dedup_ngram,
+            threshold=config.dedup_threshold))
+        pcollections["near_copy_list"] = splits.pop(NEAR_COPIES) | "ListNearCopies" >> beam.Map(
+            lambda dropped: stage_list([{"near_copies_dropped": dropped}], output,
+                                       NEAR_COPY_NAME))
+    for name, split_documents in splits.items():
+        held_out = name != TRAIN
+        pcollections.update(split_instances(
+            split_documents, name=name, config=config,
+            stages=stages.held_out if held_out else stages,
+            output=output.split(name), progress_dir=None if held_out else progress_dir,
+            counted=config.split_fractions.active))
     problem_list = (read[PROBLEMS]
                     | "CollectInputProblems" >> beam.combiners.ToList()
                     | "ListInputProblems" >> beam.Map(stage_list, output, PROBLEM_LIST_NAME))
-    pcollections.update({"docs_by_key": docs_by_key, "tokenized_docs": tokenized_docs,
-                    "nsp_sample": nsp_sample, "entries": entries, "shards": shards,
-                    "shard_list": shard_list, "problem_list": problem_list})
+    pcollections.update({"docs_by_key": docs_by_key, "problem_list": problem_list})
     if documents is not None:  # the documents as read, whatever comes after
         pcollections["hash_list"] = (
             read[DOCUMENTS]

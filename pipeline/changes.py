@@ -8,7 +8,9 @@ version's, and publishes them with the shards. The manifest then records
     documents: {count, hash, files: [{path, documents, bytes, sha256}]}
     changes:   {previous_version,
                 documents: {previous, current, added, removed, unchanged},
-                instances: {previous, current}, bytes: {previous, current}}
+                instances: {previous, current}, bytes: {previous, current},
+                splits: {split: {documents, instances, near_copies_dropped:
+                                 {previous, current}}}  (held-out splits only)}
 
 (changes null for a root's first version, its documents null when the
 previous version did not record its documents).
@@ -21,8 +23,9 @@ from typing import Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
-from bert_pretraining_data.loaders.manifest import DatasetManifest, VersionRecord
+from bert_pretraining_data.loaders.manifest import DatasetManifest, SplitRecord, VersionRecord
 from bert_pretraining_data.transforms.hashes.document_hashes import hash_files_for
+from bert_pretraining_data.transforms.split.held_out import SPLITS, TRAIN
 
 HASH_LIST_NAME = "document_hashes.json"  # the staging list the manifest is made from
 HASH_FILE_PREFIX = "document-hashes"
@@ -40,6 +43,7 @@ class PreviousVersion:
     bytes: int
     documents: int | None  # None: made before versions recorded their documents
     hash_files: tuple[str, ...] | None
+    splits: dict[str, SplitRecord] | None = None  # its held-out splits' figures
 
     @classmethod
     def of(cls, path: str, manifest: DatasetManifest) -> "PreviousVersion":
@@ -49,7 +53,8 @@ class PreviousVersion:
         return cls(path=path, instances=manifest.total_instances, bytes=manifest.shard_bytes,
                    documents=recorded["count"] if recorded else None,
                    hash_files=tuple(FileSystems.join(path, FileSystems.split(f["path"])[1])
-                                    for f in recorded["files"]) if recorded else None)
+                                    for f in recorded["files"]) if recorded else None,
+                   splits=manifest.splits)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,11 +93,32 @@ def _sum(items: Sequence[dict], name: str) -> int:
     return sum(item[name] for item in items)
 
 
+def split_changes(previous: dict[str, SplitRecord] | None,
+                  current: dict[str, SplitRecord] | None) -> dict | None:
+    """Each split's documents and instances in both versions (a split one of
+    them lacks counts 0; None when neither has held-out splits). A document
+    keeps its side across versions (transforms.split.held_out), so a held-out
+    split only grows by new documents and shrinks by removed ones."""
+    if not previous and not current:
+        return None
+    names = [name for name in SPLITS if name in {**(previous or {}), **(current or {})}]
+
+    def figure(records: dict[str, SplitRecord] | None, name: str, field: str) -> int:
+        record = (records or {}).get(name)
+        return getattr(record, field) if record else 0
+
+    return {name: {field: {"previous": figure(previous, name, field),
+                           "current": figure(current, name, field)}
+                   for field in ("documents", "instances", "near_copies_dropped")}
+            for name in names}
+
+
 def version_record(plan: DocumentPlan, written: Sequence[dict], *, instances: int,
-                   shard_bytes: int) -> VersionRecord:
+                   shard_bytes: int, splits: dict[str, SplitRecord] | None = None
+                   ) -> VersionRecord:
     """The manifest's account of a refresh's version, from the hash files as
-    the pipeline wrote them (`written`, one dict per file) and the run's
-    instances and shard bytes."""
+    the pipeline wrote them (`written`, one dict per file), the run's
+    instances and shard bytes, and its held-out `splits`."""
     written = sorted(written, key=lambda item: item["file"])
     current = _sum(written, "documents")
     documents = {"count": current, "hash": HASH_DESCRIPTION, "files": [
@@ -105,10 +131,14 @@ def version_record(plan: DocumentPlan, written: Sequence[dict], *, instances: in
     if previous.hash_files is not None:
         compared = {"previous": _sum(written, "previous_documents"), "current": current,
                     **{name: _sum(written, name) for name in ("added", "removed", "unchanged")}}
-    return VersionRecord(documents, changes={
+    changes = {
         "previous_version": previous.path, "documents": compared,
         "instances": {"previous": previous.instances, "current": instances},
-        "bytes": {"previous": previous.bytes, "current": shard_bytes}})
+        "bytes": {"previous": previous.bytes, "current": shard_bytes}}
+    by_split = split_changes(previous.splits, splits)
+    if by_split:
+        changes["splits"] = by_split
+    return VersionRecord(documents, changes=changes)
 
 
 def summary(changes: dict | None) -> str:
@@ -123,5 +153,10 @@ def summary(changes: dict | None) -> str:
                f"{documents['unchanged']:,} unchanged ({documents['previous']:,} -> "
                f"{documents['current']:,})")
     instances, size = changes["instances"], changes["bytes"]
+    held_out = "".join(
+        f"; {split} documents {figures['documents']['previous']:,} -> "
+        f"{figures['documents']['current']:,}"
+        for split, figures in changes.get("splits", {}).items() if split != TRAIN)
     return (f"since {name}: {counted}; instances {instances['previous']:,} -> "
-            f"{instances['current']:,}; bytes {size['previous']:,} -> {size['current']:,}")
+            f"{instances['current']:,}; bytes {size['previous']:,} -> {size['current']:,}"
+            + held_out)

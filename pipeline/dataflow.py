@@ -33,6 +33,7 @@ from bert_pretraining_data.pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIS
                                                     read_published, read_staging_json)
 from bert_pretraining_data.pipeline.run_manifest import run_manifest
 from bert_pretraining_data.transforms.read.documents import comma_separated
+from bert_pretraining_data.transforms.split.held_out import TRAIN
 
 DATAFLOW_RUNNERS = ("DataflowRunner", "TestDataflowRunner")
 
@@ -137,24 +138,26 @@ def check_dataflow_options(config: Config, beam_args: Sequence[str]) -> None:
         raise ConfigError(errors[0])
 
 
-def publish_in_job(shard_count: int, problem_count: int, dedup_count: int = 0, *,
+def publish_in_job(shard_count: int, problem_count: int, *staged_counts: int,
                    output: OutputPaths, config: Config, vocab_sha256: str,
                    inputs: Sequence[tuple[str, int]], replaces: Sequence[str],
                    max_predictions_per_row: int, documents: DocumentPlan | None = None,
                    hash_count: int | None = None) -> DatasetManifest:
-    """The driver's publish step, run by the job once the staging lists (and
-    the dedup summary, with --dedup) exist; the counts, side inputs, are what
-    the job wrote to them.
+    """The driver's publish step, run by the job once the staging lists (the
+    shards and input problems, and `staged_counts`: the dedup summary, the
+    held-out splits' lists) exist; the counts, side inputs, are what the job
+    wrote to them.
 
     Dataflow retries a failed step whole: a retry after an attempt that wrote
     the manifest and cleared staging (its worker lost before it reported)
     returns that manifest; one after a partial attempt completes it
     (`publish` counts renames already made as done).
     """
-    if (not FileSystems.exists(FileSystems.join(output.staging_dir, SHARD_LIST_NAME))
+    train = output.split(TRAIN)
+    if (not FileSystems.exists(FileSystems.join(train.staging_dir, SHARD_LIST_NAME))
             and FileSystems.exists(output.manifest_path)):
         return read_published(output.manifest_path)
-    shards = read_staging_json(output, SHARD_LIST_NAME)
+    shards = read_staging_json(train, SHARD_LIST_NAME)
     problems = read_staging_json(output, PROBLEM_LIST_NAME)
     hash_files = len(documents.staged) if documents else None
     if (len(shards), len(problems), hash_files) != (shard_count, problem_count, hash_count):
@@ -192,8 +195,10 @@ def launch(argv: Sequence[str], *, after_publish: AfterPublish | None = None,
                                   input_bytes=sum(size for _, size in prepared.inputs),
                                   documents=documents)
     # Side inputs: publishing waits for every staging list.
+    waited = sorted(name for name in pcollections if name.endswith("_list")
+                    and name not in ("shard_list", "problem_list", "hash_list"))
     written = [beam.pvalue.AsSingleton(pcollections[name])
-               for name in ("problem_list", "dedup_list") if name in pcollections]
+               for name in ("problem_list", *waited)]
     hash_count = ({"hash_count": beam.pvalue.AsSingleton(pcollections["hash_list"])}
                   if documents else {})
     manifest = pcollections["shard_list"] | "Publish" >> beam.Map(

@@ -2,26 +2,31 @@
 
     inspect-pretraining-data out/                     # summary, 20 instances, histogram
     inspect-pretraining-data gs://b/bert-data/ --num_instances=5 --plot=lengths.png
+    inspect-pretraining-data out/ --split=validation  # a held-out split's instances
 
-The manifest's summary, the first instances decoded like the original's
-"*** Example ***" log, and statistics over up to --max_records instances
-(lengths, predictions, padding, packing), through `loaders`, without Beam.
+The manifest's summary (and its table of splits, when it has held-out ones),
+the first instances of one split decoded like the original's "*** Example ***"
+log, and statistics over up to --max_records of them (lengths, predictions,
+padding, packing), through `loaders`, without Beam.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from typing import Sequence
 
 import numpy as np
 
-from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, Packing,
-                                                    read_manifest, read_vocabulary,
+from bert_pretraining_data.loaders import files
+from bert_pretraining_data.loaders.manifest import (DatasetError, DatasetManifest, Manifest,
+                                                    Packing, read_manifest, read_vocabulary,
                                                     read_vocabulary_bytes)
 from bert_pretraining_data.loaders.records import Instance, read_instances
 from bert_pretraining_data.pipeline.command_line import (FlagGroup, OneLineParser, build_parser,
                                                          flag, run_command)
+from bert_pretraining_data.transforms.split.held_out import SPLITS, TRAIN
 
 PROG = "inspect-pretraining-data"
 HISTOGRAM_BINS = 16
@@ -125,6 +130,30 @@ def summary(manifest: Manifest) -> str:
     return "\n".join(lines)
 
 
+def splits_text(manifest: Manifest, shown: str) -> str:
+    """A row per split of a dataset with held-out splits: how much of the
+    corpus each holds and how it was made, and which one this report reads."""
+    # the whole manifest: `manifest` is one split's view, without training's shards
+    whole = DatasetManifest.from_json(json.loads(files.read_bytes(manifest.path)))
+    header = ("split", "fraction", "documents", "tokens", "instances", "near copies dropped",
+              "shards", "masking", "seed")
+    rows = [header]
+    for name in whole.split_names:
+        record = whole.splits[name]
+        shards = whole.shards if name == TRAIN else record.shards
+        rows.append((name, f"{record.fraction:g}", f"{record.documents:,}",
+                     f"{record.tokens:,}", f"{record.instances:,}",
+                     f"{record.near_copies_dropped:,}", f"{len(shards):,}", record.masking,
+                     str(record.seed)))
+    widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
+    lines = [f"splits (this report reads {shown}):"]
+    for row in rows:
+        cells = [cell.ljust(width) if column in ("split", "masking") else cell.rjust(width)
+                 for column, cell, width in zip(header, row, widths)]
+        lines.append("  " + "  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
 def packing_text(packing: Packing) -> str:
     """The packed rows (--pack_sequences): how full, and how many instances each holds."""
     by_depth = {int(depth): rows for depth, rows in packing.rows_by_depth.items()}
@@ -204,12 +233,16 @@ def plot_histogram(lengths: Sequence[int], max_seq_length: int, path: str, title
     pyplot.close(figure)
 
 
-def report(dataset: str, *, num_instances: int = 20, max_records: int = 100_000,
-           vocab_file: str | None = None, plot: str | None = None) -> str:
-    """Everything `inspect` prints, as one string."""
-    manifest = read_manifest(dataset)
+def report(dataset: str, *, split: str = TRAIN, num_instances: int = 20,
+           max_records: int = 100_000, vocab_file: str | None = None,
+           plot: str | None = None) -> str:
+    """Everything `inspect` prints, as one string: the summary, then `split`'s
+    instances and statistics."""
+    manifest = read_manifest(dataset, split=split)
     tokens = vocabulary_tokens(manifest, vocab_file)
     parts = [summary(manifest)]
+    if manifest.content.splits:
+        parts[0] += "\n" + splits_text(manifest, split)
     if tokens is None:
         parts.append(f"(vocabulary {manifest.vocab_path} not found: showing ids; pass "
                      "--vocab_file)")
@@ -244,6 +277,10 @@ class InspectFlags(FlagGroup):
     SECTION = ("dataset", "which dataset, and how much of it is read")
 
     dataset: str = flag("dataset directory or manifest.json (local or gs://)", positional=True)
+    split: str = flag(
+        "the split whose instances are printed and measured: a dataset written with "
+        "--validation_fraction or --test_fraction has held-out ones beside training",
+        default=TRAIN, choices=list(SPLITS))
     num_instances: int = flag("instances to print (as the original's log)", default=20)
     max_records: int = flag("instances read for the statistics", default=100_000)
     vocab_file: str | None = flag(
@@ -259,7 +296,7 @@ def parser() -> OneLineParser:
 def inspect(argv: Sequence[str]) -> str:
     """The report of the dataset the arguments name."""
     args = InspectFlags(**vars(parser().parse_args(list(argv))))
-    return report(args.dataset, num_instances=args.num_instances,
+    return report(args.dataset, split=args.split, num_instances=args.num_instances,
                   max_records=args.max_records, vocab_file=args.vocab_file, plot=args.plot)
 
 

@@ -33,6 +33,7 @@ from bert_pretraining_data.pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIS
 from bert_pretraining_data.pipeline.reference_run import run_compat
 from bert_pretraining_data.pipeline.run_manifest import run_manifest
 from bert_pretraining_data.transforms.read.documents import InputError
+from bert_pretraining_data.transforms.split.held_out import TRAIN
 from bert_pretraining_data.transforms.tokenize.vocabulary import VocabularyError
 
 PROG = "create-pretraining-data"
@@ -85,7 +86,7 @@ def _run_bert(prepared: Prepared, history: DocumentHistory | None) -> DatasetMan
                            input_bytes=sum(size for _, size in prepared.inputs),
                            documents=documents)
             counters = run_to_completion(pipeline)
-        shards = read_staging_json(output, SHARD_LIST_NAME)
+        shards = read_staging_json(output.split(TRAIN), SHARD_LIST_NAME)
         problems = read_staging_json(output, PROBLEM_LIST_NAME)
     manifest = run_manifest(config, output, vocab_sha256=prepared.vocab.sha256,
                             inputs=prepared.inputs, shards=shards, counters=counters,
@@ -103,6 +104,13 @@ def summary(path: str, manifest: DatasetManifest) -> str:
     lines += [f"  {s['path']}  ({s['records']:,} records)" for s in shards[:5]]
     if len(shards) > 5:
         lines.append(f"  ... and {len(shards) - 5} more")
+    for name, split in (manifest.splits or {}).items():
+        if name != TRAIN:
+            lines.append(f"{name}: {split.instances:,} instances of {split.documents:,} "
+                         f"held-out documents in {len(split.shards)} file(s) under {name}/")
+    if manifest.splits:
+        lines.append(f"near copies of held-out documents dropped from training: "
+                     f"{manifest.splits[TRAIN].near_copies_dropped:,}")
     lines.append(f"manifest: {path}")
     if counters:
         lines.append("counters: " + ", ".join(f"{k}={v:,}" for k, v in counters.items()))

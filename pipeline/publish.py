@@ -16,6 +16,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import math
 from typing import Sequence
 
 from apache_beam.io.filesystem import BeamIOError
@@ -28,6 +29,7 @@ from bert_pretraining_data.pipeline.changes import DocumentPlan
 from bert_pretraining_data.pipeline.options import Config
 from bert_pretraining_data.pipeline.options.output import default_num_shards
 from bert_pretraining_data.transforms.read.documents import comma_separated
+from bert_pretraining_data.transforms.split.held_out import SPLITS, TRAIN
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
 from bert_pretraining_data.transforms.write.beam import file_digest
 
@@ -35,6 +37,8 @@ STAGING_NAME = ".staging"
 SHARD_LIST_NAME = "shards.json"
 PROBLEM_LIST_NAME = "input_problems.json"
 DEDUP_NAME = "dedup.json"
+SPLIT_NAME = "split.json"  # a split's documents and tokens (in its staging folder)
+NEAR_COPY_NAME = "near_copies.json"  # training's documents dropped as held-out near copies
 
 
 class PublishError(RuntimeError):
@@ -49,11 +53,33 @@ class OutputPaths:
     final_paths: tuple[str, ...]
     manifest_path: str
     vocab_path: str | None = None  # the dataset's copy of its vocabulary (--output_dir)
+    # held-out splits: each split's name and shards, in the order of final_paths
+    split_shards: tuple[tuple[str, int], ...] = ()
 
     @property
     def shard_names(self) -> list[str]:
         """Staging file names, one per final path, in shard order."""
         return [f"shard-{i:05d}" for i in range(len(self.final_paths))]
+
+    def split(self, name: str) -> "OutputPaths":
+        """One split's shards (the whole output when it has no held-out
+        split), staged in a folder of their own: each split's writer
+        keeps its buckets and staging lists apart."""
+        start = 0
+        for split, count in self.split_shards:
+            if split == name:
+                return dataclasses.replace(
+                    self, staging_dir=FileSystems.join(self.staging_dir, name),
+                    final_paths=self.final_paths[start:start + count], split_shards=())
+            start += count
+        if self.split_shards or name != TRAIN:
+            raise ValueError(f"the output has no split {name!r}")
+        return self
+
+    @property
+    def splits(self) -> list["OutputPaths"]:
+        """Each split's paths, in the order of final_paths."""
+        return [self.split(name) for name, _ in self.split_shards] or [self]
 
     @property
     def staged_vocab_path(self) -> str:
@@ -74,11 +100,24 @@ def num_shards(config: Config, inputs: Sequence[tuple[str, int]]) -> int:
                                                    config.dupe_factor)
 
 
+def split_shards(config: Config, inputs: Sequence[tuple[str, int]]) -> tuple[tuple[str, int], ...]:
+    """Each split's shards (none without a held-out split): training's as
+    the run's, a held-out split's sized from its share of the input, one copy
+    per document, and never more than training's."""
+    fractions = config.split_fractions
+    if not fractions.active:
+        return ()
+    train = num_shards(config, inputs)
+    size = sum(s for _, s in inputs)
+    return ((TRAIN, train), *((name, min(train, default_num_shards(
+        math.ceil(size * fractions.fraction(name)), 1))) for name in fractions.held_out))
+
+
 def prepare_output(config: Config, inputs: Sequence[tuple[str, int]]
                    ) -> tuple[OutputPaths, list[str]]:
     """Before any work: the output, what an `--overwrite` will replace, a clean
     and writable staging directory. Every entry point starts here."""
-    output = output_paths(config, num_shards(config, inputs))
+    output = output_paths(config, num_shards(config, inputs), split_shards(config, inputs))
     replaces = check_output_location(config, output, overwrite=config.overwrite)
     remove_tree(output.staging_dir)  # whatever an interrupted run left
     check_writable(output)
@@ -108,18 +147,22 @@ def dataset_warnings(counters: dict[str, int], problems: Sequence[dict]) -> list
     return found
 
 
-def output_paths(config: Config, num_shards: int) -> OutputPaths:
-    """`--output_dir`: part-NNNNN-of-NNNNN shards and manifest.json inside it;
+def output_paths(config: Config, num_shards: int,
+                 splits: tuple[tuple[str, int], ...] = ()) -> OutputPaths:
+    """`--output_dir`: part-NNNNN-of-NNNNN shards and manifest.json inside it
+    (with held-out `splits`, each split's shards in a folder named after it);
     `--output_file`: exactly the listed files, manifest beside the first."""
     if config.output_dir:
         root = config.output_dir.rstrip("/")
         suffix = (".parquet" if config.output_format == "parquet"
                   else ".tfrecord.gz" if config.compression == "gzip" else ".tfrecord")
-        finals = tuple(FileSystems.join(root, f"part-{i:05d}-of-{num_shards:05d}{suffix}")
-                       for i in range(num_shards))
+        folders = [(FileSystems.join(root, name), count) for name, count in splits]
+        finals = tuple(FileSystems.join(folder, f"part-{i:05d}-of-{count:05d}{suffix}")
+                       for folder, count in folders or [(root, num_shards)]
+                       for i in range(count))
         return OutputPaths(FileSystems.join(root, STAGING_NAME), finals,
                             FileSystems.join(root, MANIFEST_NAME),
-                            FileSystems.join(root, vocabulary_name(config.flags())))
+                            FileSystems.join(root, vocabulary_name(config.flags())), splits)
     finals = tuple(comma_separated(config.output_file))
     first_dir, first_name = FileSystems.split(finals[0])
     return OutputPaths(FileSystems.join(first_dir, f"{STAGING_NAME}-{first_name}"),
@@ -128,9 +171,10 @@ def output_paths(config: Config, num_shards: int) -> OutputPaths:
 
 def existing_outputs(config: Config, output: OutputPaths) -> list[str]:
     """Files already at the output location (the staging directory aside)."""
-    if config.output_dir:
-        pattern = FileSystems.join(config.output_dir.rstrip("/"), "*")
-        found = [m.path for m in FileSystems.match([pattern])[0].metadata_list]
+    if config.output_dir:  # its files, and those of the split folders this tool writes
+        root = config.output_dir.rstrip("/")
+        patterns = [FileSystems.join(root, *folder, "*") for folder in [(), *zip(SPLITS)]]
+        found = [m.path for result in FileSystems.match(patterns) for m in result.metadata_list]
         return sorted(p for p in found if not p.startswith(output.staging_dir))
     candidates = [*output.final_paths, output.manifest_path]
     return [p for p in candidates if FileSystems.exists(p)]
@@ -174,8 +218,10 @@ def remove_tree(path: str) -> None:
 
 
 def staged_paths(output: OutputPaths) -> list[str]:
-    """Where the shards are written before they are published, in shard order."""
-    return [FileSystems.join(output.staging_dir, n) for n in output.shard_names]
+    """Where the shards are written before they are published, in the order
+    of their final paths."""
+    return [FileSystems.join(split.staging_dir, name)
+            for split in output.splits for name in split.shard_names]
 
 
 def _holds(path: str, size: int, sha256: str) -> bool:
@@ -293,10 +339,15 @@ def _publish(output: OutputPaths, manifest: DatasetManifest, *, replaces: Sequen
         FileSystems.delete(old_manifests)
     if len(old) > len(old_manifests):
         FileSystems.delete([p for p in old if p not in old_manifests])
+    for split in output.split_shards:  # a local rename needs its folder (a no-op on gs://)
+        folder = FileSystems.split(output.split(split[0]).final_paths[0])[0]
+        if not FileSystems.exists(folder):
+            FileSystems.mkdirs(folder)
     # A rename is checked against the bytes the manifest records (the
     # reference run's shards record none).
     move_files(staged_paths(output), output.final_paths,
-               [(s["bytes"], s["sha256"]) if "sha256" in s else None for s in manifest.shards])
+               [(s["bytes"], s["sha256"]) if "sha256" in s else None
+                for s in manifest.all_shards()])
     if documents is not None:
         recorded = {f["path"]: (f["bytes"], f["sha256"])
                     for f in manifest.refresh.documents["files"]}

@@ -13,11 +13,13 @@ from importlib import metadata
 from typing import Sequence
 
 from bert_pretraining_data.loaders.manifest import (NO_DEDUP, DatasetManifest, Packing,
-                                                    manifest_format)
+                                                    SplitRecord, manifest_format)
 from bert_pretraining_data.pipeline.changes import HASH_LIST_NAME, DocumentPlan, version_record
 from bert_pretraining_data.pipeline.options import Config
-from bert_pretraining_data.pipeline.publish import DEDUP_NAME, OutputPaths, read_staging_json
-from bert_pretraining_data.pipeline.stages import record_layout
+from bert_pretraining_data.pipeline.publish import (DEDUP_NAME, NEAR_COPY_NAME, SHARD_LIST_NAME,
+                                                    SPLIT_NAME, OutputPaths, read_staging_json)
+from bert_pretraining_data.pipeline.stages import held_out_config, record_layout
+from bert_pretraining_data.transforms.split.held_out import TRAIN, split_seed
 
 
 def package_versions() -> dict[str, str]:
@@ -50,6 +52,54 @@ def packing_summary(config: Config, shards: Sequence[dict], max_predictions_per_
                    rows_by_depth={str(depth): n for depth, n in enumerate(by_depth, 1)})
 
 
+def _placed(shards: Sequence[dict], output: OutputPaths) -> list[dict]:
+    """The writer's shard list in shard order, each at its final path."""
+    by_shard = sorted(({k: v for k, v in s.items() if k != "columns"} for s in shards),
+                      key=lambda s: s["shard"])
+    return [dict(s, path=output.final_paths[s["shard"]]) for s in by_shard]
+
+
+def _schema(shards: Sequence[dict]) -> dict[str, str] | None:
+    """Parquet shards name their columns' types; the manifest states them once."""
+    return next((s["columns"] for s in shards if "columns" in s), None)
+
+
+def _instances(shards: Sequence[dict]) -> int:
+    """A packed shard's records are rows of several instances."""
+    return sum(s.get("instances", s["records"]) for s in shards)
+
+
+def split_records(config: Config, output: OutputPaths, train_instances: int,
+                  max_predictions_per_row: int | None) -> dict[str, SplitRecord] | None:
+    """Each split's entry (with held-out splits): what its pipeline staged
+    (documents, tokens; training's near copies dropped) and, for a held-out
+    split, its own shards, features and packing."""
+    fractions = config.split_fractions
+    if not fractions.active:
+        return None
+    (near,) = read_staging_json(output, NEAR_COPY_NAME)
+    held_out = held_out_config(config)
+    records = {}
+    for name in fractions.names:
+        part = output.split(name)
+        (figures,) = read_staging_json(part, SPLIT_NAME)
+        common = dict(fraction=fractions.fraction(name), **figures,
+                      seed=split_seed(config.random_seed, name))
+        if name == TRAIN:
+            records[name] = SplitRecord(
+                **common, instances=train_instances, dupe_factor=config.dupe_factor,
+                masking=config.masking, **near)
+            continue
+        shards = read_staging_json(part, SHARD_LIST_NAME)
+        records[name] = SplitRecord(
+            **common, instances=_instances(shards), near_copies_dropped=0, dupe_factor=1,
+            masking=held_out.masking, shards=_placed(shards, part),
+            features=record_layout(held_out).roles(), schema=_schema(shards),
+            packing=(packing_summary(held_out, shards, max_predictions_per_row)
+                     if config.pack_sequences else None))
+    return records
+
+
 def _dedup_summary(output: OutputPaths, config: Config) -> dict:
     """The dedup stage's figures (its one staged summary)."""
     if config.dedup == "none":
@@ -67,8 +117,7 @@ def run_manifest(config: Config, output: OutputPaths, *, vocab_sha256: str,
     shards (the writer's list, at their final paths), counters, input
     problems and warnings, and what its pipeline staged beside them (the
     dedup figures; the hash files `documents` asked for)."""
-    by_shard = sorted(({k: v for k, v in s.items() if k != "columns"} for s in shards),
-                      key=lambda s: s["shard"])
+    total_instances = _instances(shards)
     manifest = DatasetManifest(
         format=manifest_format(config.output_format),
         flags=config.flags(),
@@ -76,20 +125,20 @@ def run_manifest(config: Config, output: OutputPaths, *, vocab_sha256: str,
         features={} if config.recipe == "d2l" else record_layout(config).roles(),
         vocab_sha256=vocab_sha256,
         inputs=[{"path": p, "bytes": size} for p, size in inputs],
-        shards=[dict(s, path=output.final_paths[s["shard"]]) for s in by_shard],
-        # a packed shard's records are rows of several instances
-        total_instances=sum(s.get("instances", s["records"]) for s in shards),
+        shards=_placed(shards, output.split(TRAIN)),
+        total_instances=total_instances,
         counters=dict(sorted(counters.items())),
         dedup=_dedup_summary(output, config),
         input_problems=list(input_problems),
         warnings=list(warnings),
         versions=package_versions(),
-        # Parquet shards name their columns' types; the manifest states them once.
-        schema=next((s["columns"] for s in shards if "columns" in s), None),
+        schema=_schema(shards),
         packing=(packing_summary(config, shards, max_predictions_per_row)
-                 if config.pack_sequences else None))
+                 if config.pack_sequences else None),
+        splits=split_records(config, output, total_instances, max_predictions_per_row))
     if documents is None:
         return manifest
     return dataclasses.replace(manifest, refresh=version_record(
         documents, read_staging_json(output, HASH_LIST_NAME),
-        instances=manifest.total_instances, shard_bytes=manifest.shard_bytes))
+        instances=manifest.total_instances, shard_bytes=manifest.shard_bytes,
+        splits=manifest.splits))

@@ -41,6 +41,7 @@ class Stages:
     masking: MaskingConfig
     rows: InstanceRows | PackedRows | ParquetRows  # how the shard writer makes records
     masks_here: bool  # --masking=static: instances are masked as they are made
+    held_out: "Stages | None" = None  # a held-out split's (--validation_fraction, --test_fraction)
 
     @property
     def instance_masking(self) -> MaskingConfig | None:
@@ -88,7 +89,17 @@ class Stages:
                 segmented=(config.whole_word_segmenter != "none"
                            or config.tokenizer.marks_continuations),
                 single_segment=config.recipe == "roberta"),
-            masking=masking, rows=rows, masks_here=config.masking == "static")
+            masking=masking, rows=rows, masks_here=config.masking == "static",
+            held_out=(cls.of(held_out_config(config), vocab)
+                      if config.split_fractions.active else None))
+
+
+def held_out_config(config: Config) -> Config:
+    """A held-out split's flags: each document once, masked here (whatever
+    training's --masking), so that every evaluation sees the same masks. The
+    same objective, framing, packing and format (its seed: split_seed)."""
+    return dataclasses.replace(config, dupe_factor=1, masking="static",
+                               validation_fraction=0.0, test_fraction=0.0)
 
 
 def row_prediction_budget(config: Config, masking: MaskingConfig) -> int:

@@ -52,7 +52,9 @@ NOT_IN_TEMPLATE = {
 # Pipeline options a launch passes besides the template's own parameters.
 PIPELINE_OPTIONS = {"sdk_container_image"}
 PATH_PARAMS = {"input_file", "vocab_file", "spm_model_file", "tokenizer_file", "output_dir",
-               "output_root"}
+               "output_root", "decontaminate"}
+# Shares of the documents held out: in [0, 0.5).
+FRACTION_PARAMS = {"validation_fraction", "test_fraction"}
 # Flags of the refresh (pipeline/refresh.py), not of the pipeline it runs.
 REFRESH_PARAMS = {"output_root", "keep_versions"}
 INSTEAD_OF = {"tokenizer_file": "vocab_file"}  # a flag given in another's place
@@ -104,6 +106,8 @@ def _samples(name: str, action) -> tuple[list[str], list[str]]:
         return [example], ["/tmp/local/dir", "corpus/*.txt", ""]
     if action.choices:
         return list(action.choices), ["other", ""]
+    if name in FRACTION_PARAMS:
+        return ["0", "0.01", ".2", "0.45"], ["0.5", "1", "-0.1", "ten", ""]
     if action.type is int:
         return ["5", "512"], ["ten", "1.5", "-3", ""]
     if action.type is float:
@@ -115,6 +119,8 @@ def _samples(name: str, action) -> tuple[list[str], list[str]]:
 NEEDS = {"max_ngram_size": ["--do_whole_word_mask"],
          "whole_word_segmenter": ["--do_whole_word_mask"],
          "dedup_threshold": ["--dedup=near"], "dedup_ngram": ["--dedup=near"],
+         "decontaminate_field": ["--decontaminate=gs://b/benchmarks.jsonl"],
+         "decontaminate_ngram": ["--decontaminate=gs://b/benchmarks.jsonl"],
          "max_sequences_per_pack": ["--pack_sequences"],
          "parquet_compression": ["--output_format=parquet"]}
 
@@ -291,12 +297,16 @@ def test_make_schedule_writes_a_launch_body_and_prints_the_scheduler_job(no_tool
     body_path = tmp_path / "body.json"
     variables = dict(RUN_VARS, OUTPUT_ROOT="gs://my-bucket/bert-data", BODY=str(body_path),
                      SERVICE_ACCOUNT="refresh@my-project.iam.gserviceaccount.com")
+    variables["PARAMS"] = "validation_fraction=0.01 decontaminate=gs://my-bucket/bench/*.jsonl"
     (command,) = _printed(_make("schedule", no_tools, **variables), no_tools)
     body = json.loads(body_path.read_text())["launchParameter"]
     assert body["containerSpecGcsPath"] == TEMPLATE
     _check_launch_parameters(body["parameters"])
     assert body["parameters"]["output_root"] == "gs://my-bucket/bert-data"
     assert body["parameters"]["keep_versions"] == "4"  # a month of weekly versions
+    # PARAMS reach every scheduled refresh, as they reach `make dataflow`'s job
+    assert body["parameters"]["validation_fraction"] == "0.01"
+    assert body["parameters"]["decontaminate"] == "gs://my-bucket/bench/*.jsonl"
     assert set(body["environment"]) <= {  # FlexTemplateRuntimeEnvironment fields
         "tempLocation", "serviceAccountEmail", "machineType", "maxWorkers", "numWorkers",
         "diskSizeGb", "stagingLocation", "network", "subnetwork", "workerRegion"}

@@ -28,7 +28,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = "bert_pretraining_data"
 TRANSFORMS = f"{PACKAGE}.transforms"
 # The stage folders of transforms/, in pipeline order.
-STAGES = ("read", "dedup", "hashes", "tokenize", "vocab", "instances", "pack", "write", "d2l")
+STAGES = ("read", "dedup", "hashes", "decontaminate", "split", "tokenize", "vocab", "instances",
+          "pack", "write", "d2l")
 HANDOFF = "handoff"
 # The only modules of transforms/ that import Beam.
 BEAM_SHELLS = {
@@ -39,6 +40,8 @@ BEAM_SHELLS = {
     "transforms/instances/beam.py",
     "transforms/write/beam.py",
     "transforms/hashes/beam.py",
+    "transforms/decontaminate/beam.py",
+    "transforms/split/beam.py",
     "transforms/vocab/beam.py",
     "transforms/d2l/beam.py",
 }

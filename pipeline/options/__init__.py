@@ -18,6 +18,7 @@ from typing import Sequence
 from bert_pretraining_data.pipeline.command_line import (FlagGroup, OneLineParser, build_parser,
                                                          parse_config)
 from bert_pretraining_data.pipeline.options.dedup import DedupFlags
+from bert_pretraining_data.pipeline.options.evaluation import EvaluationFlags
 from bert_pretraining_data.pipeline.options.input import InputFlags
 from bert_pretraining_data.pipeline.options.instances import InstanceFlags
 from bert_pretraining_data.pipeline.options.masking import MaskingFlags
@@ -29,8 +30,8 @@ from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSp
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Config(InputFlags, DedupFlags, TokenizerFlags, InstanceFlags, MaskingFlags,
-             PackingFlags, OutputFlags, RunFlags):
+class Config(InputFlags, DedupFlags, EvaluationFlags, TokenizerFlags, InstanceFlags,
+             MaskingFlags, PackingFlags, OutputFlags, RunFlags):
     """The flags, validated: one field per flag, of every group. Its bases
     are the groups, in the order of the pipeline's stages (--help's sections
     and the order their checks run in): a new group is a new base."""

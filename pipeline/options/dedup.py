@@ -23,10 +23,10 @@ class DedupFlags(FlagGroup):
         default_help="exact; none with --reference_compatible or --recipe=d2l, which keep "
                      "every document as the tools they reproduce do")
     dedup_threshold: float = flag(
-        "with --dedup=near: the Jaccard similarity of two documents' word n-grams "
-        "from which they are near copies", default=0.8, parser_default=None)
+        "with --dedup=near or a held-out split: the Jaccard similarity of two "
+        "documents' word n-grams from which they are near copies", default=0.8, parser_default=None)
     dedup_ngram: int = flag(
-        "with --dedup=near: words per shingle", default=5, parser_default=None)
+        "with --dedup=near or a held-out split: words per shingle", default=5, parser_default=None)
 
     @classmethod
     def defaults(cls, args: argparse.Namespace, beam_args: Sequence[str]) -> dict[str, Any]:
@@ -38,8 +38,10 @@ class DedupFlags(FlagGroup):
     @classmethod
     def checks(cls, config: Any, given: AbstractSet[str]) -> list[Check]:
         return [
-            (config.dedup == "near" or not given & {"dedup_threshold", "dedup_ngram"},
-             "--dedup_threshold and --dedup_ngram set --dedup=near; add it"),
+            (config.dedup == "near" or config.split_fractions.active
+             or not given & {"dedup_threshold", "dedup_ngram"},
+             "--dedup_threshold and --dedup_ngram set --dedup=near, or a held-out split's "
+             "near-copy guard (--validation_fraction, --test_fraction); add one"),
             (0 < config.dedup_threshold <= 1, "--dedup_threshold is a Jaccard similarity in "
              f"(0, 1], got {config.dedup_threshold}"),
             (config.dedup_ngram >= 1,

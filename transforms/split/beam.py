@@ -1,0 +1,130 @@
+"""SplitDocuments: the held-out splits' Beam shell (transforms.split.held_out).
+
+    documents -> AssignSplits -> train, validation, test (by each text's keyed hash)
+    validation + test -> FingerprintHeldOut -> IndexHeldOut (one HeldOutShingles, a side input)
+    train + the index -> DropNearCopies -> train without near copies of held-out documents
+
+Training documents wait for the index (the side input), as the dedup stage's
+wait for its decisions; only held-out documents are fingerprinted into it, so
+a worker holds the held-out text's shingles, about 4 bytes a word.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+import apache_beam as beam
+from apache_beam.transforms.window import GlobalWindows
+
+from bert_pretraining_data.transforms.counters import counter
+from bert_pretraining_data.transforms.dedup.decisions import BATCH_CHARACTERS
+from bert_pretraining_data.transforms.dedup.normalise import normalised_text, text_digest
+from bert_pretraining_data.transforms.handoff.tokenized_documents import (CompactDocument,
+                                                                          compact_token_count)
+from bert_pretraining_data.transforms.split.held_out import (TRAIN, HeldOutShingles,
+                                                             SplitFractions)
+
+Document = tuple[str, list[str]]
+NEAR_COPIES = "near_copies"
+
+
+class _AssignSplits(beam.DoFn):
+    """Documents -> per bundle, batches of about BATCH_CHARACTERS of each
+    split's documents, training's the main output: the guard's work is
+    numpy's, a batch at a time."""
+
+    def __init__(self, fractions: SplitFractions) -> None:
+        self._fractions = fractions
+
+    def start_bundle(self) -> None:
+        self._batches: dict[str, list[Document]] = {name: [] for name in self._fractions.names}
+        self._characters = 0
+
+    def process(self, document: Document) -> Iterator[object]:
+        text = normalised_text(document[1])
+        self._batches[self._fractions.split_of(text_digest(text) if text else None)].append(
+            document)
+        self._characters += len(text)
+        if self._characters >= BATCH_CHARACTERS:
+            yield from self._flush(lambda value: value)
+
+    def finish_bundle(self) -> Iterator[object]:
+        yield from self._flush(GlobalWindows.windowed_value)
+
+    def _flush(self, wrap) -> Iterator[object]:
+        for name, batch in self._batches.items():
+            if batch:
+                yield wrap(batch) if name == TRAIN else beam.pvalue.TaggedOutput(name, wrap(batch))
+        self.start_bundle()
+
+
+class _DropNearCopies(beam.DoFn):
+    """A batch of training documents -> those that are no near copy of a
+    held-out document (the rest counted)."""
+
+    def __init__(self) -> None:
+        self._dropped = counter("held_out_near_copies")
+
+    def process(self, batch: list[Document], held_out: HeldOutShingles) -> Iterator[object]:
+        if not len(held_out):
+            yield from batch
+            return
+        near = held_out.near_copies([normalised_text(lines) for _, lines in batch])
+        if near.any():
+            self._dropped.inc(int(near.sum()))
+            yield beam.pvalue.TaggedOutput(NEAR_COPIES, int(near.sum()))
+        for document, drop in zip(batch, near):
+            if not drop:
+                yield document
+
+
+class SplitDocuments(beam.PTransform):
+    """(key, lines) documents -> {split name: its documents, NEAR_COPIES: how
+    many training documents were dropped as near copies of held-out ones
+    (one int; also the counter `held_out_near_copies`)}, each document in the
+    split its text draws."""
+
+    def __init__(self, *, fractions: SplitFractions, ngram: int, threshold: float) -> None:
+        super().__init__()
+        self._fractions, self._ngram, self._threshold = fractions, ngram, threshold
+
+    def expand(self, documents):
+        held_out = self._fractions.held_out
+        batches = documents | "AssignSplits" >> beam.ParDo(
+            _AssignSplits(self._fractions)).with_outputs(*held_out, main=TRAIN)
+        ngram, threshold = self._ngram, self._threshold
+        empty = HeldOutShingles.of([], ngram=ngram, threshold=threshold)
+        index = (tuple(batches[name] for name in held_out)
+                 | "HeldOutBatches" >> beam.Flatten()
+                 | "FingerprintHeldOut" >> beam.Map(lambda batch: HeldOutShingles.of(
+                     [text for text in (normalised_text(lines) for _, lines in batch) if text],
+                     ngram=ngram, threshold=threshold))
+                 | "IndexHeldOut" >> beam.CombineGlobally(
+                     lambda parts: HeldOutShingles.merge(parts, ngram=ngram,
+                                                         threshold=threshold)).without_defaults())
+        train = batches[TRAIN] | "DropNearCopies" >> beam.ParDo(
+            _DropNearCopies(), held_out=beam.pvalue.AsSingleton(
+                index, default_value=empty)).with_outputs(NEAR_COPIES, main=TRAIN)
+        near_copies = train[NEAR_COPIES] | "CountNearCopies" >> beam.CombineGlobally(sum)
+        return {TRAIN: train[TRAIN], NEAR_COPIES: near_copies,
+                **{name: batches[name] | f"{name.title()}Documents" >> beam.FlatMap(
+                    lambda batch: batch) for name in held_out}}
+
+
+class SplitFigures(beam.CombineFn):
+    """A split's tokenized documents -> {"documents", "tokens"} (zeros for
+    none), for its manifest entry."""
+
+    def create_accumulator(self) -> tuple[int, int]:
+        return 0, 0
+
+    def add_input(self, accumulator: tuple[int, int], document: tuple[str, CompactDocument]
+                  ) -> tuple[int, int]:
+        return accumulator[0] + 1, accumulator[1] + compact_token_count(document[1])
+
+    def merge_accumulators(self, accumulators: Iterable[tuple[int, int]]) -> tuple[int, int]:
+        documents, tokens = zip(*accumulators)
+        return sum(documents), sum(tokens)
+
+    def extract_output(self, accumulator: tuple[int, int]) -> dict[str, int]:
+        return {"documents": accumulator[0], "tokens": accumulator[1]}
