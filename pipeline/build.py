@@ -1,8 +1,9 @@
 """The pipeline, narrated as the design card draws it.
 
-    ReadDocuments -> Deduplicate -> Tokenize -> SampleRandomDocuments (side input)
-                              -> BatchDocuments -> SpreadDocuments (--shuffle=runner) -> FanOutDupes
-                              -> CreateInstances -> WriteShards -> ListShards
+    ReadDocuments -> Deduplicate -> Decontaminate -> SplitDocuments
+    -> per split: Tokenize -> SampleRandomDocuments (side input)
+                  -> BatchDocuments -> SpreadDocuments (--shuffle=runner) -> FanOutDupes
+                  -> CreateInstances -> WriteShards -> ListShards
 
 CreateInstances is the design card's CreateInstances, MaskTokens and Encode,
 compiled into one step per unit of work (transforms.instances.units);
@@ -14,14 +15,19 @@ transforms to `p`; it runs nothing.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import apache_beam as beam
 
 from bert_pretraining_data.pipeline.changes import HASH_LIST_NAME, DocumentPlan
 from bert_pretraining_data.pipeline.options import Config
-from bert_pretraining_data.pipeline.publish import (DEDUP_NAME, NEAR_COPY_NAME, PROBLEM_LIST_NAME,
+from bert_pretraining_data.pipeline.publish import (AUDIT_NAME, DECONTAMINATION_NAME, DEDUP_NAME,
+                                                    NEAR_COPY_NAME, PROBLEM_LIST_NAME,
                                                     SHARD_LIST_NAME, SPLIT_NAME, OutputPaths,
                                                     write_staging_json)
 from bert_pretraining_data.pipeline.stages import Stages
+from bert_pretraining_data.transforms.decontaminate.beam import Decontaminate
+from bert_pretraining_data.transforms.decontaminate.benchmarks import MATCHES
 from bert_pretraining_data.transforms.dedup.beam import Deduplicate
 from bert_pretraining_data.transforms.dedup.decisions import SUMMARY, Fingerprints, dedup_partitions
 from bert_pretraining_data.transforms.hashes.beam import WriteDocumentHashes
@@ -104,11 +110,13 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
                    patterns: list[str], output: OutputPaths,
                    progress_dir: str | None = None,
                    input_bytes: int = 0,
-                   documents: DocumentPlan | None = None) -> dict[str, beam.PCollection]:
+                   documents: DocumentPlan | None = None,
+                   benchmarks: Sequence[str] = ()) -> dict[str, beam.PCollection]:
     """The pipeline's graph; `progress_dir` (local runs): where the Tokenize
     and CreateInstances stages report their progress (transforms.progress_sink);
     `input_bytes` sizes the dedup stage's partitions; `documents`: where the
-    documents' hashes go (a refresh's runs)."""
+    documents' hashes go (a refresh's runs); `benchmarks`: --decontaminate's
+    files."""
     if config.input_format == "text":
         read = p | "ReadDocuments" >> ReadDocuments(
             patterns=patterns, split_bytes=config.input_split_bytes)
@@ -127,6 +135,16 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
         docs_by_key = deduped[DOCUMENTS]
         pcollections["dedup_list"] = deduped[SUMMARY] | "ListDedup" >> beam.Map(
             lambda summary: stage_list([summary], output, DEDUP_NAME))
+    if benchmarks:  # after dedup: each text is looked up once
+        cleaned = docs_by_key | "Decontaminate" >> Decontaminate(
+            paths=benchmarks, field=config.decontaminate_field, ngram=config.decontaminate_ngram)
+        docs_by_key = cleaned[DOCUMENTS]
+        pcollections["decontamination_list"] = (
+            cleaned[MATCHES]
+            | "CollectMatches" >> beam.combiners.ToList()
+            | "ListMatches" >> beam.Map(stage_list, output, AUDIT_NAME))
+        pcollections["decontamination_summary_list"] = cleaned[SUMMARY] | "ListSummary" >> (
+            beam.Map(lambda summary: stage_list([summary], output, DECONTAMINATION_NAME)))
     splits = {TRAIN: docs_by_key}
     if config.split_fractions.active:
         splits = dict(docs_by_key | "SplitDocuments" >> SplitDocuments(

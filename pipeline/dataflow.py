@@ -193,7 +193,7 @@ def launch(argv: Sequence[str], *, after_publish: AfterPublish | None = None,
     pcollections = build_pipeline(pipeline, config=config, stages=prepared.stages,
                                   output=prepared.output, patterns=prepared.patterns,
                                   input_bytes=sum(size for _, size in prepared.inputs),
-                                  documents=documents)
+                                  documents=documents, benchmarks=prepared.benchmarks)
     # Side inputs: publishing waits for every staging list.
     waited = sorted(name for name in pcollections if name.endswith("_list")
                     and name not in ("shard_list", "problem_list", "hash_list"))

@@ -32,6 +32,7 @@ from bert_pretraining_data.pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIS
                                                     read_staging_json)
 from bert_pretraining_data.pipeline.reference_run import run_compat
 from bert_pretraining_data.pipeline.run_manifest import run_manifest
+from bert_pretraining_data.transforms.decontaminate.benchmarks import DecontaminationError
 from bert_pretraining_data.transforms.read.documents import InputError
 from bert_pretraining_data.transforms.split.held_out import TRAIN
 from bert_pretraining_data.transforms.tokenize.vocabulary import VocabularyError
@@ -84,7 +85,7 @@ def _run_bert(prepared: Prepared, history: DocumentHistory | None) -> DatasetMan
             build_pipeline(pipeline, config=config, stages=prepared.stages,
                            patterns=prepared.patterns, output=output, progress_dir=progress_dir,
                            input_bytes=sum(size for _, size in prepared.inputs),
-                           documents=documents)
+                           documents=documents, benchmarks=prepared.benchmarks)
             counters = run_to_completion(pipeline)
         shards = read_staging_json(output.split(TRAIN), SHARD_LIST_NAME)
         problems = read_staging_json(output, PROBLEM_LIST_NAME)
@@ -136,7 +137,8 @@ def print_result(outcome: tuple[str, list[str]]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     run_command(PROG, run_or_dry_run, print_result, argv,
-                user_errors=(VocabularyError, InputError), failed_runs=(PublishError,))
+                user_errors=(VocabularyError, InputError, DecontaminationError),
+                failed_runs=(PublishError,))
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from bert_pretraining_data.pipeline.options import Config
 from bert_pretraining_data.pipeline.publish import OutputPaths, prepare_output
 from bert_pretraining_data.pipeline.stages import Stages
 from bert_pretraining_data.transforms.counters import read_counters
+from bert_pretraining_data.transforms.decontaminate.beam import match_benchmarks, read_benchmark
 from bert_pretraining_data.transforms.read.beam import check_parquet_schema, match_inputs
 from bert_pretraining_data.transforms.read.documents import comma_separated
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
@@ -37,6 +38,7 @@ class Prepared:
     replaces: list[str]  # existing outputs the run will replace (--overwrite)
     vocab: Vocabulary | None  # None with --recipe=d2l, which computes its own
     stages: Stages | None
+    benchmarks: list[str] = dataclasses.field(default_factory=list)  # --decontaminate's files
 
     @property
     def patterns(self) -> list[str]:
@@ -55,16 +57,20 @@ class Prepared:
 
 
 def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:
-    """Matches the inputs, reads the vocabulary (every recipe's but d2l's,
-    which computes its own) and prepares the output location."""
+    """Matches the inputs and the benchmark files (read once: a bad one is
+    said now), reads the vocabulary (every recipe's but d2l's, which computes
+    its own) and prepares the output location."""
     inputs = match_inputs(config.input_file)
     if config.input_format == "parquet":
         check_parquet_schema([path for path, _ in inputs], config.text_field)
+    benchmarks = match_benchmarks(config.decontaminate) if config.decontaminate else []
+    for path in benchmarks:  # an empty or unreadable one fails now, in one line
+        read_benchmark(path, config.decontaminate_field)
     vocab = config.tokenizer.load_vocabulary(FileSystems.open) if config.recipe != "d2l" else None
     stages = Stages.of(config, vocab) if vocab else None
     output, replaces = prepare_output(config, inputs)
     return Prepared(config=config, beam_args=beam_args, inputs=inputs, output=output,
-                    replaces=replaces, vocab=vocab, stages=stages)
+                    replaces=replaces, vocab=vocab, stages=stages, benchmarks=benchmarks)
 
 
 def run_to_completion(pipeline: beam.Pipeline) -> dict[str, int]:

@@ -39,6 +39,8 @@ PROBLEM_LIST_NAME = "input_problems.json"
 DEDUP_NAME = "dedup.json"
 SPLIT_NAME = "split.json"  # a split's documents and tokens (in its staging folder)
 NEAR_COPY_NAME = "near_copies.json"  # training's documents dropped as held-out near copies
+DECONTAMINATION_NAME = "decontamination_summary.json"  # the manifest's decontamination section
+AUDIT_NAME = "decontamination.json"  # each match, staged and published beside the manifest
 
 
 class PublishError(RuntimeError):
@@ -84,6 +86,13 @@ class OutputPaths:
     @property
     def staged_vocab_path(self) -> str:
         return FileSystems.join(self.staging_dir, VOCAB_NAME)
+
+    def beside_manifest(self, name: str) -> str:
+        """Where a file the manifest names is published: in `--output_dir`, or
+        beside `--output_file`'s first file, prefixed with its name."""
+        if self.manifest_path.endswith("/" + MANIFEST_NAME) or self.manifest_path == MANIFEST_NAME:
+            return FileSystems.join(self.folder, name)
+        return self.manifest_path[:-len(MANIFEST_NAME)] + name
 
     @property
     def folder(self) -> str:
@@ -332,7 +341,9 @@ def _publish(output: OutputPaths, manifest: DatasetManifest, *, replaces: Sequen
              documents: DocumentPlan | None) -> None:
     # Files this publish writes replace their old selves; of the rest, the
     # manifest goes first. (A retried publish finds its own files there.)
-    ours = {*output.final_paths, *(documents.final if documents else ()), output.vocab_path}
+    audit = [output.beside_manifest(AUDIT_NAME)] if manifest.decontamination else []
+    ours = {*output.final_paths, *(documents.final if documents else ()), output.vocab_path,
+            *audit}
     old = [p for p in replaces if p not in ours and FileSystems.exists(p)]
     old_manifests = [p for p in old if p.endswith(MANIFEST_NAME)]
     if old_manifests:
@@ -352,6 +363,8 @@ def _publish(output: OutputPaths, manifest: DatasetManifest, *, replaces: Sequen
         recorded = {f["path"]: (f["bytes"], f["sha256"])
                     for f in manifest.refresh.documents["files"]}
         move_files(documents.staged, documents.final, [recorded[p] for p in documents.final])
+    move_files([FileSystems.join(output.staging_dir, AUDIT_NAME)] if audit else [], audit,
+               [None] * len(audit))
     _copy_vocabulary(output, output.staged_vocab_path if manifest.flags["recipe"] == "d2l"
                      else TokenizerSpec.of(manifest.flags).path, manifest.vocab_sha256)
     _write_json(output.manifest_path, manifest.to_json())

@@ -40,6 +40,8 @@ from bert_pretraining_data.pipeline.retention import apply_retention, release_le
 from bert_pretraining_data.pipeline.run_manifest import package_versions
 from bert_pretraining_data.pipeline.versions import (FINGERPRINT_NAME, LATEST_NAME, read_latest,
                                                      version_name)
+from bert_pretraining_data.transforms.decontaminate.beam import match_benchmarks
+from bert_pretraining_data.transforms.decontaminate.benchmarks import DecontaminationError
 from bert_pretraining_data.transforms.read.beam import match_inputs
 from bert_pretraining_data.transforms.read.documents import InputError, comma_separated
 from bert_pretraining_data.transforms.tokenize.vocabulary import VocabularyError
@@ -78,15 +80,19 @@ def input_states(input_file: str) -> list[dict]:
 
 
 def fingerprint(config: Config) -> Fingerprint:
-    """Reads the vocabulary and lists the inputs (no input file is read)."""
+    """Reads the vocabulary and lists the inputs and benchmark files (none is read)."""
     flags = {k: v for k, v in config.flags().items() if k not in _PLACEMENT_FLAGS}
-    return Fingerprint.of({
+    record = {
         "inputs": input_states(config.input_file),
         "vocab_sha256": (config.tokenizer.load_vocabulary(FileSystems.open).sha256
                          if config.tokenizer.path else None),  # --recipe=d2l computes it
         "flags": flags,
         "versions": package_versions(),
-    })
+    }
+    if config.decontaminate:  # new benchmark files change the output as new inputs do
+        match_benchmarks(config.decontaminate)
+        record["benchmarks"] = input_states(config.decontaminate)
+    return Fingerprint.of(record)
 
 
 def published_digest(root: str, version: str) -> str | None:
@@ -348,7 +354,8 @@ def print_result(result: dict) -> None:
 def main(argv: Sequence[str] | None = None, *,
          entry: Callable[[Sequence[str]], dict] = refresh) -> None:
     run_command(PROG, entry, print_result, argv,
-                user_errors=(VocabularyError, InputError), failed_runs=(PublishError,))
+                user_errors=(VocabularyError, InputError, DecontaminationError),
+                failed_runs=(PublishError,))
 
 
 if __name__ == "__main__":

@@ -12,12 +12,15 @@ import unicodedata
 from importlib import metadata
 from typing import Sequence
 
+from apache_beam.io.filesystems import FileSystems
+
 from bert_pretraining_data.loaders.manifest import (NO_DEDUP, DatasetManifest, Packing,
                                                     SplitRecord, manifest_format)
 from bert_pretraining_data.pipeline.changes import HASH_LIST_NAME, DocumentPlan, version_record
 from bert_pretraining_data.pipeline.options import Config
-from bert_pretraining_data.pipeline.publish import (DEDUP_NAME, NEAR_COPY_NAME, SHARD_LIST_NAME,
-                                                    SPLIT_NAME, OutputPaths, read_staging_json)
+from bert_pretraining_data.pipeline.publish import (AUDIT_NAME, DECONTAMINATION_NAME, DEDUP_NAME,
+                                                    NEAR_COPY_NAME, SHARD_LIST_NAME, SPLIT_NAME,
+                                                    OutputPaths, read_staging_json)
 from bert_pretraining_data.pipeline.stages import held_out_config, record_layout
 from bert_pretraining_data.transforms.split.held_out import TRAIN, split_seed
 
@@ -100,6 +103,14 @@ def split_records(config: Config, output: OutputPaths, train_instances: int,
     return records
 
 
+def _decontamination(config: Config, output: OutputPaths) -> dict | None:
+    """--decontaminate's figures, and where its audit list of matches is."""
+    if not config.decontaminate:
+        return None
+    (summary,) = read_staging_json(output, DECONTAMINATION_NAME)
+    return dict(summary, audit=FileSystems.split(output.beside_manifest(AUDIT_NAME))[1])
+
+
 def _dedup_summary(output: OutputPaths, config: Config) -> dict:
     """The dedup stage's figures (its one staged summary)."""
     if config.dedup == "none":
@@ -135,7 +146,8 @@ def run_manifest(config: Config, output: OutputPaths, *, vocab_sha256: str,
         schema=_schema(shards),
         packing=(packing_summary(config, shards, max_predictions_per_row)
                  if config.pack_sequences else None),
-        splits=split_records(config, output, total_instances, max_predictions_per_row))
+        splits=split_records(config, output, total_instances, max_predictions_per_row),
+        decontamination=_decontamination(config, output))
     if documents is None:
         return manifest
     return dataclasses.replace(manifest, refresh=version_record(

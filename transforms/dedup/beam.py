@@ -40,9 +40,30 @@ _EXACT, _BANDS, _REPEATED = "exact", "bands", "repeated"
 
 
 
+class BatchByCharacters(beam.DoFn):
+    """(key, lines) -> lists of documents of about BATCH_CHARACTERS within a
+    bundle, so that numpy's cost per call is spread over many short
+    documents (the document stages' work is per batch)."""
+
+    def start_bundle(self) -> None:
+        self._documents: list[tuple[str, list[str]]] = []
+        self._characters = 0
+
+    def process(self, document: tuple[str, list[str]]) -> Iterator[list[tuple[str, list[str]]]]:
+        self._documents.append(document)
+        self._characters += sum(map(len, document[1]))
+        if self._characters >= BATCH_CHARACTERS:
+            yield self._documents
+            self.start_bundle()
+
+    def finish_bundle(self) -> Iterator[object]:
+        if self._documents:
+            yield GlobalWindows.windowed_value(self._documents)
+
+
 class FingerprintDocuments(beam.DoFn):
-    """(key, lines) -> batches of documents with digests (main output), and
-    per batch one element of rows per partition (`exact`, `bands`)."""
+    """A batch of (key, lines) -> the batch with digests (main output), and
+    one element of rows per partition (`exact`, `bands`)."""
 
     def __init__(self, *, fingerprints: Fingerprints) -> None:
         self._fingerprints = fingerprints
@@ -50,27 +71,12 @@ class FingerprintDocuments(beam.DoFn):
     def setup(self) -> None:
         tune_worker_memory()
 
-    def start_bundle(self) -> None:
-        self._documents: list[tuple[str, list[str]]] = []
-        self._characters = 0
-
-    def process(self, document: tuple[str, list[str]]) -> Iterator[object]:
-        self._documents.append(document)
-        self._characters += sum(map(len, document[1]))
-        if self._characters >= BATCH_CHARACTERS:
-            yield from self._flush(lambda value: value)
-
-    def finish_bundle(self) -> Iterator[object]:
-        if self._documents:
-            yield from self._flush(GlobalWindows.windowed_value)
-
-    def _flush(self, wrap) -> Iterator[object]:
-        batch, exact, bands = fingerprint_batch(self._documents, self._fingerprints)
-        self._documents, self._characters = [], 0
-        yield wrap(batch)
+    def process(self, documents: list[tuple[str, list[str]]]) -> Iterator[object]:
+        batch, exact, bands = fingerprint_batch(documents, self._fingerprints)
+        yield batch
         for tag, rows in ((_EXACT, exact), (_BANDS, bands)):
             for partition, part in rows.items():
-                yield beam.pvalue.TaggedOutput(tag, wrap((partition, part)))
+                yield beam.pvalue.TaggedOutput(tag, (partition, part))
 
 
 class ShareShingles(beam.DoFn):
@@ -160,9 +166,11 @@ class Deduplicate(beam.PTransform):
 
     def expand(self, documents):
         fingerprints = self._fingerprints
-        fingerprinted = documents | "FingerprintDocuments" >> beam.ParDo(
-            FingerprintDocuments(fingerprints=fingerprints)).with_outputs(
-                _EXACT, _BANDS, main=DOCUMENTS)
+        fingerprinted = (documents
+                         | "BatchDocuments" >> beam.ParDo(BatchByCharacters())
+                         | "FingerprintDocuments" >> beam.ParDo(
+                             FingerprintDocuments(fingerprints=fingerprints)).with_outputs(
+                                 _EXACT, _BANDS, main=DOCUMENTS))
         batches = fingerprinted[DOCUMENTS]
         # Global combines without defaults: Beam would otherwise pass each
         # result through a side input and walk its objects to size it, slow

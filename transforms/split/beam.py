@@ -14,10 +14,9 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 import apache_beam as beam
-from apache_beam.transforms.window import GlobalWindows
 
 from bert_pretraining_data.transforms.counters import counter
-from bert_pretraining_data.transforms.dedup.decisions import BATCH_CHARACTERS
+from bert_pretraining_data.transforms.dedup.beam import BatchByCharacters
 from bert_pretraining_data.transforms.dedup.normalise import normalised_text, text_digest
 from bert_pretraining_data.transforms.handoff.tokenized_documents import (CompactDocument,
                                                                           compact_token_count)
@@ -28,34 +27,16 @@ Document = tuple[str, list[str]]
 NEAR_COPIES = "near_copies"
 
 
-class _AssignSplits(beam.DoFn):
-    """Documents -> per bundle, batches of about BATCH_CHARACTERS of each
-    split's documents, training's the main output: the guard's work is
-    numpy's, a batch at a time."""
-
-    def __init__(self, fractions: SplitFractions) -> None:
-        self._fractions = fractions
-
-    def start_bundle(self) -> None:
-        self._batches: dict[str, list[Document]] = {name: [] for name in self._fractions.names}
-        self._characters = 0
-
-    def process(self, document: Document) -> Iterator[object]:
+def _assign_splits(batch: list[Document], fractions: SplitFractions) -> Iterator[object]:
+    """A batch of documents -> a batch per split, training's the main output:
+    the guard's work is numpy's, a batch at a time."""
+    batches: dict[str, list[Document]] = {name: [] for name in fractions.names}
+    for document in batch:
         text = normalised_text(document[1])
-        self._batches[self._fractions.split_of(text_digest(text) if text else None)].append(
-            document)
-        self._characters += len(text)
-        if self._characters >= BATCH_CHARACTERS:
-            yield from self._flush(lambda value: value)
-
-    def finish_bundle(self) -> Iterator[object]:
-        yield from self._flush(GlobalWindows.windowed_value)
-
-    def _flush(self, wrap) -> Iterator[object]:
-        for name, batch in self._batches.items():
-            if batch:
-                yield wrap(batch) if name == TRAIN else beam.pvalue.TaggedOutput(name, wrap(batch))
-        self.start_bundle()
+        batches[fractions.split_of(text_digest(text) if text else None)].append(document)
+    for name, documents in batches.items():
+        if documents:
+            yield documents if name == TRAIN else beam.pvalue.TaggedOutput(name, documents)
 
 
 class _DropNearCopies(beam.DoFn):
@@ -90,8 +71,10 @@ class SplitDocuments(beam.PTransform):
 
     def expand(self, documents):
         held_out = self._fractions.held_out
-        batches = documents | "AssignSplits" >> beam.ParDo(
-            _AssignSplits(self._fractions)).with_outputs(*held_out, main=TRAIN)
+        batches = (documents
+                   | "BatchDocuments" >> beam.ParDo(BatchByCharacters())
+                   | "AssignSplits" >> beam.FlatMap(_assign_splits, self._fractions).with_outputs(
+                       *held_out, main=TRAIN))
         ngram, threshold = self._ngram, self._threshold
         empty = HeldOutShingles.of([], ngram=ngram, threshold=threshold)
         index = (tuple(batches[name] for name in held_out)
