@@ -17,6 +17,7 @@ import random
 import pytest
 
 from conftest import DATA, UNCASED_VOCAB
+from helpers.corpora import web_treebank_documents
 from bert_pretraining_data.loaders.manifest import read_manifest
 from bert_pretraining_data.loaders.records import read_instances
 from bert_pretraining_data.pipeline.main import main, run
@@ -24,14 +25,6 @@ from bert_pretraining_data.transforms.decontaminate.benchmarks import Decontamin
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
 
 RUN = 16  # WordPiece ids of an item that must not survive in a row
-
-
-def _documents() -> list[list[str]]:
-    sentences = [line.strip() for name in ("en_ewt-ud-dev.sentences.txt",
-                                           "en_ewt-ud-test.sentences.txt")
-                 for line in (DATA / name).read_text(encoding="utf-8").splitlines()
-                 if line.strip()]
-    return [sentences[i:i + 2] for i in range(0, len(sentences) - 1, 2)]
 
 
 def _items() -> list[str]:
@@ -53,7 +46,7 @@ def _disguised(item: str, rng: random.Random) -> str:
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory):
     rng = random.Random(11)
-    documents = _documents()
+    documents = web_treebank_documents()
     items = _items()
     chosen = rng.sample(range(len(documents)), 30)
     for item, index in zip(items[:30], chosen):  # the first 30 are planted, inside documents

@@ -22,7 +22,7 @@ from bert_pretraining_data.loaders.records import decode_example, read_instances
 from bert_pretraining_data.loaders.torch_data import (Collator, PretrainingDataset, make_dataloader,
                                                       plan_reads, slice_bounds)
 from bert_pretraining_data.pipeline.main import run
-from helpers.records import read_examples
+from helpers.records import loader_rows, read_examples
 
 SEQ, PREDICTIONS, PROB = 64, 10, 0.15
 CLS, SEP, MASK = 101, 102, 103
@@ -165,16 +165,6 @@ def test_collator_pads_to_the_batch_maximum_and_masks_within_the_budget(unmasked
     assert masked_as["kept"] / total == pytest.approx(0.1, abs=0.03)
 
 
-def _as_rows(batches) -> list[tuple[tuple, tuple]]:
-    rows = []
-    for batch in batches:
-        for ids, mask, labels in zip(batch["input_ids"], batch["attention_mask"],
-                                     batch["labels"]):
-            n = int(mask.sum())
-            rows.append((tuple(ids[:n].tolist()), tuple(labels[:n].tolist())))
-    return rows
-
-
 @pytest.mark.slow
 def test_dynamic_masks_are_reproducible_per_epoch_and_differ_across_epochs(unmasked):
     loader = make_dataloader(unmasked, batch_size=32, shuffle=False)
@@ -194,7 +184,7 @@ def test_dynamic_masks_are_reproducible_per_epoch_and_differ_across_epochs(unmas
     # The masks of an example depend on (seed, epoch, index) only: not on the
     # number of workers, so not on which worker or batch an example lands in.
     parallel = make_dataloader(unmasked, batch_size=32, shuffle=False, num_workers=2)
-    assert sorted(_as_rows(parallel)) == sorted(_as_rows(epoch0))
+    assert sorted(loader_rows(parallel)) == sorted(loader_rows(epoch0))
 
 
 @pytest.mark.slow
@@ -203,8 +193,8 @@ def test_shuffled_epochs_are_reproducible_with_a_seed(unmasked):
     second = list(make_dataloader(unmasked, batch_size=50, seed=9))
     plain = list(make_dataloader(unmasked, batch_size=50, shuffle=False, seed=9))
     assert all(torch.equal(a["input_ids"], b["input_ids"]) for a, b in zip(first, second))
-    assert sorted(_as_rows(first)) == sorted(_as_rows(plain))
-    assert _as_rows(first) != _as_rows(plain)
+    assert sorted(loader_rows(first)) == sorted(loader_rows(plain))
+    assert loader_rows(first) != loader_rows(plain)
 
 
 @pytest.mark.slow

@@ -39,6 +39,7 @@ from bert_pretraining_data.transforms.split.held_out import HeldOutShingles, Spl
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
 
 from conftest import DATA as DATA_DIR, UNCASED_VOCAB as VOCAB
+from helpers.corpora import web_treebank_documents
 
 FRACTIONS = SplitFractions(validation=0.1, test=0.1)
 MONDAY = datetime.datetime(2026, 1, 5, 3, 0, tzinfo=datetime.timezone.utc)
@@ -78,15 +79,6 @@ def _near_copy(lines: list[str], rng: random.Random) -> list[str]:
     return [" ".join(line) for line in words]
 
 
-def _short_documents() -> list[list[str]]:
-    """Two sentences a document, from the Web Treebank's dev and test sentences."""
-    sentences = [line.strip() for name in ("en_ewt-ud-dev.sentences.txt",
-                                           "en_ewt-ud-test.sentences.txt")
-                 for line in (DATA_DIR / name).read_text(encoding="utf-8").splitlines()
-                 if line.strip()]
-    return [sentences[i:i + 2] for i in range(0, len(sentences) - 1, 2)]
-
-
 def _write(path, documents: list[list[str]]) -> None:
     path.write_text("\n\n".join("\n".join(lines) for lines in documents) + "\n",
                     encoding="utf-8")
@@ -124,7 +116,7 @@ def corpus(tmp_path_factory):
     for original, copy in zip(articles, copies):
         assert jaccard(shingle_set(normalised_text(original), 5),
                        shingle_set(normalised_text(copy), 5)) >= 0.85
-    short = _short_documents()
+    short = web_treebank_documents()
     documents = short + articles + copies
     rng.shuffle(documents)
     # the refresh's 10% more: new short documents and near copies of held-out articles
@@ -260,7 +252,7 @@ def test_bad_split_flags_are_one_line_and_publish_nothing(tmp_path, flags, messa
 def test_the_split_is_decided_by_the_text_alone():
     """Draws are keyed hashes of the normalised text: whitespace and case do
     not move a document; raising a fraction only adds documents to its split."""
-    documents = _short_documents()
+    documents = web_treebank_documents()
     small, large = SplitFractions(validation=0.05), SplitFractions(validation=0.1, test=0.05)
     for lines in documents:
         text = normalised_text(lines)
@@ -315,7 +307,7 @@ def test_the_guard_finds_the_near_copies_the_definition_names():
     copies edited from 0 to 10% of their words; built in parts and merged, as
     the workers build it."""
     rng = random.Random(3)
-    texts = [normalised_text(d) for d in _short_documents()]
+    texts = [normalised_text(d) for d in web_treebank_documents()]
     bodies = [" ".join(texts[i:i + 8]) for i in range(0, 800, 8)]  # ~100-word documents
     held = bodies[:40]
     candidates = []

@@ -17,7 +17,7 @@ from bert_pretraining_data.loaders.torch_data import PretrainingDataset, make_da
 from bert_pretraining_data.pipeline.inspect_data import main as inspect_main
 from bert_pretraining_data.pipeline.inspect_data import report
 from bert_pretraining_data.pipeline.main import run
-from helpers.records import read_examples
+from helpers.records import loader_rows, read_examples
 
 SEQ, PREDICTIONS = 64, 10
 IGNORE = -100
@@ -53,24 +53,13 @@ def _expected_instances(manifest: dict, split: str) -> int:
         manifest["splits"][split]["instances"])
 
 
-def _rows(loader) -> list[tuple]:
-    """Every row of every batch: its real tokens, and its labels there."""
-    rows = []
-    for batch in loader:
-        for ids, mask, labels in zip(batch["input_ids"], batch["attention_mask"],
-                                     batch["labels"]):
-            n = int(mask.sum())
-            rows.append((tuple(ids[:n].tolist()), tuple(labels[:n].tolist())))
-    return rows
-
-
 @pytest.mark.slow
 def test_each_split_loads_exactly_its_own_instances(unmasked):
     path, manifest = unmasked
     assert set(manifest["splits"]) == {"train", "validation", "test"}
     assert manifest["splits"]["train"]["instances"] == manifest["total_instances"]
     for split in manifest["splits"]:
-        count = len(_rows(make_dataloader(path, batch_size=16, split=split,
+        count = len(loader_rows(make_dataloader(path, batch_size=16, split=split,
                                                   shuffle=False)))
         assert count == _expected_instances(manifest, split) > 0, split
         assert len(PretrainingDataset(path, split=split)) == count
@@ -81,7 +70,7 @@ def test_a_held_out_loader_reads_the_files_in_its_folder(unmasked):
     path, _ = unmasked
     files = sorted(str(p) for p in (pathlib.Path(path) / "validation").glob("part-*"))
     written = read_examples(files, SEQ, PREDICTIONS)
-    rows = _rows(make_dataloader(path, batch_size=len(written), split="validation",
+    rows = loader_rows(make_dataloader(path, batch_size=len(written), split="validation",
                                  shuffle=False))
     assert len(rows) == len(written)
     for (ids, labels), record in zip(rows, written):
@@ -109,12 +98,12 @@ def test_held_out_masks_are_static_while_training_masks_are_dynamic(unmasked):
     assert manifest["splits"]["validation"]["masking"] == "static"
     assert read_manifest(path, split="validation").masking == "static"
     validation = make_dataloader(path, batch_size=16, split="validation", shuffle=False)
-    epochs = [_rows(validation), _rows(validation),
-              _rows(make_dataloader(path, batch_size=16, split="validation", shuffle=False))]
+    epochs = [loader_rows(validation), loader_rows(validation),
+              loader_rows(make_dataloader(path, batch_size=16, split="validation", shuffle=False))]
     assert epochs[0] == epochs[1] == epochs[2]
     assert all(any(label != IGNORE for label in labels) for _, labels in epochs[0])
     training = make_dataloader(path, batch_size=16, shuffle=False)
-    first, second = _rows(training), _rows(training)
+    first, second = loader_rows(training), loader_rows(training)
     assert [labels for _, labels in first] != [labels for _, labels in second]
     masked = [sum(label != IGNORE for label in labels) for _, labels in first]
     assert all(masked)  # dynamic masks, but masks: the collator did mask training
@@ -145,7 +134,7 @@ def test_the_datasets_recipe_reads_each_parquet_split(parquet):
     for split in rows:
         assert rows[split].num_rows == _expected_instances(manifest, split) > 0, split
     # the loaders read the same rows
-    assert len(_rows(make_dataloader(path, batch_size=16, split="validation",
+    assert len(loader_rows(make_dataloader(path, batch_size=16, split="validation",
                                      shuffle=False))) == rows["validation"].num_rows
 
 

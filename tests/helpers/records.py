@@ -72,3 +72,15 @@ def decode_records(path: str, compression: str = "") -> list[dict[str, list]]:
                    else [int(v) for v in value.int64_list.value])
             for name, value in feature.items()})
     return records
+
+
+def loader_rows(batches) -> list[tuple[tuple, tuple]]:
+    """Every row of a PyTorch loader's batches: its real tokens (by the
+    attention mask), and its labels there."""
+    rows = []
+    for batch in batches:
+        for ids, mask, labels in zip(batch["input_ids"], batch["attention_mask"],
+                                     batch["labels"]):
+            n = int(mask.sum())
+            rows.append((tuple(ids[:n].tolist()), tuple(labels[:n].tolist())))
+    return rows
