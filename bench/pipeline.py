@@ -66,7 +66,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]  # for bench.corpus
 
 from bench.corpus import MB, SHAPES, corpus_path, jsonl_path, read_documents  # noqa: E402
+from bench.decontamination import WIKIPEDIA, benchmark_file  # noqa: E402
 from bench.dedup_eval import deduplicate  # noqa: E402
+from bench.dedup_rates import dump_documents  # noqa: E402
 from bert_pretraining_data.pipeline.build import SAMPLE_DOCUMENT_SEQUENCES  # noqa: E402
 from bert_pretraining_data.pipeline.options import parse_args  # noqa: E402
 from bert_pretraining_data.pipeline.stages import Stages  # noqa: E402
@@ -315,6 +317,11 @@ def print_in_turns(corpus: pathlib.Path, plain: Run, variants: dict[str, tuple[s
                   f"{_cpu_seconds(runs['ours'])}]", flush=True)
 
 
+def evaluation_benchmark() -> pathlib.Path:
+    """10 MB of benchmark items, one a line: bench/decontamination.py's set."""
+    return benchmark_file([line for _, lines in dump_documents(WIKIPEDIA) for line in lines], 10)
+
+
 def run_original(corpus: pathlib.Path, reference: pathlib.Path) -> Run:
     with tempfile.TemporaryDirectory(prefix="bert-bench-") as tmp:
         log = pathlib.Path(tmp) / "log"
@@ -485,6 +492,11 @@ def main(argv: list[str] | None = None) -> None:
                         help="also the same corpus with --pack_sequences, 1 worker")
     parser.add_argument("--parquet", action="store_true",
                         help="also the same corpus with --output_format=parquet, 1 worker")
+    parser.add_argument("--evaluation", action="store_true",
+                        help="also the same corpus with a 1%% validation split "
+                             "(--validation_fraction=0.01, the near-copy guard included) and "
+                             "with --decontaminate against 10 MB of benchmark text, 1 worker, "
+                             "in turns (--repeat)")
     parser.add_argument("--stages", action="store_true",
                         help="per-stage CPU time of the pipeline's work, no runner, on 1 MB")
     parser.add_argument("--spm_model", type=pathlib.Path,
@@ -537,6 +549,11 @@ def main(argv: list[str] | None = None) -> None:
         if args.parquet:
             print_in_turns(corpus, runs[0], {"parquet": ("--output_format=parquet",)},
                            args.repeat)
+        if args.evaluation:
+            print_in_turns(corpus, runs[0], {
+                "validation 1%": ("--validation_fraction=0.01",),
+                "decontaminate 10 MB": (f"--decontaminate={evaluation_benchmark()}",)},
+                args.repeat)
         if args.baseline:
             baseline = run_ours(corpus, 1, checkout=args.baseline.resolve(), label="baseline")
             print(_row(baseline), flush=True)

@@ -223,3 +223,35 @@ def test_the_original_interface_reads_a_gs_vocabulary(gcs, corpus):  # noqa: F81
     assert remote.vocab == local.vocab and len(remote.vocab) == 30522
     assert remote.tokenize("The unaffable Tokenizer") == ["the", "una", "##ffa", "##ble",
                                                           "token", "##izer"]
+
+
+@pytest.mark.slow
+def test_splits_and_decontamination_on_a_bucket_match_a_local_run(gcs, tmp_path):  # noqa: F811
+    """Held-out splits and --decontaminate with gs:// input, benchmarks and
+    output: each split's folder holds the local run's bytes, the audit list is
+    beside the manifest, and the loader reads the validation split there."""
+    from bert_pretraining_data.loaders import make_dataloader
+
+    corpus = gcs.upload(DATA / "wiki_small.txt", "splits/wiki_small.txt")  # keys: its name
+    local_bench = tmp_path / "bench.txt"
+    local_bench.write_text((DATA / "wiki_small.txt").read_text(encoding="utf-8")
+                           .split("\n\n")[2].split("\n")[0] + "\n", encoding="utf-8")
+    bench = gcs.upload(local_bench, "splits/bench/bench.txt")
+    flags = [*FLAGS, "--validation_fraction=0.3", "--decontaminate_field=text"]
+    local = run([f"--input_file={DATA / 'wiki_small.txt'}", f"--vocab_file={UNCASED_VOCAB}",
+                 f"--output_dir={tmp_path / 'local'}", f"--decontaminate={local_bench}", *flags])
+    remote = run([f"--input_file={corpus}", f"--vocab_file={UNCASED_VOCAB}",
+                  f"--output_dir={gcs.url('splits/out')}",
+                  f"--decontaminate={gcs.url('splits/bench/*.txt')}", *flags])
+    assert bench.endswith("bench.txt") and remote["decontamination"]["documents_removed"] >= 1
+    assert remote["decontamination"]["documents_removed"] == local["decontamination"][
+        "documents_removed"]
+    names = gcs.names("splits/out/")
+    assert "splits/out/decontamination.json" in names
+    for split in ("train", "validation"):
+        shards = sorted(n for n in names if n.startswith(f"splits/out/{split}/"))
+        assert [gcs.read(n) for n in shards] == [
+            p.read_bytes() for p in sorted((tmp_path / "local" / split).iterdir())], split
+    rows = sum(len(batch["input_ids"]) for batch in make_dataloader(
+        gcs.url("splits/out"), batch_size=8, split="validation"))
+    assert rows == remote["splits"]["validation"]["instances"] > 0

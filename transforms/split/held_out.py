@@ -90,14 +90,15 @@ def split_seed(random_seed: int, name: str) -> int:
 class HeldOutShingles:
     """The held-out documents as the guard compares them (a side input):
     each one's LSH band keys, sorted, and its distinct shingle set. A worker
-    holds about 4 bytes per word of held-out text."""
+    holds 0.8 to 1.8 bytes per byte of held-out text, more for shorter
+    documents (bench/held_out.py)."""
 
     ngram: int
     threshold: float
     band_keys: np.ndarray  # uint64, sorted
-    band_texts: np.ndarray  # int64: the held-out text of each band key
+    band_texts: np.ndarray  # int32: the held-out text of each band key
     values: np.ndarray  # uint32: every held-out text's distinct shingles, concatenated
-    counts: np.ndarray  # int64: distinct shingles of each held-out text
+    counts: np.ndarray  # int32: distinct shingles of each held-out text
 
     @classmethod
     def of(cls, texts: Sequence[str], *, ngram: int, threshold: float) -> "HeldOutShingles":
@@ -105,13 +106,13 @@ class HeldOutShingles:
         bands, rows = band_shape(threshold)
         if not texts:
             empty = np.zeros(0, dtype=np.uint64)
-            return cls(ngram, threshold, empty, np.zeros(0, dtype=np.int64),
-                       np.zeros(0, dtype=np.uint32), np.zeros(0, dtype=np.int64))
+            return cls(ngram, threshold, empty, np.zeros(0, dtype=np.int32),
+                       np.zeros(0, dtype=np.uint32), np.zeros(0, dtype=np.int32))
         keys = _band_keys(texts, ngram, bands, rows)
         values, counts = distinct_shingles(texts, ngram)
         return cls(ngram, threshold, keys.reshape(-1),
-                   np.repeat(np.arange(len(texts), dtype=np.int64), bands), values,
-                   counts.astype(np.int64)).sorted()
+                   np.repeat(np.arange(len(texts), dtype=np.int32), bands), values,
+                   counts.astype(np.int32)).sorted()
 
     @classmethod
     def merge(cls, parts: Iterable["HeldOutShingles"], *, ngram: int,
@@ -122,7 +123,8 @@ class HeldOutShingles:
             return cls.of([], ngram=ngram, threshold=threshold)
         offsets = np.cumsum([0] + [len(part.counts) for part in parts[:-1]])
         return cls(ngram, threshold, np.concatenate([p.band_keys for p in parts]),
-                   np.concatenate([p.band_texts + o for p, o in zip(parts, offsets)]),
+                   np.concatenate([p.band_texts + o for p, o in zip(parts, offsets)]).astype(
+                       np.int32),
                    np.concatenate([p.values for p in parts]),
                    np.concatenate([p.counts for p in parts])).sorted()
 
@@ -168,8 +170,8 @@ class HeldOutShingles:
 
     def _sets(self, texts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The shingle sets of these held-out texts (indices), concatenated."""
-        starts = np.cumsum(self.counts) - self.counts
-        counts = self.counts[texts]
+        starts = np.cumsum(self.counts, dtype=np.int64) - self.counts
+        counts = self.counts[texts].astype(np.int64)
         return self.values[np.repeat(starts[texts], counts) + _within(counts)], counts
 
 
