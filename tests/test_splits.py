@@ -324,3 +324,23 @@ def test_the_guard_finds_the_near_copies_the_definition_names():
     found = index.near_copies(candidates + [""])
     assert sum(truth) >= 10 and not all(truth[:40])  # both sides of the threshold occur
     assert found[:-1].tolist() == truth and not found[-1]
+
+
+def test_a_held_out_split_of_albert_packed_parquet_rows(tmp_path):
+    """ALBERT's objectives (SOP, n-gram masks, a SentencePiece model) packed
+    into Parquet rows: a held-out split gets the same layout as training, its
+    own packing summary, and reads back through the loaders."""
+    out = tmp_path / "out"
+    manifest = run([f"--input_file={DATA_DIR / 'wikitext2_valid.txt'}", f"--output_dir={out}",
+                    f"--spm_model_file={DATA_DIR / 'sentencepiece-8k.model'}",
+                    "--next_sentence=sop", "--ngram=3", "--max_seq_length=128",
+                    "--pack_sequences", "--output_format=parquet", "--dupe_factor=1",
+                    "--validation_fraction=0.2"])
+    validation = manifest["splits"]["validation"]
+    assert validation["features"] == manifest["features"]
+    assert validation["schema"] == manifest["schema"]
+    assert validation["packing"]["instances"] == validation["instances"] > 0
+    assert validation["packing"]["rows"] == sum(s["records"] for s in validation["shards"])
+    instances = list(read_instances(read_manifest(str(out), split="validation")))
+    assert len(instances) == validation["instances"]
+    assert all(i.token_boundary is not None and len(i.masked_lm_positions) for i in instances)
