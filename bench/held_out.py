@@ -29,27 +29,17 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]  # for bench.*
 
 from bench.corpus import MB, SHAPES, corpus_path, read_documents  # noqa: E402
-from bert_pretraining_data.transforms.dedup.decisions import BATCH_CHARACTERS  # noqa: E402
+from bench.decontamination import batches  # noqa: E402
 from bert_pretraining_data.transforms.dedup.normalise import (normalised_text,  # noqa: E402
                                                               text_digest)
 from bert_pretraining_data.transforms.split.held_out import (TRAIN, HeldOutShingles,  # noqa: E402
                                                              SplitFractions)
 
 
-def _batches(documents: list[list[str]]) -> list[list[list[str]]]:
-    batches, batch, characters = [], [], 0
-    for lines in documents:
-        batch.append(lines)
-        characters += sum(map(len, lines))
-        if characters >= BATCH_CHARACTERS:
-            batches.append(batch)
-            batch, characters = [], 0
-    return batches + [batch] if batch else batches
-
-
 def shape_costs(path: pathlib.Path, fractions: SplitFractions) -> dict:
     started = time.process_time()
-    documents = [lines for _, lines in read_documents(path)]
+    keyed = list(read_documents(path))
+    documents = [lines for _, lines in keyed]
     read = time.process_time() - started
     started = time.process_time()
     sides = []
@@ -61,11 +51,13 @@ def shape_costs(path: pathlib.Path, fractions: SplitFractions) -> dict:
     started = time.process_time()
     index = HeldOutShingles.merge(
         [HeldOutShingles.of([normalised_text(lines) for lines in batch], ngram=5, threshold=0.8)
-         for batch in _batches(held)], ngram=5, threshold=0.8)
+         for batch in batches([(key, lines) for (key, lines), side in zip(keyed, sides)
+                               if side != TRAIN])], ngram=5, threshold=0.8)
     built = time.process_time() - started
     started = time.process_time()
     dropped = sum(int(index.near_copies([normalised_text(lines) for lines in batch]).sum())
-                  for batch in _batches([d for d, side in zip(documents, sides) if side == TRAIN]))
+                  for batch in batches([document for document, side in zip(keyed, sides)
+                                        if side == TRAIN]))
     guard = time.process_time() - started
     megabytes = path.stat().st_size / MB
     return {"documents": len(documents), "held": len(held), "dropped": dropped,
