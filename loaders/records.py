@@ -125,7 +125,8 @@ class Instance:
     """One training sequence, unpadded. `next_sentence_label` is 1 for a
     random next (or, with SOP, swapped) sentence, the original's convention
     whatever the layout on disk, and None without a pair task (ELECTRA's
-    records); `token_boundary` is ALBERT's, when the records have it."""
+    records); `token_boundary` is ALBERT's, when the records have it;
+    `source` a mixture's: its corpus's index (the manifest names them)."""
 
     index: int  # global: shard order, then position in the shard
     input_ids: np.ndarray
@@ -136,6 +137,7 @@ class Instance:
     epoch: int = 0
     token_boundary: np.ndarray | None = None
     sequence: int | None = None  # its place in a packed row (None: not packed)
+    source: int | None = None  # its source in a mixture (None: not a mixture's)
 
 
 @dataclasses.dataclass
@@ -154,7 +156,7 @@ _NO_VALUES = np.zeros(0, np.int64)
 def _bert(f: Features, index: int) -> Instance:
     """Any bert layout, its features named by what they hold: padded or not
     (input_mask and masked_lm_weights give the real lengths), with or without
-    predictions, label and token_boundary."""
+    predictions, label, token_boundary and source."""
     length = int(np.count_nonzero(f["input_mask"])) if "input_mask" in f else len(
         f["input_ids"])
     positions = f.get("masked_lm_positions", _NO_VALUES)
@@ -162,10 +164,12 @@ def _bert(f: Features, index: int) -> Instance:
                    else len(positions))
     label = f.get("next_sentence_labels")
     boundary = f.get("token_boundary")
+    source = f.get("source")
     return Instance(index, f["input_ids"][:length], f["segment_ids"][:length],
                     positions[:predictions], f.get("masked_lm_ids", _NO_VALUES)[:predictions],
                     None if label is None else int(label[0]),
-                    token_boundary=None if boundary is None else boundary[:length])
+                    token_boundary=None if boundary is None else boundary[:length],
+                    source=None if source is None else int(source[0]))
 
 
 def _packed(f: Features, index: int) -> Row:
@@ -180,13 +184,15 @@ def _packed(f: Features, index: int) -> Row:
     positions, ids = positions[:predictions], f.get("masked_lm_ids", _NO_VALUES)[:predictions]
     labels = f.get("next_sentence_labels")
     boundary = f.get("token_boundary")
+    sources = f.get("source")
     sequences = []
     for s, (start, end) in enumerate(zip(starts.tolist(), ends.tolist())):
         own = (positions >= start) & (positions < end)
         sequences.append(Instance(
             index, f["input_ids"][start:end], f["segment_ids"][start:end],
             positions[own] - start, ids[own], None if labels is None else int(labels[s]),
-            token_boundary=None if boundary is None else boundary[start:end], sequence=s))
+            token_boundary=None if boundary is None else boundary[start:end], sequence=s,
+            source=None if sources is None else int(sources[s])))
     return Row(index, sequences)
 
 

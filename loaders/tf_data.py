@@ -24,7 +24,8 @@ from bert_pretraining_data.transforms.split.held_out import TRAIN
 
 
 # What each feature holds -> its per-record shape: tokens, predictions or one
-# value per sequence (one sequence a record unless packed).
+# value per sequence (next_sentence_*, a mixture's source; one sequence a
+# record unless packed).
 _TOKEN_ROLES = ("input_ids", "input_mask", "segment_ids", "token_boundary", "positions")
 _PREDICTION_ROLES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
 _FLOAT_ROLES = ("masked_lm_weights", "next_sentence_weights")

@@ -31,6 +31,9 @@ from bert_pretraining_data.transforms.split.held_out import TRAIN
 
 IGNORE_INDEX = -100  # labels at unmasked positions, as HuggingFace losses expect
 STYLES = ("hf", "d2l", "blocks", "flat")
+# Instance attributes a batch holds per sequence when the records have them
+# (IGNORE_INDEX where a packed row has fewer).
+_PER_SEQUENCE = ("next_sentence_label", "source")
 
 
 def slice_bounds(total: int, reader: int, readers: int) -> tuple[int, int]:
@@ -143,7 +146,8 @@ class Collator:
     (the original id at masked positions, -100 elsewhere) and
     next_sentence_label (1 = random next, or SOP's swapped; left out for
     records without a pair task, ELECTRA's), plus ALBERT's token_boundary when
-    the records have it, all int64.
+    the records have it, all int64, and a mixture's source [batch] (each
+    instance's source index, the manifest's order).
     style "d2l": d2l's tuple (tokens_X, segments_X, valid_lens_x,
     pred_positions_X, mlm_weights_X, mlm_Y, nsp_y); nsp_y is 1 for "is next",
     as in d2l. `shape=(seq_len, predictions)` pads to fixed sizes instead.
@@ -155,13 +159,14 @@ class Collator:
     takes (`additive_mask` for eager ones); sequence_ids (the row's
     input_mask: 1-based sequence index, 0 padding), labels over the row,
     next_sentence_positions (each sequence's [CLS]) and next_sentence_label
-    (-100 where a row has fewer sequences), [batch, sequences].
+    (-100 where a row has fewer sequences), [batch, sequences], and so a
+    mixture's source (a token's: source[r, sequence_ids[r, t] - 1]).
     style "flat": every sequence of the batch (packed or not) side by side in
     one row without padding, as HF's DataCollatorWithFlattening lays them out
     for flash-attention's varlen kernels: input_ids, token_type_ids,
     position_ids and labels [1, total], cu_seq_lens_q/k (int32 sequence
-    bounds) and max_length_q/k, next_sentence_positions and
-    next_sentence_label [sequences].
+    bounds) and max_length_q/k, next_sentence_positions,
+    next_sentence_label and a mixture's source [sequences].
     With `masking`, each sequence is masked here (dynamic masking).
     """
 
@@ -257,6 +262,9 @@ class Collator:
                 features["next_sentence_label"] = random_next
             if instances[0].token_boundary is not None:
                 features["token_boundary"] = torch.from_numpy(boundary)
+            if instances[0].source is not None:
+                features["source"] = torch.tensor([i.source for i in instances],
+                                                  dtype=torch.long)
             return features
         if not has_labels:
             raise DatasetError("style='d2l' batches hold d2l's next-sentence labels; these "
@@ -276,14 +284,16 @@ class Collator:
     def _lay_out(self, rows: Sequence[Sequence[Instance]], seq_len: int) -> dict[str, np.ndarray]:
         """Rows of sequences side by side, [len(rows), seq_len] each: ids,
         segments, positions, sequence ids (1-based, 0 padding), labels,
-        token_boundary (None without it), and per sequence its [CLS] position
-        and label (-100 padding), [len(rows), most sequences]."""
+        token_boundary (None without it), and per sequence its [CLS] position,
+        label and source (-100 padding; each left out when the records have
+        none), [len(rows), most sequences]."""
         depth = max(len(row) for row in rows)
         out = {name: np.full((len(rows), seq_len), fill, np.int64) for name, fill in (
             ("input_ids", self.pad_id), ("token_type_ids", 0), ("position_ids", 0),
             ("sequence_ids", 0), ("labels", IGNORE_INDEX), ("token_boundary", 0))}
         out["next_sentence_positions"] = np.zeros((len(rows), depth), np.int64)
-        out["next_sentence_label"] = np.full((len(rows), depth), IGNORE_INDEX, np.int64)
+        out.update({name: np.full((len(rows), depth), IGNORE_INDEX, np.int64)
+                    for name in _PER_SEQUENCE})
         for r, row in enumerate(rows):
             start = 0
             for s, instance in enumerate(row):
@@ -299,13 +309,13 @@ class Collator:
                 if instance.token_boundary is not None:
                     out["token_boundary"][r, start:end] = instance.token_boundary
                 out["next_sentence_positions"][r, s] = start
-                if instance.next_sentence_label is not None:
-                    out["next_sentence_label"][r, s] = instance.next_sentence_label
+                for name in _PER_SEQUENCE:
+                    if getattr(instance, name) is not None:
+                        out[name][r, s] = getattr(instance, name)
                 start = end
-        if rows[0][0].token_boundary is None:
-            del out["token_boundary"]
-        if rows[0][0].next_sentence_label is None:
-            del out["next_sentence_label"]
+        for name in ("token_boundary", *_PER_SEQUENCE):
+            if getattr(rows[0][0], name) is None:
+                del out[name]
         return out
 
     def _blocks(self, rows: Sequence[Row]):
@@ -327,13 +337,12 @@ class Collator:
         out = self._lay_out([list(instances)], int(lengths.sum()))
         bounds = torch.from_numpy(np.concatenate(([0], np.cumsum(lengths))).astype(np.int32))
         features = {name: torch.from_numpy(value) for name, value in out.items()
-                    if name not in ("sequence_ids", "next_sentence_positions",
-                                    "next_sentence_label")}
+                    if name not in ("sequence_ids", "next_sentence_positions", *_PER_SEQUENCE)}
         features.update({"cu_seq_lens_q": bounds, "cu_seq_lens_k": bounds,
                          "max_length_q": int(lengths.max()), "max_length_k": int(lengths.max()),
                          "next_sentence_positions": bounds[:-1].long()})
-        if "next_sentence_label" in out:
-            features["next_sentence_label"] = torch.from_numpy(out["next_sentence_label"][0])
+        features.update({name: torch.from_numpy(out[name][0]) for name in _PER_SEQUENCE
+                         if name in out})
         return features
 
 

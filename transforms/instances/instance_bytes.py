@@ -7,11 +7,13 @@ shard's instances can be packed into rows without parsing an Example.
 
 Layout of one instance (little-endian):
   flags    uint8   bit 0: ids and positions are 4 bytes (else 2);
-                   bit 1: a token_boundary byte per token follows
+                   bit 1: a token_boundary byte per token follows;
+                   bit 2: a source id follows the header (`stamp_source`)
   label    uint8   the sentence-pair label (1 = random next or swapped)
   n        uint32  tokens, [CLS] and [SEP]s included
   b_start  uint32  where segment B starts (n when there is none)
   k        uint32  masked-LM predictions
+  [source  uint16  the instance's source in a mixture, with bit 2]
   ids[n], positions[k], labels[k] (2 or 4 bytes each), boundary[n] (bytes)
 `ids` are the masked tokens, `labels` the original ids at `positions`.
 """
@@ -21,9 +23,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from bert_pretraining_data.transforms.handoff.shuffle_entries import (ENTRY_HEADER,
+                                                                      ENTRY_KEY_SIZE, EntryBatch)
+
 HEADER_SIZE = 14
+SOURCE_SIZE = 2
 _WIDE = 1
 _BOUNDARY = 2
+_SOURCE = 4
 
 
 @njit(cache=True)
@@ -87,14 +94,22 @@ def instance_header(data, pos):
 
 
 @njit(cache=True)
-def read_instance(data, pos, offset, tokens, boundary, positions, ids):
+def read_instance(data, pos, offset, tokens, boundary, positions, ids, with_source):
     """Copies the instance at data[pos:] into a row whose first `offset`
     tokens are taken: its tokens (and token_boundary) to tokens[offset:]
     (boundary[offset:]), its predictions to positions/ids[:k] as row
-    positions. Returns (n, b_start, k, label), b_start relative to it."""
+    positions. Returns (n, b_start, k, label, source), b_start relative to
+    it, source -1 when it carries none: a ValueError `with_source` (for
+    records that have the feature)."""
     n, b_start, k, label = instance_header(data, pos)
     width = 4 if data[pos] & _WIDE else 2
     at = pos + HEADER_SIZE
+    source = -1
+    if data[pos] & _SOURCE:
+        source = _get(data, at, SOURCE_SIZE)
+        at += SOURCE_SIZE
+    elif with_source:
+        raise ValueError("an instance without a source id (stamp_source) in records with one")
     for t in range(n):
         tokens[offset + t] = _get(data, at, width)
         at += width
@@ -106,4 +121,58 @@ def read_instance(data, pos, offset, tokens, boundary, positions, ids):
         at += width
     if data[pos] & _BOUNDARY:
         boundary[offset:offset + n] = data[at:at + n]
-    return n, b_start, k, label
+    return n, b_start, k, label, source
+
+
+def stamp_source(batch: EntryBatch, source: int) -> EntryBatch:
+    """The batch's instances, each carrying `source` (its corpus's index in a
+    mixture) for the records' `source` feature: SOURCE_SIZE bytes inserted
+    after each header, its flag set, its entry's length grown; keys and order
+    unchanged. Stamped after the kernels, so a run without a mixture makes
+    and writes exactly the bytes it did.
+
+    Raises:
+      ValueError: `source` does not fit a uint16, or an instance has one already.
+    """
+    if not 0 <= source <= 0xFFFF:
+        raise ValueError(f"a source id is in [0, 65535], got {source}")
+    count = len(batch)
+    headers = batch.bounds[:-1] + ENTRY_HEADER
+    if (batch.entries[headers] & _SOURCE).any():
+        raise ValueError("these instances carry a source id already")
+    value = np.array([source & 0xFF, source >> 8], dtype=np.uint8)
+    entries = np.insert(batch.entries, np.repeat(headers + HEADER_SIZE, SOURCE_SIZE),
+                        np.tile(value, count))
+    bounds = batch.bounds + SOURCE_SIZE * np.arange(count + 1, dtype=np.int64)
+    starts = bounds[:-1]
+    entries[starts + ENTRY_HEADER] |= _SOURCE
+    lengths = (np.diff(bounds) - ENTRY_HEADER).astype("<u4").view(np.uint8).reshape(count, 4)
+    entries[(starts + ENTRY_KEY_SIZE)[:, None] + np.arange(4)] = lengths
+    return EntryBatch(keys=batch.keys, entries=entries, bounds=bounds)
+
+
+def _header_values(batch: EntryBatch, offset: int, width: int) -> np.ndarray:
+    """The little-endian value of `width` bytes at `offset` of each instance, vectorized."""
+    at = batch.bounds[:-1] + ENTRY_HEADER + offset
+    return batch.entries[at[:, None] + np.arange(width)].view(f"<u{width}").reshape(-1)
+
+
+def entry_tokens(batch: EntryBatch) -> int:
+    """The tokens of the batch's instances, read from their headers (a
+    mixture's figures per source, without parsing an instance)."""
+    return int(_header_values(batch, 2, 4).sum())
+
+
+def entry_source(batch: EntryBatch) -> int:
+    """The source of a batch of stamped instances, all of one source (a batch
+    is one unit of work, whose documents are one source's).
+
+    Raises:
+      ValueError: the batch is empty, not stamped, or of several sources.
+    """
+    if not len(batch) or not (batch.entries[batch.bounds[:-1] + ENTRY_HEADER] & _SOURCE).all():
+        raise ValueError("a batch without source ids (stamp_source)")
+    sources = _header_values(batch, HEADER_SIZE, SOURCE_SIZE)
+    if (sources != sources[0]).any():
+        raise ValueError(f"a batch of several sources: {sorted(set(sources.tolist()))}")
+    return int(sources[0])

@@ -8,8 +8,9 @@ implied by the lengths, are left out; packed rows keep their own features
 (`input_mask` holding each token's 1-based sequence index, `positions`,
 `next_sentence_positions`, and a label per sequence). Each column takes the
 smallest integer type its values fit: token ids uint16 up to 65,536 ids,
-else int32; positions uint16; segment ids, labels, sequence indexes (up to
-255 sequences a row) and token boundaries uint8. A file is
+else int32; positions and a mixture's source ids uint16; segment ids,
+labels, sequence indexes (up to 255 sequences a row) and token boundaries
+uint8. A file is
 zstd-compressed (`--parquet_compression`) in row groups of ROW_GROUP_ROWS
 rows, its integers PLAIN-encoded, which every Parquet reader reads.
 
@@ -70,27 +71,29 @@ def _sizes(entries, bounds, members):
 
 @njit(cache=True)
 def _flatten(entries, bounds, members, member_bounds, tokens, boundary, segments, sequence_of,
-             token_positions, positions, ids, labels, starts, token_offsets,
+             token_positions, positions, ids, labels, sources, starts, token_offsets,
              prediction_offsets):
     """Rows r (instances members[member_bounds[r]:member_bounds[r + 1]], side
     by side) as Arrow list layouts: each column's values one row after
     another, row r's tokens at token_offsets[r]:token_offsets[r + 1], its
     predictions at prediction_offsets[r]:..., its sequences at
-    member_bounds[r]:... (labels, starts). Per token: the segment, and where
-    the layout writes them (the arrays are not empty) the 1-based sequence
-    index (packed rows' input_mask) and the position in its sequence;
-    positions and starts are row positions, as the TFRecord holds them."""
+    member_bounds[r]:... (labels, starts; sources where the layout writes
+    them). Per token: the segment, and where the layout writes them (the
+    arrays are not empty) the 1-based sequence index (packed rows'
+    input_mask) and the position in its sequence; positions and starts are
+    row positions, as the TFRecord holds them."""
     n_at = 0
     k_at = 0
     packed = len(sequence_of) > 0
+    with_source = len(sources) > 0
     for r in range(len(member_bounds) - 1):
         token_offsets[r] = n_at
         prediction_offsets[r] = k_at
         row_start = n_at
         for j in range(member_bounds[r], member_bounds[r + 1]):
-            n, b_start, k, label = read_instance(entries, bounds[members[j]] + ENTRY_HEADER,
-                                                 n_at, tokens, boundary, positions[k_at:],
-                                                 ids[k_at:])
+            n, b_start, k, label, source = read_instance(
+                entries, bounds[members[j]] + ENTRY_HEADER, n_at, tokens, boundary,
+                positions[k_at:], ids[k_at:], with_source)
             for c in range(k):  # row positions: read_instance gives flat ones
                 positions[k_at + c] -= row_start
             segments[n_at:n_at + b_start] = 0
@@ -100,6 +103,8 @@ def _flatten(entries, bounds, members, member_bounds, tokens, boundary, segments
                 for t in range(n):
                     token_positions[n_at + t] = t
             labels[j] = label
+            if with_source:
+                sources[j] = source
             starts[j] = n_at - row_start
             n_at += n
             k_at += k
@@ -138,6 +143,7 @@ class ParquetRows:
                  Field.MASKED_LM_POSITIONS: list_of(pa.uint16()),
                  Field.MASKED_LM_IDS: list_of(ids),
                  Field.NEXT_SENTENCE_LABELS: list_of(pa.uint8()) if packed else pa.uint8(),
+                 Field.SOURCE: list_of(pa.uint16()) if packed else pa.uint16(),
                  Field.TOKEN_BOUNDARY: list_of(pa.uint8()),
                  Field.INPUT_MASK: list_of(pa.uint8() if self.instances.max_sequences < 256
                                            else pa.uint16()),
@@ -162,12 +168,13 @@ class ParquetRows:
         boundary, segments = np.zeros(n, np.uint8), np.empty(n, np.uint8)
         positions, ids = np.empty(k, np.int64), np.empty(k, np.int64)
         labels, starts = np.empty(len(members), np.int64), np.empty(len(members), np.int64)
+        sources = np.empty(len(members) if self.instances.layout.source else 0, np.int64)
         rows = len(member_bounds) - 1
         token_offsets, prediction_offsets = np.empty(rows + 1, np.int64), np.empty(rows + 1,
                                                                                     np.int64)
         _flatten(entries, bounds, members, member_bounds, tokens, boundary, segments,
-                 sequence_of, token_positions, positions, ids, labels, starts, token_offsets,
-                 prediction_offsets)
+                 sequence_of, token_positions, positions, ids, labels, sources, starts,
+                 token_offsets, prediction_offsets)
         sequence_offsets = (member_bounds - member_bounds[0]).astype(np.int64)
 
         def column(name: str, values: np.ndarray, offsets: np.ndarray):
@@ -185,6 +192,7 @@ class ParquetRows:
                 Field.MASKED_LM_POSITIONS: (positions, prediction_offsets),
                 Field.MASKED_LM_IDS: (ids, prediction_offsets),
                 Field.NEXT_SENTENCE_LABELS: (labels, sequence_offsets),
+                Field.SOURCE: (sources, sequence_offsets),
                 Field.NEXT_SENTENCE_POSITIONS: (starts, sequence_offsets)}
         return pa.Table.from_arrays([column(name, *data[field])
                                      for name, field in self.columns().items()], schema=schema)

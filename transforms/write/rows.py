@@ -38,6 +38,7 @@ class RowSettings(NamedTuple):
     max_predictions: int
     max_sequences: int
     pad_id: int
+    source: bool
 
 
 class RowWorkspace(NamedTuple):
@@ -48,6 +49,7 @@ class RowWorkspace(NamedTuple):
     starts: np.ndarray
     b_starts: np.ndarray
     labels: np.ndarray
+    sources: np.ndarray
     positions: np.ndarray
     ids: np.ndarray
     scratch: np.ndarray
@@ -75,12 +77,13 @@ def _write_rows(entries, bounds, members, member_bounds, s, w):
         k = 0
         m = 0
         for j in range(member_bounds[r], member_bounds[r + 1]):
-            length, b_start, predictions, label = read_instance(
+            length, b_start, predictions, label, source = read_instance(
                 entries, bounds[members[j]] + ENTRY_HEADER, n, w.tokens, w.boundary,
-                w.positions[k:], w.ids[k:])
+                w.positions[k:], w.ids[k:], s.source)
             w.starts[m] = n
             w.b_starts[m] = n + b_start
             w.labels[m] = label
+            w.sources[m] = source
             n += length
             k += predictions
             m += 1
@@ -88,7 +91,7 @@ def _write_rows(entries, bounds, members, member_bounds, s, w):
         end = encode(out, pos + HEADER_SIZE, s.names, s.name_bounds, s.fields, s.padded,
                      w.tokens[:n], w.boundary, w.starts[:m], w.b_starts[:m], w.labels[:m],
                      w.positions[:k], w.ids[:k], s.max_seq_length, s.max_predictions,
-                     s.max_sequences, s.pad_id, w.scratch, w.field_starts)
+                     s.max_sequences, s.pad_id, w.scratch, w.field_starts, w.sources[:m])
         pos = frame(out, pos, end - pos - HEADER_SIZE)
     return out[:pos]
 
@@ -117,7 +120,7 @@ class _Rows:
         names, name_bounds, fields = layout_arrays(self.layout.features())
         settings = RowSettings(names, name_bounds, fields, self.layout.padded,
                                self.max_seq_length, self.max_predictions, self.max_sequences,
-                               self.layout.pad_id)
+                               self.layout.pad_id, self.layout.source)
         length, predictions, sequences = (self.max_seq_length, self.max_predictions,
                                           self.max_sequences)
         workspace = RowWorkspace(
@@ -125,6 +128,7 @@ class _Rows:
             starts=np.empty(sequences, dtype=np.int64),
             b_starts=np.empty(sequences, dtype=np.int64),
             labels=np.empty(sequences, dtype=np.int64),
+            sources=np.empty(sequences, dtype=np.int64),
             positions=np.empty(predictions, dtype=np.int64),
             ids=np.empty(predictions, dtype=np.int64),
             scratch=np.empty(scratch_size(length, predictions, sequences), dtype=np.uint8),

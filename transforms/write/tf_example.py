@@ -10,6 +10,8 @@ whole instances side by side in MLPerf's packed features (`input_mask` the
 1-based sequence index, `positions` restarting per sequence, one
 `next_sentence_*` entry per sequence). `--padding=none` writes only the real
 values, without `input_mask` and `masked_lm_weights` (the loaders rebuild them).
+A mixture's records add `source`, each sequence's corpus index (one value per
+sequence, as `next_sentence_labels`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ _TAG_MAP_VALUE = 0x12  # map entry value (field 2)
 _TAG_FLOAT_LIST = 0x12  # Feature.float_list (field 2)
 _TAG_INT64_LIST = 0x1A  # Feature.int64_list (field 3)
 _FLOAT_ONE = (0x00, 0x00, 0x80, 0x3F)  # little-endian IEEE-754 1.0f
+_NO_SOURCES = np.zeros(0, dtype=np.int64)  # `encode`'s sources for a layout without them
 
 
 class Field(enum.IntEnum):
@@ -42,6 +45,7 @@ class Field(enum.IntEnum):
     POSITIONS = 8  # each token's position within its sequence
     NEXT_SENTENCE_POSITIONS = 9  # each sequence's [CLS] position in the row
     NEXT_SENTENCE_WEIGHTS = 10  # 1.0 per sequence, 0.0 padding
+    SOURCE = 11  # a mixture's: each sequence's source (transforms.instances.instance_bytes)
 
 
 # The original's names; the Model Garden's v2 names (--use_v2_feature_names).
@@ -70,6 +74,7 @@ class RecordLayout:
     masked_lm: bool = True
     packed: bool = False  # --pack_sequences: rows of several instances
     pad_id: int = 0  # what input_ids are padded with: the tokenizer's pad (RoBERTa's is 1)
+    source: bool = False  # a mixture's: each sequence's source id
 
     def features(self) -> dict[str, Field]:
         """Feature name -> field, in the sorted order the writer writes them."""
@@ -79,6 +84,7 @@ class RecordLayout:
                       or (self.packed and f == Field.INPUT_MASK))
                   and (self.packed or f not in _PACKED_ONLY)
                   and (self.token_boundary or f != Field.TOKEN_BOUNDARY)
+                  and (self.source or f != Field.SOURCE)
                   and (self.next_sentence_labels or f not in _PER_SEQUENCE)
                   and (self.masked_lm or f not in _MASKED_LM)]
         return dict(sorted((names[f], f) for f in fields))
@@ -101,8 +107,8 @@ def layout_arrays(names_to_fields: dict[str, Field]) -> tuple[np.ndarray, np.nda
 
 def scratch_size(max_seq_length: int, max_predictions: int, max_sequences: int = 1) -> int:
     """Bytes of scratch `encode` needs: at most ~11 bytes per value of every
-    feature (5 per token, 3 per prediction, 3 per sequence), plus headers."""
-    return 11 * (5 * max_seq_length + 3 * max_predictions + 3 * max_sequences) + 1024
+    feature (5 per token, 3 per prediction, 4 per sequence), plus headers."""
+    return 11 * (5 * max_seq_length + 3 * max_predictions + 4 * max_sequences) + 1024
 
 
 @njit(cache=True)
@@ -190,8 +196,8 @@ def _pack_ones(scratch, count, pad) -> int:
 
 
 @njit(cache=True)
-def _pack_field(scratch, field, tokens, boundary, starts, b_starts, labels, positions, ids,
-                token_pad, prediction_pad, sequence_pad, pad_id) -> int:
+def _pack_field(scratch, field, tokens, boundary, starts, b_starts, labels, sources, positions,
+                ids, token_pad, prediction_pad, sequence_pad, pad_id) -> int:
     """Packs one field's values into scratch; returns their size. Sequence s
     of the row is tokens[starts[s]:starts[s + 1]] (the last one runs to the
     row's end), its segment B starting at b_starts[s]."""
@@ -211,6 +217,8 @@ def _pack_field(scratch, field, tokens, boundary, starts, b_starts, labels, posi
         return _pack_varints(scratch, starts, sequence_pad)
     if field == 10:  # NEXT_SENTENCE_WEIGHTS
         return _pack_ones(scratch, m, sequence_pad)
+    if field == 11:  # SOURCE
+        return _pack_varints(scratch, sources, sequence_pad)
     if field == 7:  # TOKEN_BOUNDARY
         scratch[:n] = boundary[:n]
         scratch[n:n + token_pad] = 0
@@ -239,14 +247,15 @@ def _pack_field(scratch, field, tokens, boundary, starts, b_starts, labels, posi
 @njit(cache=True)
 def encode(out, pos, names, name_bounds, fields, padded, tokens, boundary, starts, b_starts,
            labels, positions, ids, max_seq_length, max_predictions, max_sequences, pad_id,
-           scratch, field_starts) -> int:
+           scratch, field_starts, sources=_NO_SOURCES) -> int:
     """Writes one row as an Example at out[pos:]; returns its end. The
     features are those of (names, name_bounds, fields) (`layout_arrays`).
 
     The row's tokens are `tokens`, sequence s starting at starts[s] (one
-    sequence: starts == [0]) with its segment B from b_starts[s] and its
-    sentence-pair label labels[s]; `boundary` (0/1 per token) is read only
-    for TOKEN_BOUNDARY; the predictions are at row positions `positions`,
+    sequence: starts == [0]) with its segment B from b_starts[s], its
+    sentence-pair label labels[s] and its source sources[s] (read only for
+    SOURCE: optional); `boundary` (0/1 per token) is read only for
+    TOKEN_BOUNDARY; the predictions are at row positions `positions`,
     their original ids `ids`. Padded (`padded`) to max_seq_length tokens
     (input_ids with `pad_id`, the rest with zeros), max_predictions
     predictions and max_sequences sequences. `scratch`
@@ -260,8 +269,8 @@ def encode(out, pos, names, name_bounds, fields, padded, tokens, boundary, start
     for f in range(len(fields)):
         start = field_starts[f]
         field_starts[f + 1] = start + _pack_field(
-            scratch[start:], fields[f], tokens, boundary, starts, b_starts, labels, positions,
-            ids, token_pad, prediction_pad, sequence_pad, pad_id)
+            scratch[start:], fields[f], tokens, boundary, starts, b_starts, labels, sources,
+            positions, ids, token_pad, prediction_pad, sequence_pad, pad_id)
         _, _, entry = _entry_sizes(name_bounds[f + 1] - name_bounds[f],
                                    field_starts[f + 1] - start)
         body += 1 + _varint_size(entry) + entry
