@@ -152,6 +152,7 @@ class DatasetManifest:
     refresh: VersionRecord | None = None  # a version written by a refresh
     splits: dict[str, SplitRecord] | None = None  # held-out splits: each split, training first
     decontamination: dict[str, Any] | None = None  # --decontaminate: what was removed
+    mixture: dict[str, Any] | None = None  # --mixture: its sources and what each made
 
     def to_json(self) -> dict[str, Any]:
         """The manifest as written: a key per field that is set (a refresh's
@@ -196,7 +197,8 @@ class DatasetManifest:
             refresh=VersionRecord(documents, data["changes"]) if documents else None,
             splits={name: SplitRecord.from_json(split)
                     for name, split in data["splits"].items()} if "splits" in data else None,
-            decontamination=data.get("decontamination"))
+            decontamination=data.get("decontamination"),
+            mixture=data.get("mixture"))
 
     @property
     def split_names(self) -> tuple[str, ...]:

@@ -15,13 +15,14 @@ transforms to `p`; it runs nothing.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import apache_beam as beam
 
 from bert_pretraining_data.pipeline.changes import HASH_LIST_NAME, DocumentPlan
 from bert_pretraining_data.pipeline.options import Config
 from bert_pretraining_data.pipeline.publish import (AUDIT_NAME, DECONTAMINATION_NAME, DEDUP_NAME,
+                                                    MIXTURE_OUTPUT_NAME, MIXTURE_SOURCES_NAME,
                                                     NEAR_COPY_NAME, PROBLEM_LIST_NAME,
                                                     SHARD_LIST_NAME, SPLIT_NAME, OutputPaths,
                                                     write_staging_json)
@@ -33,9 +34,13 @@ from bert_pretraining_data.transforms.dedup.decisions import SUMMARY, Fingerprin
 from bert_pretraining_data.transforms.hashes.beam import WriteDocumentHashes
 from bert_pretraining_data.transforms.instances.beam import (BatchDocuments, CreateInstances,
                                                              SampleDocuments)
+from bert_pretraining_data.transforms.instances.instance_bytes import entry_source, entry_tokens
+from bert_pretraining_data.transforms.instances.mixture import (alpha_weights, document_figures,
+                                                                fan_out_mixture, source_tokens)
 from bert_pretraining_data.transforms.instances.units import fan_out_batch
 from bert_pretraining_data.transforms.read.beam import ReadDocuments, ReadDump, ReadTables
-from bert_pretraining_data.transforms.read.documents import DOCUMENTS, PROBLEMS
+from bert_pretraining_data.transforms.read.documents import DOCUMENTS, PROBLEMS, comma_separated
+from bert_pretraining_data.transforms.read.mixture import Mixture, source_key
 from bert_pretraining_data.transforms.split.beam import NEAR_COPIES, SplitDocuments, SplitFigures
 from bert_pretraining_data.transforms.split.held_out import TRAIN, split_seed
 from bert_pretraining_data.transforms.tokenize.beam import TokenizeDocument
@@ -51,19 +56,82 @@ def stage_list(items: list[dict], output: OutputPaths, name: str) -> int:
     return len(items)
 
 
+def write_shards(entries: beam.PCollection, *, config: Config, stages: Stages,
+                 output: OutputPaths, prefix: str) -> tuple[beam.PCollection, beam.PCollection]:
+    """Entries -> (the shards written into `output`'s staging, the length of
+    their staged list)."""
+    shards = entries | f"{prefix}WriteShards" >> WriteShards(
+        staging_dir=output.staging_dir, shard_names=output.shard_names,
+        compression=config.compression, shuffle=config.shuffle, rows=stages.rows)
+    return shards, (shards
+                    | f"{prefix}CollectShards" >> beam.combiners.ToList()
+                    | f"{prefix}ListShards" >> beam.Map(stage_list, output, SHARD_LIST_NAME))
+
+
+def mixture_weights(tokenized_docs: beam.PCollection, mixture: Mixture):
+    """Each source's weight: as given, or (alpha) from the tokens each source's
+    documents hold, measured here, as a side input."""
+    if mixture.alpha is None:
+        return tuple(source.weight for source in mixture.sources)
+    count = len(mixture.sources)
+    return beam.pvalue.AsSingleton(
+        tokenized_docs
+        | "SourceTokens" >> beam.Map(source_tokens)
+        | "SumSourceTokens" >> beam.CombinePerKey(sum)
+        | "AllSourceTokens" >> beam.combiners.ToList()
+        | "AlphaWeights" >> beam.Map(lambda pairs: alpha_weights(
+            [dict(pairs).get(i, 0) for i in range(count)], mixture.alpha,
+            mixture.total_tokens)))
+
+
+def source_figures(tokenized_docs: beam.PCollection, entries: beam.PCollection, *,
+                   mixture: Mixture, output: OutputPaths, seed: int, copies, planned
+                   ) -> dict[str, beam.PCollection]:
+    """The staged lists of each source's figures for the manifest: its
+    documents, tokens and copies made (`copies`: the weights the copies were
+    drawn with), its planned weight, and its instances and their tokens."""
+    held = (tokenized_docs
+            | "CountSources" >> beam.Map(document_figures, copies, seed)
+            | "SumSources" >> beam.CombinePerKey(_sum_columns)
+            | "CollectSources" >> beam.combiners.ToList()
+            | "WithWeights" >> beam.Map(lambda pairs, weights: [
+                {"source": source, "documents": documents, "tokens": tokens, "copies": made,
+                 "weight": weights[source]} for source, (documents, tokens, made) in pairs],
+                planned)
+            | "ListSources" >> beam.Map(stage_list, output, MIXTURE_SOURCES_NAME))
+    made = (entries
+            | "CountOutput" >> beam.Map(lambda batch: (entry_source(batch),
+                                                       (len(batch), entry_tokens(batch))))
+            | "SumOutput" >> beam.CombinePerKey(_sum_columns)
+            | "CollectOutput" >> beam.combiners.ToList()
+            | "ListOutput" >> beam.Map(lambda pairs: stage_list(
+                [{"source": source, "instances": instances, "tokens": tokens}
+                 for source, (instances, tokens) in pairs], output, MIXTURE_OUTPUT_NAME)))
+    return {"mixture_source_list": held, "mixture_output_list": made}
+
+
+def _sum_columns(rows: Iterable[tuple[int, ...]]) -> tuple[int, ...]:
+    """Tuples of counts summed column by column."""
+    return tuple(map(sum, zip(*rows)))
+
+
 def split_instances(documents: beam.PCollection, *, name: str, config: Config, stages: Stages,
-                    output: OutputPaths, progress_dir: str | None, counted: bool
-                    ) -> dict[str, beam.PCollection]:
+                    output: OutputPaths, progress_dir: str | None, counted: bool,
+                    mixture: Mixture | None = None) -> dict[str, beam.PCollection]:
     """One split's documents -> its shards. Training's steps keep their names;
     a held-out split's are prefixed with its own (Validation..., Test...),
     and it is made with its own seed, once per document, its random-next
     sample drawn from its own documents, so no split holds another's text.
-    `counted`: the split's documents and tokens go to its staging list."""
+    `counted`: the split's documents and tokens go to its staging list.
+    `mixture`: each instance is stamped with its source; training's copies
+    are the sources' weights, each source's figures are staged."""
     prefix = "" if name == TRAIN else name.title()
     seed = split_seed(config.random_seed, name)
     tokenized_docs = documents | f"{prefix}Tokenize" >> beam.ParDo(TokenizeDocument(
         tokenizer=config.tokenizer, whole_word_segmenter=config.whole_word_segmenter,
-        sentence_splitter=config.sentence_splitter, progress_dir=progress_dir))
+        sentence_splitter=(tuple(source.sentence_splitter for source in mixture.sources)
+                           if mixture else config.sentence_splitter),
+        progress_dir=progress_dir))
     nsp_sample = tokenized_docs | f"{prefix}SampleRandomDocuments" >> SampleDocuments(
         seed=seed, size=config.nsp_sample_size, max_bytes=config.nsp_sample_max_bytes,
         max_tokens_per_document=SAMPLE_DOCUMENT_SEQUENCES * config.max_seq_length)
@@ -75,28 +143,47 @@ def split_instances(documents: beam.PCollection, *, name: str, config: Config, s
     # docs/design-notes.md, pipeline.build), and the batches are materialized
     # anyway, since CreateInstances' side input (the sample) needs all of them
     # first; its workers share that buffer as they share a shuffle's.
-    spread = tokenized_docs | f"{prefix}BatchDocuments" >> beam.ParDo(BatchDocuments())
+    spread = tokenized_docs | f"{prefix}BatchDocuments" >> beam.ParDo(
+        BatchDocuments(by_source=mixture is not None))
     if config.shuffle == "runner":
         spread = spread | f"{prefix}SpreadDocuments" >> beam.Reshuffle()
-    dupe_factor = config.dupe_factor if name == TRAIN else 1
-    entries = (spread
-               | f"{prefix}FanOutDupes" >> beam.FlatMap(fan_out_batch, dupe_factor)
-               | f"{prefix}CreateInstances" >> beam.ParDo(
-                   CreateInstances(
-                       instances=stages.instances, seed=seed,
-                       masking=stages.instance_masking,
-                       progress_dir=progress_dir),
-                   nsp_sample=beam.pvalue.AsSingleton(nsp_sample)))
-    shards = entries | f"{prefix}WriteShards" >> WriteShards(
-        staging_dir=output.staging_dir, shard_names=output.shard_names,
-        compression=config.compression, shuffle=config.shuffle, rows=stages.rows)
-    shard_list = (shards
-                  | f"{prefix}CollectShards" >> beam.combiners.ToList()
-                  | f"{prefix}ListShards" >> beam.Map(stage_list, output, SHARD_LIST_NAME))
     key = "" if name == TRAIN else f"{name}_"
-    pcollections = {f"{key}tokenized_docs": tokenized_docs, f"{key}nsp_sample": nsp_sample,
-                    f"{key}entries": entries, f"{key}shards": shards,
-                    f"{key}shard_list": shard_list}
+    pcollections: dict[str, beam.PCollection] = {}
+    weighted = mixture is not None and name == TRAIN and config.mixture_layout == "mixed"
+    if mixture is not None and name == TRAIN:
+        planned = mixture_weights(tokenized_docs, mixture)
+        copies = planned if weighted else tuple(1.0 for _ in mixture.sources)
+    if weighted:
+        fanned = spread | "FanOutSources" >> beam.FlatMap(fan_out_mixture, planned, seed)
+    else:
+        dupe_factor = config.dupe_factor if name == TRAIN and not mixture else 1
+        fanned = spread | f"{prefix}FanOutDupes" >> beam.FlatMap(fan_out_batch, dupe_factor)
+    entries = fanned | f"{prefix}CreateInstances" >> beam.ParDo(
+        CreateInstances(instances=stages.instances, seed=seed, masking=stages.instance_masking,
+                        progress_dir=progress_dir, stamp_sources=mixture is not None),
+        nsp_sample=beam.pvalue.AsSingleton(nsp_sample))
+    if mixture is not None and name == TRAIN:
+        pcollections.update(source_figures(tokenized_docs, entries, mixture=mixture,
+                                           output=output, seed=seed, copies=copies,
+                                           planned=planned))
+    if mixture is not None and config.mixture_layout == "by_source":
+        parts = entries | "BySource" >> beam.Partition(
+            lambda batch, count: entry_source(batch), len(mixture.sources))
+        shard_lists = [write_shards(part, config=config, stages=stages,
+                                    output=output.split(source.name),
+                                    prefix=f"{source.name}-")[1]
+                       for part, source in zip(parts, mixture.sources)]
+        shards = None
+        shard_list = (shard_lists
+                      | "ListedSources" >> beam.Flatten()
+                      | "CountSourceShards" >> beam.CombineGlobally(sum))
+    else:
+        shards, shard_list = write_shards(entries, config=config, stages=stages, output=output,
+                                          prefix=prefix)
+    pcollections.update({f"{key}tokenized_docs": tokenized_docs, f"{key}nsp_sample": nsp_sample,
+                         f"{key}entries": entries, f"{key}shard_list": shard_list})
+    if shards is not None:
+        pcollections[f"{key}shards"] = shards
     if counted:
         pcollections[f"{name}_split_list"] = (
             tokenized_docs
@@ -106,32 +193,60 @@ def split_instances(documents: beam.PCollection, *, name: str, config: Config, s
     return pcollections
 
 
+def _read(p: beam.Pipeline, label: str, *, input_format: str, patterns: list[str],
+          text_field: str, split_bytes: int | None) -> dict[str, beam.PCollection]:
+    """One corpus's documents and problems, read as its format says."""
+    if input_format == "text":
+        return p | label >> ReadDocuments(patterns=patterns, split_bytes=split_bytes)
+    if input_format == "wikipedia":
+        return p | label >> ReadDump(patterns=patterns)
+    return p | label >> ReadTables(patterns=patterns, input_format=input_format,
+                                   text_field=text_field)
+
+
+def read_corpus(p: beam.Pipeline, *, config: Config, patterns: list[str],
+                mixture: Mixture | None) -> tuple[beam.PCollection, beam.PCollection]:
+    """(documents, problems) of --input_file, or of each mixture source, its
+    documents keyed by source (transforms.read.mixture.source_key)."""
+    if mixture is None:
+        read = _read(p, "ReadDocuments", input_format=config.input_format, patterns=patterns,
+                     text_field=config.text_field, split_bytes=config.input_split_bytes)
+        return read[DOCUMENTS], read[PROBLEMS]
+    documents, problems = [], []
+    for index, source in enumerate(mixture.sources):
+        read = _read(p, f"Read-{source.name}", input_format=source.input_format,
+                     patterns=comma_separated(source.input_file), text_field=source.text_field,
+                     split_bytes=config.input_split_bytes)
+        documents.append(read[DOCUMENTS] | f"Key-{source.name}" >> beam.Map(
+            lambda document, index=index, name=source.name: (
+                source_key(index, name, document[0]), document[1])))
+        problems.append(read[PROBLEMS])
+    return (tuple(documents) | "Sources" >> beam.Flatten(),
+            tuple(problems) | "SourceProblems" >> beam.Flatten())
+
+
 def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
                    patterns: list[str], output: OutputPaths,
                    progress_dir: str | None = None,
                    input_bytes: int = 0,
                    documents: DocumentPlan | None = None,
-                   benchmarks: Sequence[str] = ()) -> dict[str, beam.PCollection]:
+                   benchmarks: Sequence[str] = (),
+                   mixture: Mixture | None = None) -> dict[str, beam.PCollection]:
     """The pipeline's graph; `progress_dir` (local runs): where the Tokenize
     and CreateInstances stages report their progress (transforms.progress_sink);
     `input_bytes` sizes the dedup stage's partitions; `documents`: where the
     documents' hashes go (a refresh's runs); `benchmarks`: --decontaminate's
-    files."""
-    if config.input_format == "text":
-        read = p | "ReadDocuments" >> ReadDocuments(
-            patterns=patterns, split_bytes=config.input_split_bytes)
-    elif config.input_format == "wikipedia":
-        read = p | "ReadDocuments" >> ReadDump(patterns=patterns)
-    else:
-        read = p | "ReadDocuments" >> ReadTables(
-            patterns=patterns, input_format=config.input_format, text_field=config.text_field)
-    docs_by_key = read[DOCUMENTS]
+    files; `mixture`: its sources, read in place of `patterns`."""
+    documents_read, problems = read_corpus(p, config=config, patterns=patterns, mixture=mixture)
+    docs_by_key = documents_read
+    sources = mixture.sources if mixture else (config,)
     pcollections = {}
     if config.dedup != "none":  # before anything else, so nothing sees a document twice
         deduped = docs_by_key | "Deduplicate" >> Deduplicate(fingerprints=Fingerprints(
             mode=config.dedup, ngram=config.dedup_ngram, threshold=config.dedup_threshold,
             partitions=dedup_partitions(input_bytes),
-            unique_keys=config.input_format == "text"))
+            unique_keys=all(source.input_format == "text" for source in sources),
+            by_source=mixture is not None))
         docs_by_key = deduped[DOCUMENTS]
         pcollections["dedup_list"] = deduped[SUMMARY] | "ListDedup" >> beam.Map(
             lambda summary: stage_list([summary], output, DEDUP_NAME))
@@ -159,14 +274,14 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
             split_documents, name=name, config=config,
             stages=stages.held_out if held_out else stages,
             output=output.split(name), progress_dir=None if held_out else progress_dir,
-            counted=config.split_fractions.active))
-    problem_list = (read[PROBLEMS]
+            counted=config.split_fractions.active, mixture=mixture))
+    problem_list = (problems
                     | "CollectInputProblems" >> beam.combiners.ToList()
                     | "ListInputProblems" >> beam.Map(stage_list, output, PROBLEM_LIST_NAME))
     pcollections.update({"docs_by_key": docs_by_key, "problem_list": problem_list})
     if documents is not None:  # the documents as read, whatever comes after
         pcollections["hash_list"] = (
-            read[DOCUMENTS]
+            documents_read
             | "RecordDocuments" >> WriteDocumentHashes(
                 paths=documents.staged, previous=documents.previous_hash_files)
             | "CollectHashFiles" >> beam.combiners.ToList()

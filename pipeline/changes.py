@@ -10,7 +10,9 @@ version's, and publishes them with the shards. The manifest then records
                 documents: {previous, current, added, removed, unchanged},
                 instances: {previous, current}, bytes: {previous, current},
                 splits: {split: {documents, instances, near_copies_dropped:
-                                 {previous, current}}}  (held-out splits only)}
+                                 {previous, current}}}  (held-out splits only),
+                sources: {source: {documents, instances, output_tokens:
+                                   {previous, current}}}  (mixtures only)}
 
 (changes null for a root's first version, its documents null when the
 previous version did not record its documents).
@@ -44,6 +46,7 @@ class PreviousVersion:
     documents: int | None  # None: made before versions recorded their documents
     hash_files: tuple[str, ...] | None
     splits: dict[str, SplitRecord] | None = None  # its held-out splits' figures
+    mixture: dict | None = None  # its mixture's figures
 
     @classmethod
     def of(cls, path: str, manifest: DatasetManifest) -> "PreviousVersion":
@@ -54,7 +57,7 @@ class PreviousVersion:
                    documents=recorded["count"] if recorded else None,
                    hash_files=tuple(FileSystems.join(path, FileSystems.split(f["path"])[1])
                                     for f in recorded["files"]) if recorded else None,
-                   splits=manifest.splits)
+                   splits=manifest.splits, mixture=manifest.mixture)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,32 +96,52 @@ def _sum(items: Sequence[dict], name: str) -> int:
     return sum(item[name] for item in items)
 
 
+def compared(previous: dict[str, dict[str, int]], current: dict[str, dict[str, int]],
+             fields: Sequence[str]) -> dict[str, dict[str, dict[str, int]]]:
+    """Each part's figures in both versions, the previous version's parts
+    first (a part one of them lacks counts 0)."""
+    names = list(previous) + [name for name in current if name not in previous]
+    return {name: {field: {"previous": previous.get(name, {}).get(field, 0),
+                           "current": current.get(name, {}).get(field, 0)}
+                   for field in fields} for name in names}
+
+
 def split_changes(previous: dict[str, SplitRecord] | None,
                   current: dict[str, SplitRecord] | None) -> dict | None:
-    """Each split's documents and instances in both versions (a split one of
-    them lacks counts 0; None when neither has held-out splits). A document
-    keeps its side across versions (transforms.split.held_out), so a held-out
-    split only grows by new documents and shrinks by removed ones."""
+    """Each split's documents and instances in both versions (None when
+    neither has held-out splits). A document keeps its side across versions
+    (transforms.split.held_out), so a held-out split only grows by new
+    documents and shrinks by removed ones."""
     if not previous and not current:
         return None
-    names = [name for name in SPLITS if name in {**(previous or {}), **(current or {})}]
 
-    def figure(records: dict[str, SplitRecord] | None, name: str, field: str) -> int:
-        record = (records or {}).get(name)
-        return getattr(record, field) if record else 0
+    def figures(records: dict[str, SplitRecord] | None) -> dict[str, dict[str, int]]:
+        return {name: dataclasses.asdict(record) for name, record in sorted(
+            (records or {}).items(), key=lambda item: SPLITS.index(item[0]))}
 
-    return {name: {field: {"previous": figure(previous, name, field),
-                           "current": figure(current, name, field)}
-                   for field in ("documents", "instances", "near_copies_dropped")}
-            for name in names}
+    return compared(figures(previous), figures(current),
+                    ("documents", "instances", "near_copies_dropped"))
+
+
+def source_changes(previous: dict | None, current: dict | None) -> dict | None:
+    """Each mixture source's documents, instances and output tokens in both
+    versions (None when neither is a mixture)."""
+    if not previous and not current:
+        return None
+
+    def figures(mixture: dict | None) -> dict[str, dict[str, int]]:
+        return {source["name"]: source for source in (mixture or {}).get("sources", [])}
+
+    return compared(figures(previous), figures(current),
+                    ("documents", "instances", "output_tokens"))
 
 
 def version_record(plan: DocumentPlan, written: Sequence[dict], *, instances: int,
-                   shard_bytes: int, splits: dict[str, SplitRecord] | None = None
-                   ) -> VersionRecord:
+                   shard_bytes: int, splits: dict[str, SplitRecord] | None = None,
+                   mixture: dict | None = None) -> VersionRecord:
     """The manifest's account of a refresh's version, from the hash files as
     the pipeline wrote them (`written`, one dict per file), the run's
-    instances and shard bytes, and its held-out `splits`."""
+    instances and shard bytes, its held-out `splits` and its `mixture`."""
     written = sorted(written, key=lambda item: item["file"])
     current = _sum(written, "documents")
     documents = {"count": current, "hash": HASH_DESCRIPTION, "files": [
@@ -135,9 +158,10 @@ def version_record(plan: DocumentPlan, written: Sequence[dict], *, instances: in
         "previous_version": previous.path, "documents": compared,
         "instances": {"previous": previous.instances, "current": instances},
         "bytes": {"previous": previous.bytes, "current": shard_bytes}}
-    by_split = split_changes(previous.splits, splits)
-    if by_split:
-        changes["splits"] = by_split
+    for key, parts in (("splits", split_changes(previous.splits, splits)),
+                       ("sources", source_changes(previous.mixture, mixture))):
+        if parts:
+            changes[key] = parts
     return VersionRecord(documents, changes=changes)
 
 

@@ -26,7 +26,7 @@ from bert_pretraining_data.loaders.manifest import DatasetManifest
 from bert_pretraining_data.pipeline.build import SAMPLE_DOCUMENT_SEQUENCES, stage_list
 from bert_pretraining_data.pipeline.options import Config
 from bert_pretraining_data.pipeline.prepare import Prepared, run_to_completion
-from bert_pretraining_data.pipeline.publish import (SHARD_LIST_NAME, OutputPaths, publish,
+from bert_pretraining_data.pipeline.publish import (SHARD_LIST_NAME, OutputPaths, placed, publish,
                                                     read_staging_json)
 from bert_pretraining_data.pipeline.run_manifest import run_manifest
 from bert_pretraining_data.transforms.d2l.beam import (AnalyzeVocabulary, CreatePairs,
@@ -114,7 +114,7 @@ def run_d2l(prepared: Prepared) -> DatasetManifest:
     counters = run_to_completion(pipeline)
     manifest = run_manifest(config, output, vocab_sha256=_staged_vocabulary_sha256(output),
                             inputs=prepared.inputs,
-                            shards=read_staging_json(output, SHARD_LIST_NAME),
+                            shards=placed(read_staging_json(output, SHARD_LIST_NAME), output),
                             counters=counters, warnings=warnings(counters))
     publish(output, manifest, replaces=prepared.replaces)
     return manifest

@@ -28,12 +28,12 @@ from bert_pretraining_data.pipeline.build import build_pipeline
 from bert_pretraining_data.pipeline.changes import DocumentHistory, DocumentPlan
 from bert_pretraining_data.pipeline.options import Config, parse_args
 from bert_pretraining_data.pipeline.prepare import prepare
-from bert_pretraining_data.pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME,
-                                                    OutputPaths, dataset_warnings, publish,
-                                                    read_published, read_staging_json)
+from bert_pretraining_data.pipeline.publish import (PROBLEM_LIST_NAME, OutputPaths,
+                                                    dataset_warnings, publish, read_published,
+                                                    read_staging_json, training_shards)
 from bert_pretraining_data.pipeline.run_manifest import run_manifest
 from bert_pretraining_data.transforms.read.documents import comma_separated
-from bert_pretraining_data.transforms.split.held_out import TRAIN
+from bert_pretraining_data.transforms.read.mixture import Mixture
 
 DATAFLOW_RUNNERS = ("DataflowRunner", "TestDataflowRunner")
 
@@ -142,7 +142,8 @@ def publish_in_job(shard_count: int, problem_count: int, *staged_counts: int,
                    output: OutputPaths, config: Config, vocab_sha256: str,
                    inputs: Sequence[tuple[str, int]], replaces: Sequence[str],
                    max_predictions_per_row: int, documents: DocumentPlan | None = None,
-                   hash_count: int | None = None) -> DatasetManifest:
+                   hash_count: int | None = None, mixture: Mixture | None = None
+                   ) -> DatasetManifest:
     """The driver's publish step, run by the job once the staging lists (the
     shards and input problems, and `staged_counts`: the dedup summary, the
     held-out splits' lists) exist; the counts, side inputs, are what the job
@@ -153,11 +154,10 @@ def publish_in_job(shard_count: int, problem_count: int, *staged_counts: int,
     returns that manifest; one after a partial attempt completes it
     (`publish` counts renames already made as done).
     """
-    train = output.split(TRAIN)
-    if (not FileSystems.exists(FileSystems.join(train.staging_dir, SHARD_LIST_NAME))
+    if (not FileSystems.exists(FileSystems.join(output.staging_dir, PROBLEM_LIST_NAME))
             and FileSystems.exists(output.manifest_path)):
         return read_published(output.manifest_path)
-    shards = read_staging_json(train, SHARD_LIST_NAME)
+    shards = training_shards(output)
     problems = read_staging_json(output, PROBLEM_LIST_NAME)
     hash_files = len(documents.staged) if documents else None
     if (len(shards), len(problems), hash_files) != (shard_count, problem_count, hash_count):
@@ -166,7 +166,8 @@ def publish_in_job(shard_count: int, problem_count: int, *staged_counts: int,
     manifest = run_manifest(config, output, vocab_sha256=vocab_sha256, inputs=inputs,
                             shards=shards, counters={}, input_problems=problems,
                             warnings=dataset_warnings({}, problems),
-                            max_predictions_per_row=max_predictions_per_row, documents=documents)
+                            max_predictions_per_row=max_predictions_per_row, documents=documents,
+                            mixture=mixture)
     publish(output, manifest, replaces=replaces, documents=documents)
     return manifest
 
@@ -193,7 +194,8 @@ def launch(argv: Sequence[str], *, after_publish: AfterPublish | None = None,
     pcollections = build_pipeline(pipeline, config=config, stages=prepared.stages,
                                   output=prepared.output, patterns=prepared.patterns,
                                   input_bytes=sum(size for _, size in prepared.inputs),
-                                  documents=documents, benchmarks=prepared.benchmarks)
+                                  documents=documents, benchmarks=prepared.benchmarks,
+                                  mixture=prepared.mixture)
     # Side inputs: publishing waits for every staging list.
     waited = sorted(name for name in pcollections if name.endswith("_list")
                     and name not in ("shard_list", "problem_list", "hash_list"))
@@ -205,7 +207,7 @@ def launch(argv: Sequence[str], *, after_publish: AfterPublish | None = None,
         publish_in_job, *written, output=prepared.output,
         config=config, vocab_sha256=prepared.vocab.sha256, inputs=prepared.inputs,
         replaces=prepared.replaces, max_predictions_per_row=prepared.stages.rows.max_predictions,
-        documents=documents, **hash_count)
+        documents=documents, mixture=prepared.mixture, **hash_count)
     if after_publish is not None:
         after_publish(manifest)
     return pipeline.run()

@@ -75,10 +75,11 @@ def _size(count: float) -> str:
 
 def estimate_space(prepared: Prepared) -> SpaceEstimate | None:
     """The run's output and temporary bytes, or None where the input's text
-    size is unknown before it is read (compressed files, tables, dumps) or
-    the recipe is d2l (its vocabulary is learned by the run)."""
+    size is unknown before it is read (compressed files, tables, dumps), the
+    recipe is d2l (its vocabulary is learned by the run) or the run is a
+    mixture (each source's copies are its own, alpha's decided by the run)."""
     config = prepared.config
-    if (prepared.stages is None or config.input_format != "text"
+    if (prepared.stages is None or config.input_format != "text" or config.mixture
             or any(CompressionTypes.detect_compression_type(path)
                    != CompressionTypes.UNCOMPRESSED for path, _ in prepared.inputs)):
         return None

@@ -145,12 +145,34 @@ def splits_text(manifest: Manifest, shown: str) -> str:
                      f"{record.tokens:,}", f"{record.instances:,}",
                      f"{record.near_copies_dropped:,}", f"{len(shards):,}", record.masking,
                      str(record.seed)))
+    return "\n".join([f"splits (this report reads {shown}):",
+                      *table(rows, left=("split", "masking"))])
+
+
+def table(rows: Sequence[Sequence[str]], left: Sequence[str]) -> list[str]:
+    """Rows under their header (the first), the columns named in `left`
+    aligned left, the others (figures) right."""
+    header = rows[0]
     widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
-    lines = [f"splits (this report reads {shown}):"]
-    for row in rows:
-        cells = [cell.ljust(width) if column in ("split", "masking") else cell.rjust(width)
-                 for column, cell, width in zip(header, row, widths)]
-        lines.append("  " + "  ".join(cells).rstrip())
+    return ["  " + "  ".join(cell.ljust(width) if column in left else cell.rjust(width)
+                             for column, cell, width in zip(header, row, widths)).rstrip()
+            for row in rows]
+
+
+def mixture_text(mixture: dict) -> str:
+    """A row per source of a mixture (--mixture): its weight, what it held
+    and what it made, and the copies dropped across sources."""
+    rows = [("source", "weight", "documents", "tokens", "epochs", "instances",
+             "output tokens", "share")]
+    rows += [(source["name"], f"{source['weight']:.4g}", f"{source['documents']:,}",
+              f"{source['tokens']:,}", f"{source['epochs']:.3f}", f"{source['instances']:,}",
+              f"{source['output_tokens']:,}", f"{source['share']:.2%}")
+             for source in mixture["sources"]]
+    alpha = f", alpha {mixture['alpha']:g}" if mixture["alpha"] is not None else ""
+    lines = [f"mixture ({mixture['layout']}{alpha}):", *table(rows, left=("source",))]
+    lines += [f"  {pair['documents']:,} document(s) of {pair['dropped']} kept in "
+              f"{pair['kept']} (copies across sources)"
+              for pair in mixture["duplicates_across_sources"]]
     return "\n".join(lines)
 
 
@@ -243,6 +265,8 @@ def report(dataset: str, *, split: str = TRAIN, num_instances: int = 20,
     parts = [summary(manifest)]
     if manifest.content.splits:
         parts[0] += "\n" + splits_text(manifest, split)
+    if manifest.content.mixture:
+        parts[0] += "\n" + mixture_text(manifest.content.mixture)
     if tokens is None:
         parts.append(f"(vocabulary {manifest.vocab_path} not found: showing ids; pass "
                      "--vocab_file)")

@@ -27,9 +27,9 @@ from bert_pretraining_data.pipeline.disk_space import (estimate_space, full_disk
 from bert_pretraining_data.pipeline.options import parse_args
 from bert_pretraining_data.pipeline.prepare import Prepared, prepare, run_to_completion
 from bert_pretraining_data.pipeline.progress_printer import local_progress
-from bert_pretraining_data.pipeline.publish import (PROBLEM_LIST_NAME, SHARD_LIST_NAME,
-                                                    PublishError, dataset_warnings, publish,
-                                                    read_staging_json)
+from bert_pretraining_data.pipeline.publish import (PROBLEM_LIST_NAME, PublishError,
+                                                    dataset_warnings, placed, publish,
+                                                    read_staging_json, training_shards)
 from bert_pretraining_data.pipeline.reference_run import run_compat
 from bert_pretraining_data.pipeline.run_manifest import run_manifest
 from bert_pretraining_data.transforms.decontaminate.benchmarks import DecontaminationError
@@ -74,8 +74,9 @@ def _run_bert(prepared: Prepared, history: DocumentHistory | None) -> DatasetMan
     config, output = prepared.config, prepared.output
     documents = None  # reference mode records none: it is one process, for migration checks
     if config.reference_compatible:
-        shards = run_compat(config, stages=prepared.stages,
-                            tokenizer=config.tokenizer.tokenizer(prepared.vocab), output=output)
+        shards = placed(run_compat(config, stages=prepared.stages,
+                                   tokenizer=config.tokenizer.tokenizer(prepared.vocab),
+                                   output=output), output)
         counters: dict[str, int] = {}
         problems: list[dict] = []
     else:
@@ -85,15 +86,16 @@ def _run_bert(prepared: Prepared, history: DocumentHistory | None) -> DatasetMan
             build_pipeline(pipeline, config=config, stages=prepared.stages,
                            patterns=prepared.patterns, output=output, progress_dir=progress_dir,
                            input_bytes=sum(size for _, size in prepared.inputs),
-                           documents=documents, benchmarks=prepared.benchmarks)
+                           documents=documents, benchmarks=prepared.benchmarks,
+                           mixture=prepared.mixture)
             counters = run_to_completion(pipeline)
-        shards = read_staging_json(output.split(TRAIN), SHARD_LIST_NAME)
+        shards = training_shards(output)
         problems = read_staging_json(output, PROBLEM_LIST_NAME)
     manifest = run_manifest(config, output, vocab_sha256=prepared.vocab.sha256,
                             inputs=prepared.inputs, shards=shards, counters=counters,
                             input_problems=problems, warnings=dataset_warnings(counters, problems),
                             max_predictions_per_row=prepared.stages.rows.max_predictions,
-                            documents=documents)
+                            documents=documents, mixture=prepared.mixture)
     publish(output, manifest, replaces=prepared.replaces, documents=documents)
     return manifest
 

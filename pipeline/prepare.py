@@ -23,7 +23,11 @@ from bert_pretraining_data.pipeline.stages import Stages
 from bert_pretraining_data.transforms.counters import read_counters
 from bert_pretraining_data.transforms.decontaminate.beam import match_benchmarks, read_benchmark
 from bert_pretraining_data.transforms.read.beam import check_parquet_schema, match_inputs
-from bert_pretraining_data.transforms.read.documents import comma_separated
+from bert_pretraining_data.transforms.read.documents import InputError, comma_separated
+from bert_pretraining_data.transforms.read.mixture import (INPUT_FLAGS, Mixture, MixtureError,
+                                                           parse_mixture)
+from bert_pretraining_data.transforms.read.tables import INPUT_FORMATS
+from bert_pretraining_data.transforms.tokenize.sentences import DEFAULT_SPLITTER, SPLITTERS
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
 
 
@@ -39,10 +43,12 @@ class Prepared:
     vocab: Vocabulary | None  # None with --recipe=d2l, which computes its own
     stages: Stages | None
     benchmarks: list[str] = dataclasses.field(default_factory=list)  # --decontaminate's files
+    mixture: Mixture | None = None  # --mixture's sources, read in place of --input_file
 
     @property
     def patterns(self) -> list[str]:
-        return comma_separated(self.config.input_file)
+        """--input_file's patterns (none with --mixture: its sources have theirs)."""
+        return comma_separated(self.config.input_file) if self.config.input_file else []
 
     def new_pipeline(self) -> beam.Pipeline:
         return new_pipeline(self.beam_args)
@@ -60,17 +66,47 @@ def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:
     """Matches the inputs and the benchmark files (read once: a bad one is
     said now), reads the vocabulary (every recipe's but d2l's, which computes
     its own) and prepares the output location."""
-    inputs = match_inputs(config.input_file)
-    if config.input_format == "parquet":
-        check_parquet_schema([path for path, _ in inputs], config.text_field)
+    mixture = read_mixture(config) if config.mixture else None
+    by_source = []
+    for source in mixture.sources if mixture else (config,):
+        try:
+            files = match_inputs(source.input_file)
+            if source.input_format == "parquet":
+                check_parquet_schema([path for path, _ in files], source.text_field)
+        except InputError as err:
+            if not mixture:
+                raise
+            raise MixtureError(f"{config.mixture}: source {source.name!r}: {err}") from None
+        by_source.append(files)
+    inputs = sorted({file for files in by_source for file in files})
     benchmarks = match_benchmarks(config.decontaminate) if config.decontaminate else []
     for path in benchmarks:  # an empty or unreadable one fails now, in one line
         read_benchmark(path, config.decontaminate_field)
     vocab = config.tokenizer.load_vocabulary(FileSystems.open) if config.recipe != "d2l" else None
     stages = Stages.of(config, vocab) if vocab else None
-    output, replaces = prepare_output(config, inputs)
+    output, replaces = prepare_output(config, inputs, [
+        (source.name, sum(size for _, size in files))
+        for source, files in zip(mixture.sources, by_source)] if mixture else ())
     return Prepared(config=config, beam_args=beam_args, inputs=inputs, output=output,
-                    replaces=replaces, vocab=vocab, stages=stages, benchmarks=benchmarks)
+                    replaces=replaces, vocab=vocab, stages=stages, benchmarks=benchmarks,
+                    mixture=mixture)
+
+
+def read_mixture(config: Config) -> Mixture:
+    """--mixture's file, parsed and checked (a one-line MixtureError)."""
+    if not FileSystems.exists(config.mixture):
+        raise MixtureError(f"--mixture {config.mixture}: no such file; check the path")
+    with FileSystems.open(config.mixture) as handle:
+        data = handle.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise MixtureError(f"{config.mixture}: not UTF-8; save it as UTF-8 JSON or YAML") from None
+    return parse_mixture(text, config.mixture,
+                         defaults={flag: getattr(config, flag) for flag in INPUT_FLAGS},
+                         choices={"input_format": INPUT_FORMATS,
+                                  "sentence_splitter": tuple(SPLITTERS)},
+                         default_splitter=DEFAULT_SPLITTER)
 
 
 def run_to_completion(pipeline: beam.Pipeline) -> dict[str, int]:

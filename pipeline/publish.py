@@ -41,6 +41,8 @@ SPLIT_NAME = "split.json"  # a split's documents and tokens (in its staging fold
 NEAR_COPY_NAME = "near_copies.json"  # training's documents dropped as held-out near copies
 DECONTAMINATION_NAME = "decontamination_summary.json"  # the manifest's decontamination section
 AUDIT_NAME = "decontamination.json"  # each match, staged and published beside the manifest
+MIXTURE_SOURCES_NAME = "mixture_sources.json"  # each source's documents, tokens, copies, weight
+MIXTURE_OUTPUT_NAME = "mixture_output.json"  # each source's instances and their tokens
 
 
 class PublishError(RuntimeError):
@@ -67,6 +69,8 @@ class OutputPaths:
         """One split's shards (the whole output when it has no held-out
         split), staged in a folder of their own: each split's writer
         keeps its buckets and staging lists apart."""
+        if name == TRAIN and not {split for split, _ in self.split_shards} & set(SPLITS):
+            return self  # no split, or a mixture's sources: training is the whole output
         start = 0
         for split, count in self.split_shards:
             if split == name:
@@ -74,9 +78,7 @@ class OutputPaths:
                     self, staging_dir=FileSystems.join(self.staging_dir, name),
                     final_paths=self.final_paths[start:start + count], split_shards=())
             start += count
-        if self.split_shards or name != TRAIN:
-            raise ValueError(f"the output has no split {name!r}")
-        return self
+        raise ValueError(f"the output has no part {name!r}")
 
     @property
     def splits(self) -> list["OutputPaths"]:
@@ -109,10 +111,16 @@ def num_shards(config: Config, inputs: Sequence[tuple[str, int]]) -> int:
                                                    config.dupe_factor)
 
 
-def split_shards(config: Config, inputs: Sequence[tuple[str, int]]) -> tuple[tuple[str, int], ...]:
+def split_shards(config: Config, inputs: Sequence[tuple[str, int]],
+                 sources: Sequence[tuple[str, int]] = ()) -> tuple[tuple[str, int], ...]:
     """Each split's shards (none without a held-out split): training's as
     the run's, a held-out split's sized from its share of the input, one copy
-    per document, and never more than training's."""
+    per document, and never more than training's. With a mixture written
+    by source (`sources`: each one's name and input bytes), each source's
+    folder instead: --num_shards each, or sized from its input."""
+    if config.mixture and config.mixture_layout == "by_source":
+        return tuple((name, config.num_shards or default_num_shards(size, 1))
+                     for name, size in sources)
     fractions = config.split_fractions
     if not fractions.active:
         return ()
@@ -122,11 +130,13 @@ def split_shards(config: Config, inputs: Sequence[tuple[str, int]]) -> tuple[tup
         math.ceil(size * fractions.fraction(name)), 1))) for name in fractions.held_out))
 
 
-def prepare_output(config: Config, inputs: Sequence[tuple[str, int]]
-                   ) -> tuple[OutputPaths, list[str]]:
+def prepare_output(config: Config, inputs: Sequence[tuple[str, int]],
+                   sources: Sequence[tuple[str, int]] = ()) -> tuple[OutputPaths, list[str]]:
     """Before any work: the output, what an `--overwrite` will replace, a clean
-    and writable staging directory. Every entry point starts here."""
-    output = output_paths(config, num_shards(config, inputs), split_shards(config, inputs))
+    and writable staging directory. Every entry point starts here.
+    `sources`: a mixture's, each one's name and input bytes."""
+    output = output_paths(config, num_shards(config, inputs),
+                          split_shards(config, inputs, sources))
     replaces = check_output_location(config, output, overwrite=config.overwrite)
     remove_tree(output.staging_dir)  # whatever an interrupted run left
     check_writable(output)
@@ -182,7 +192,8 @@ def existing_outputs(config: Config, output: OutputPaths) -> list[str]:
     """Files already at the output location (the staging directory aside)."""
     if config.output_dir:  # its files, and those of the split folders this tool writes
         root = config.output_dir.rstrip("/")
-        patterns = [FileSystems.join(root, *folder, "*") for folder in [(), *zip(SPLITS)]]
+        folders = [(), *((name,) for name in sorted({*SPLITS, *dict(output.split_shards)}))]
+        patterns = [FileSystems.join(root, *folder, "*") for folder in folders]
         found = [m.path for result in FileSystems.match(patterns) for m in result.metadata_list]
         return sorted(p for p in found if not p.startswith(output.staging_dir))
     candidates = [*output.final_paths, output.manifest_path]
@@ -224,6 +235,26 @@ def remove_tree(path: str) -> None:
         FileSystems.delete(files)
     if FileSystems.exists(path):  # local directories outlive their files
         FileSystems.delete([path])
+
+
+def placed(shards: Sequence[dict], output: OutputPaths) -> list[dict]:
+    """The writer's shard list in shard order, each at its final path."""
+    return [dict(s, path=output.final_paths[s["shard"]])
+            for s in sorted(shards, key=lambda s: s["shard"])]
+
+
+def training_shards(output: OutputPaths) -> list[dict]:
+    """Training's shards as the pipeline staged them, at their final paths
+    (a mixture's sources, each in its folder: theirs in source order,
+    numbered on)."""
+    train = output.split(TRAIN)
+    if train is not output or not output.split_shards:
+        return placed(read_staging_json(train, SHARD_LIST_NAME), train)
+    shards: list[dict] = []
+    for part in output.splits:
+        for shard in placed(read_staging_json(part, SHARD_LIST_NAME), part):
+            shards.append(dict(shard, shard=len(shards)))
+    return shards
 
 
 def staged_paths(output: OutputPaths) -> list[str]:

@@ -35,6 +35,7 @@ from bert_pretraining_data.pipeline.dataflow import check_dataflow_options, laun
 from bert_pretraining_data.pipeline.local_runner import new_pipeline
 from bert_pretraining_data.pipeline.main import create_dataset
 from bert_pretraining_data.pipeline.options import GROUPS, Config, parse_args
+from bert_pretraining_data.pipeline.prepare import read_mixture
 from bert_pretraining_data.pipeline.publish import PublishError, read_published, remove_tree
 from bert_pretraining_data.pipeline.retention import apply_retention, release_lease, take_lease
 from bert_pretraining_data.pipeline.run_manifest import package_versions
@@ -80,15 +81,20 @@ def input_states(input_file: str) -> list[dict]:
 
 
 def fingerprint(config: Config) -> Fingerprint:
-    """Reads the vocabulary and lists the inputs and benchmark files (none is read)."""
+    """Reads the vocabulary (and the mixture file) and lists the inputs and
+    benchmark files (none is read)."""
     flags = {k: v for k, v in config.flags().items() if k not in _PLACEMENT_FLAGS}
+    mixture = read_mixture(config) if config.mixture else None
     record = {
-        "inputs": input_states(config.input_file),
+        "inputs": input_states(",".join(source.input_file for source in mixture.sources)
+                               if mixture else config.input_file),
         "vocab_sha256": (config.tokenizer.load_vocabulary(FileSystems.open).sha256
                          if config.tokenizer.path else None),  # --recipe=d2l computes it
         "flags": flags,
         "versions": package_versions(),
     }
+    if mixture:  # the mixture file's content, not its path, says what the run makes
+        record["mixture"] = mixture.to_json()
     if config.decontaminate:  # new benchmark files change the output as new inputs do
         match_benchmarks(config.decontaminate)
         record["benchmarks"] = input_states(config.decontaminate)

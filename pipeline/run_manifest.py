@@ -19,9 +19,11 @@ from bert_pretraining_data.loaders.manifest import (NO_DEDUP, DatasetManifest, P
 from bert_pretraining_data.pipeline.changes import HASH_LIST_NAME, DocumentPlan, version_record
 from bert_pretraining_data.pipeline.options import Config
 from bert_pretraining_data.pipeline.publish import (AUDIT_NAME, DECONTAMINATION_NAME, DEDUP_NAME,
+                                                    MIXTURE_OUTPUT_NAME, MIXTURE_SOURCES_NAME,
                                                     NEAR_COPY_NAME, SHARD_LIST_NAME, SPLIT_NAME,
-                                                    OutputPaths, read_staging_json)
+                                                    OutputPaths, placed, read_staging_json)
 from bert_pretraining_data.pipeline.stages import held_out_config, record_layout
+from bert_pretraining_data.transforms.read.mixture import Mixture
 from bert_pretraining_data.transforms.split.held_out import TRAIN, split_seed
 
 
@@ -55,11 +57,9 @@ def packing_summary(config: Config, shards: Sequence[dict], max_predictions_per_
                    rows_by_depth={str(depth): n for depth, n in enumerate(by_depth, 1)})
 
 
-def _placed(shards: Sequence[dict], output: OutputPaths) -> list[dict]:
-    """The writer's shard list in shard order, each at its final path."""
-    by_shard = sorted(({k: v for k, v in s.items() if k != "columns"} for s in shards),
-                      key=lambda s: s["shard"])
-    return [dict(s, path=output.final_paths[s["shard"]]) for s in by_shard]
+def _described(shards: Sequence[dict]) -> list[dict]:
+    """Shards as the manifest lists them: their columns are its schema."""
+    return [{k: v for k, v in s.items() if k != "columns"} for s in shards]
 
 
 def _schema(shards: Sequence[dict]) -> dict[str, str] | None:
@@ -96,7 +96,7 @@ def split_records(config: Config, output: OutputPaths, train_instances: int,
         shards = read_staging_json(part, SHARD_LIST_NAME)
         records[name] = SplitRecord(
             **common, instances=_instances(shards), near_copies_dropped=0, dupe_factor=1,
-            masking=held_out.masking, shards=_placed(shards, part),
+            masking=held_out.masking, shards=_described(placed(shards, part)),
             features=record_layout(held_out).roles(), schema=_schema(shards),
             packing=(packing_summary(held_out, shards, max_predictions_per_row)
                      if config.pack_sequences else None))
@@ -111,6 +111,38 @@ def _decontamination(config: Config, output: OutputPaths) -> dict | None:
     return dict(summary, audit=FileSystems.split(output.beside_manifest(AUDIT_NAME))[1])
 
 
+def mixture_section(config: Config, output: OutputPaths, mixture: Mixture | None,
+                    dedup: dict) -> dict | None:
+    """What the mixture is and what each source made: its flags, planned
+    weight, documents and tokens (after dedup and the held-out splits),
+    copies and realised epochs, instances, output tokens and their share
+    (training's), and the copies dropped across sources."""
+    if mixture is None:
+        return None
+    train = output.split(TRAIN)
+    held = {row["source"]: row for row in read_staging_json(train, MIXTURE_SOURCES_NAME)}
+    made = {row["source"]: row for row in read_staging_json(train, MIXTURE_OUTPUT_NAME)}
+    total = sum(row["tokens"] for row in made.values())
+    sources = []
+    for index, source in enumerate(mixture.sources):
+        documents = held.get(index, {}).get("documents", 0)
+        copies = held.get(index, {}).get("copies", 0)
+        output_tokens = made.get(index, {}).get("tokens", 0)
+        sources.append({
+            **dataclasses.asdict(source),
+            "weight": held.get(index, {}).get("weight", source.weight or 0.0),
+            "documents": documents, "tokens": held.get(index, {}).get("tokens", 0),
+            "copies": copies, "epochs": round(copies / documents, 6) if documents else 0.0,
+            "instances": made.get(index, {}).get("instances", 0), "output_tokens": output_tokens,
+            "share": round(output_tokens / total, 6) if total else 0.0})
+    names = mixture.names
+    return {"layout": config.mixture_layout, "alpha": mixture.alpha,
+            "total_tokens": mixture.total_tokens, "sources": sources,
+            "duplicates_across_sources": [
+                {"kept": names[pair["kept"]], "dropped": names[pair["dropped"]],
+                 "documents": pair["documents"]} for pair in dedup.get("across_sources", [])]}
+
+
 def _dedup_summary(output: OutputPaths, config: Config) -> dict:
     """The dedup stage's figures (its one staged summary)."""
     if config.dedup == "none":
@@ -123,12 +155,14 @@ def run_manifest(config: Config, output: OutputPaths, *, vocab_sha256: str,
                  inputs: Sequence[tuple[str, int]], shards: Sequence[dict],
                  counters: dict[str, int], input_problems: Sequence[dict] = (),
                  warnings: Sequence[str] = (), max_predictions_per_row: int | None = None,
-                 documents: DocumentPlan | None = None) -> DatasetManifest:
+                 documents: DocumentPlan | None = None,
+                 mixture: Mixture | None = None) -> DatasetManifest:
     """The manifest of a run that finished, before it is published: its
-    shards (the writer's list, at their final paths), counters, input
+    shards (training's, at their final paths: publish.placed), counters, input
     problems and warnings, and what its pipeline staged beside them (the
     dedup figures; the hash files `documents` asked for)."""
     total_instances = _instances(shards)
+    dedup = _dedup_summary(output, config)
     manifest = DatasetManifest(
         format=manifest_format(config.output_format),
         flags=config.flags(),
@@ -136,10 +170,10 @@ def run_manifest(config: Config, output: OutputPaths, *, vocab_sha256: str,
         features={} if config.recipe == "d2l" else record_layout(config).roles(),
         vocab_sha256=vocab_sha256,
         inputs=[{"path": p, "bytes": size} for p, size in inputs],
-        shards=_placed(shards, output.split(TRAIN)),
+        shards=_described(shards),
         total_instances=total_instances,
         counters=dict(sorted(counters.items())),
-        dedup=_dedup_summary(output, config),
+        dedup=dedup,
         input_problems=list(input_problems),
         warnings=list(warnings),
         versions=package_versions(),
@@ -147,10 +181,11 @@ def run_manifest(config: Config, output: OutputPaths, *, vocab_sha256: str,
         packing=(packing_summary(config, shards, max_predictions_per_row)
                  if config.pack_sequences else None),
         splits=split_records(config, output, total_instances, max_predictions_per_row),
-        decontamination=_decontamination(config, output))
+        decontamination=_decontamination(config, output),
+        mixture=mixture_section(config, output, mixture, dedup))
     if documents is None:
         return manifest
     return dataclasses.replace(manifest, refresh=version_record(
         documents, read_staging_json(output, HASH_LIST_NAME),
         instances=manifest.total_instances, shard_bytes=manifest.shard_bytes,
-        splits=manifest.splits))
+        splits=manifest.splits, mixture=manifest.mixture))

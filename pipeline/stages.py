@@ -121,4 +121,5 @@ def record_layout(config: Config) -> RecordLayout:
         # rows are packed (a new layout, which never had them).
         masked_lm=config.masking == "static" or (
             config.next_sentence != "none" and not config.pack_sequences),
-        packed=config.pack_sequences)
+        packed=config.pack_sequences,
+        source=config.mixture is not None)  # a mixture's: each instance names its source

@@ -52,12 +52,14 @@ NOT_IN_TEMPLATE = {
 # Pipeline options a launch passes besides the template's own parameters.
 PIPELINE_OPTIONS = {"sdk_container_image"}
 PATH_PARAMS = {"input_file", "vocab_file", "spm_model_file", "tokenizer_file", "output_dir",
-               "output_root", "decontaminate"}
+               "output_root", "decontaminate", "mixture"}
 # Shares of the documents held out: in [0, 0.5).
 FRACTION_PARAMS = {"validation_fraction", "test_fraction"}
 # Flags of the refresh (pipeline/refresh.py), not of the pipeline it runs.
 REFRESH_PARAMS = {"output_root", "keep_versions"}
-INSTEAD_OF = {"tokenizer_file": "vocab_file"}  # a flag given in another's place
+# a flag given in another's place
+INSTEAD_OF = {"tokenizer_file": "vocab_file", "mixture": "input_file",
+              "mixture_layout": "input_file"}
 BASE_FLAGS = ["--input_file=gs://b/in/*.txt", "--vocab_file=gs://b/vocab.txt",
               "--output_dir=gs://b/out"]
 
@@ -94,9 +96,10 @@ def test_metadata_parameters_are_documented():
         for regex in param["regexes"]:
             re.compile(regex)
     required = {p["name"] for p in METADATA["parameters"] if not p["isOptional"]}
-    # the tokenizer (vocab_file, spm_model_file or tokenizer_file) is checked
-    # by the job's own validation, in one line
-    assert required == {"input_file"}
+    # the input (input_file or mixture) and the tokenizer (vocab_file,
+    # spm_model_file or tokenizer_file) are checked by the job's own
+    # validation, in one line
+    assert required == set()
 
 
 def _samples(name: str, action) -> tuple[list[str], list[str]]:
@@ -122,6 +125,7 @@ NEEDS = {"max_ngram_size": ["--do_whole_word_mask"],
          "decontaminate_field": ["--decontaminate=gs://b/benchmarks.jsonl"],
          "decontaminate_ngram": ["--decontaminate=gs://b/benchmarks.jsonl"],
          "max_sequences_per_pack": ["--pack_sequences"],
+         "mixture_layout": ["--mixture=gs://b/mixture.json"],
          "parquet_compression": ["--output_format=parquet"]}
 
 

@@ -50,7 +50,6 @@ FRAMING = (101, 102)  # [CLS], [SEP]
 def _articles() -> list[list[str]]:
     """The excerpt's articles in pieces of 150 words or more, a sentence a
     line (cut at full stops), each short enough for one instance."""
-    counts = collections.Counter()
     articles = []
     with bz2.open(DATA_DIR / "enwiki-excerpt-small.xml.bz2") as handle:
         for page in dump_pages(handle):

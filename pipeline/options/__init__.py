@@ -22,6 +22,7 @@ from bert_pretraining_data.pipeline.options.evaluation import EvaluationFlags
 from bert_pretraining_data.pipeline.options.input import InputFlags
 from bert_pretraining_data.pipeline.options.instances import InstanceFlags
 from bert_pretraining_data.pipeline.options.masking import MaskingFlags
+from bert_pretraining_data.pipeline.options.mixture import MixtureFlags
 from bert_pretraining_data.pipeline.options.output import OutputFlags
 from bert_pretraining_data.pipeline.options.packing import PackingFlags
 from bert_pretraining_data.pipeline.options.run import RunFlags
@@ -30,8 +31,8 @@ from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSp
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Config(InputFlags, DedupFlags, EvaluationFlags, TokenizerFlags, InstanceFlags,
-             MaskingFlags, PackingFlags, OutputFlags, RunFlags):
+class Config(InputFlags, MixtureFlags, DedupFlags, EvaluationFlags, TokenizerFlags,
+             InstanceFlags, MaskingFlags, PackingFlags, OutputFlags, RunFlags):
     """The flags, validated: one field per flag, of every group. Its bases
     are the groups, in the order of the pipeline's stages (--help's sections
     and the order their checks run in): a new group is a new base."""

@@ -43,4 +43,5 @@ class InputFlags(FlagGroup):
 
     @classmethod
     def checks(cls, config: Any, given: AbstractSet[str]) -> list[Check]:
-        return [(bool(config.input_file), "--input_file is required")]
+        return [(bool(config.input_file or config.mixture),
+                 "--input_file (or --mixture) is required")]

@@ -46,8 +46,9 @@ class InstanceFlags(FlagGroup):
     @classmethod
     def defaults(cls, args: argparse.Namespace, beam_args: Sequence[str]) -> dict[str, Any]:
         """d2l makes one pass over the corpus, as d2l does; RoBERTa draws its
-        masks at load time and has no pair task."""
-        return {"dupe_factor": 1 if args.recipe in ("d2l", "roberta") else 10,
+        masks at load time and has no pair task; a mixture's copies are its
+        sources' weights."""
+        return {"dupe_factor": 1 if args.recipe in ("d2l", "roberta") or args.mixture else 10,
                 "next_sentence": "none" if args.recipe == "roberta" else "nsp"}
 
     @classmethod

@@ -151,7 +151,8 @@ class _CountSummary(beam.DoFn):
     def process(self, decisions: Decisions) -> Iterator[dict]:
         for name, counted in self._counters.items():
             counted.inc(getattr(decisions.summary, name))
-        yield dataclasses.asdict(decisions.summary)
+        yield {key: value for key, value in dataclasses.asdict(decisions.summary).items()
+               if value is not None}
 
 
 class Deduplicate(beam.PTransform):
@@ -177,7 +178,7 @@ class Deduplicate(beam.PTransform):
         # for many dropped keys. The empty groups make exactly one result.
         partitions = (fingerprinted[_EXACT]
                       | "GroupExactRows" >> beam.GroupByKey()
-                      | "GroupCopies" >> beam.Map(group_copies))
+                      | "GroupCopies" >> beam.Map(group_copies, fingerprints.by_source))
         exact = ((partitions, documents.pipeline | "NoCopies" >> beam.Create([ExactGroups()]))
                  | "AllCopies" >> beam.Flatten()
                  | "MergeCopies" >> beam.CombineGlobally(merge_groups).without_defaults())
@@ -200,7 +201,8 @@ class Deduplicate(beam.PTransform):
                 | "GroupPairPartitions" >> beam.GroupByKey()
                 | "VerifyPairs" >> beam.ParDo(VerifyPairs(threshold=fingerprints.threshold))
                 | "GatherEdges" >> beam.GroupByKey()
-                | "ClusterNearCopies" >> beam.Map(lambda element: near_clusters(element[1])),
+                | "ClusterNearCopies" >> beam.Map(
+                    lambda element: near_clusters(element[1], fingerprints.by_source)),
                 default_value=None)
         decisions = exact | "Decide" >> beam.Map(decide, fingerprints, near)
         kept = batches | "DropCopies" >> beam.ParDo(

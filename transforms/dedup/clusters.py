@@ -12,6 +12,7 @@ has the smallest key.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import hashlib
 import itertools
@@ -20,6 +21,7 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 
 from bert_pretraining_data.transforms.dedup.minhash import jaccards, ragged_positions
+from bert_pretraining_data.transforms.read.mixture import source_of
 
 ALL_PAIRS_LIMIT = 8
 
@@ -67,10 +69,20 @@ class ExactGroups:
     groups: int = 0  # texts with more than one document
     duplicates: int = 0  # documents beyond the first of their text
     largest: int = 0  # documents of the largest group
+    # (source of the kept key, source of a dropped one) -> documents: a mixture's
+    across: collections.Counter = dataclasses.field(default_factory=collections.Counter)
 
 
-def exact_groups(rows: ExactRows) -> ExactGroups:
-    """Groups documents by digest; each group keeps its smallest key once."""
+def sources_of(kept: str, dropped: Iterable[str]) -> collections.Counter:
+    """(kept's source, dropped's source) of a mixture's copies, for every
+    dropped key of another source than the kept one."""
+    return collections.Counter((source_of(kept), source_of(key)) for key in dropped
+                               if source_of(key) != source_of(kept))
+
+
+def exact_groups(rows: ExactRows, by_source: bool = False) -> ExactGroups:
+    """Groups documents by digest; each group keeps its smallest key once
+    (`by_source`: a mixture's keys, whose copies across sources are counted)."""
     found = ExactGroups()
     order = sorted(range(len(rows.keys)),
                    key=lambda i: (rows.digests[i].tobytes(), rows.keys[i]))
@@ -82,6 +94,8 @@ def exact_groups(rows: ExactRows) -> ExactGroups:
         found.duplicates += len(keys) - 1
         found.largest = max(found.largest, len(keys))
         found.drops.extend(sorted(set(keys[1:]) - {keys[0]}))
+        if by_source:
+            found.across.update(sources_of(keys[0], keys[1:]))
         if keys[1] == keys[0]:
             found.repeated.append(keys[0])
     return found
@@ -252,6 +266,7 @@ class NearClusters:
     clusters: int = 0
     texts_with_copies: int = 0  # texts of the clusters that also have exact copies
     largest: int = 0  # documents (copies included) of the largest cluster
+    across: collections.Counter = dataclasses.field(default_factory=collections.Counter)
 
 
 def clusters_of(edges: Iterable[tuple[Node, Node]]) -> list[list[Node]]:
@@ -279,13 +294,15 @@ def clusters_of(edges: Iterable[tuple[Node, Node]]) -> list[list[Node]]:
     return [sorted(cluster, key=lambda node: node.key) for cluster in members.values()]
 
 
-def near_clusters(edges: Iterable[tuple[Node, Node]]) -> NearClusters:
+def near_clusters(edges: Iterable[tuple[Node, Node]], by_source: bool = False) -> NearClusters:
     """What the clusters of verified pairs decide: each keeps the text whose
-    document has the smallest key."""
+    document has the smallest key (`by_source`: as exact_groups)."""
     clusters = clusters_of(edges)
     found = NearClusters(clusters=len(clusters))
     for cluster in clusters:
         found.drops.extend(node.key for node in cluster[1:])
+        if by_source:
+            found.across.update(sources_of(cluster[0].key, [node.key for node in cluster[1:]]))
         found.texts_with_copies += sum(node.copies > 1 for node in cluster)
         found.largest = max(found.largest, sum(node.copies for node in cluster))
     return found

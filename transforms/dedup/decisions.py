@@ -52,6 +52,8 @@ class Fingerprints:
     # Text documents are keyed file:offset, so no two share a key; JSONL,
     # Parquet and Wikipedia documents are keyed by a hash of their text.
     unique_keys: bool = False
+    # A mixture's keys name their source: copies across sources are counted.
+    by_source: bool = False
 
     @property
     def bands(self) -> tuple[int, int]:
@@ -103,9 +105,10 @@ def _band_rows(parts: Iterable[BandRows]) -> BandRows:
                     np.concatenate([p.digests for p in parts]))
 
 
-def group_copies(element: tuple[int, Iterable[ExactRows]]) -> ExactGroups:
+def group_copies(element: tuple[int, Iterable[ExactRows]], by_source: bool = False
+                 ) -> ExactGroups:
     """One partition's exact groups."""
-    return exact_groups(_exact_rows(element[1]))
+    return exact_groups(_exact_rows(element[1]), by_source)
 
 
 def merge_groups(parts: Iterable[ExactGroups]) -> ExactGroups:
@@ -117,6 +120,7 @@ def merge_groups(parts: Iterable[ExactGroups]) -> ExactGroups:
         merged.groups += part.groups
         merged.duplicates += part.duplicates
         merged.largest = max(merged.largest, part.largest)
+        merged.across.update(part.across)
     return merged
 
 
@@ -141,6 +145,8 @@ class DedupSummary:
     largest_duplicate_cluster: int = 0  # documents of the largest
     lsh_bands: int = 0
     lsh_rows: int = 0
+    # a mixture's: {"kept", "dropped" (source indices), "documents"} per pair of sources
+    across_sources: list[dict[str, int]] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,7 +173,11 @@ def decide(exact: ExactGroups, fingerprints: Fingerprints,
         near_duplicate_documents=len(near.drops),
         duplicate_clusters=exact.groups - near.texts_with_copies + near.clusters,
         largest_duplicate_cluster=max(near.largest, exact.largest),
-        lsh_bands=bands, lsh_rows=rows)
+        lsh_bands=bands, lsh_rows=rows,
+        across_sources=[{"kept": kept, "dropped": dropped, "documents": documents}
+                        for (kept, dropped), documents in sorted(
+                            (exact.across + near.across).items())]
+        if fingerprints.by_source else None)
     return Decisions(KeySet(exact.drops + near.drops), KeySet(exact.repeated), summary)
 
 

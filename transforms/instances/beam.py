@@ -15,6 +15,7 @@ from bert_pretraining_data.transforms.counters import BundleCounters, CountingDo
 from bert_pretraining_data.transforms.handoff.shuffle_entries import EntryBatch
 from bert_pretraining_data.transforms.handoff.tokenized_documents import (CompactDocument,
                                                                           compact_token_count)
+from bert_pretraining_data.transforms.instances.instance_bytes import stamp_source
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig
 from bert_pretraining_data.transforms.instances.pairs import InstanceConfig, Stat
 from bert_pretraining_data.transforms.instances.sample import (bound_sample, cap_document,
@@ -22,32 +23,36 @@ from bert_pretraining_data.transforms.instances.sample import (bound_sample, cap
 from bert_pretraining_data.transforms.instances.units import (WORK_UNIT_TOKENS, Engine, FlatSample,
                                                               WorkUnit, unit_instances, warm_up)
 from bert_pretraining_data.transforms.progress_sink import ProgressSink
+from bert_pretraining_data.transforms.read.mixture import source_of
 from bert_pretraining_data.transforms.worker_memory import tune_worker_memory
 
 
 class BatchDocuments(beam.DoFn):
     """(doc_key, compact document) -> lists of them of about WORK_UNIT_TOKENS
-    token ids, within a bundle. Which documents share a batch never changes
-    the output: every draw is seeded by its document's key."""
+    token ids, within a bundle; `by_source` (a mixture): each batch of one
+    source's documents, so that its instances are stamped with it. Which
+    documents share a batch never changes the output: every draw is seeded
+    by its document's key."""
+
+    def __init__(self, *, by_source: bool = False) -> None:
+        self._by_source = by_source
 
     def start_bundle(self) -> None:
-        self._batch: list[tuple[str, CompactDocument]] = []
-        self._tokens = 0
+        self._batches: dict[int, list[tuple[str, CompactDocument]]] = {}
+        self._tokens: dict[int, int] = {}
 
     def process(self, element: tuple[str, CompactDocument]
                 ) -> Iterator[list[tuple[str, CompactDocument]]]:
-        self._batch.append(element)
-        self._tokens += compact_token_count(element[1])
-        if self._tokens >= WORK_UNIT_TOKENS:
-            yield self._take()
+        group = source_of(element[0]) if self._by_source else 0
+        self._batches.setdefault(group, []).append(element)
+        self._tokens[group] = self._tokens.get(group, 0) + compact_token_count(element[1])
+        if self._tokens[group] >= WORK_UNIT_TOKENS:
+            self._tokens[group] = 0
+            yield self._batches.pop(group)
 
     def finish_bundle(self) -> Iterator[object]:
-        if self._batch:
-            yield GlobalWindows.windowed_value(self._take())
-
-    def _take(self) -> list[tuple[str, CompactDocument]]:
-        batch, self._batch, self._tokens = self._batch, [], 0
-        return batch
+        for group in sorted(self._batches):
+            yield GlobalWindows.windowed_value(self._batches[group])
 
 
 class CreateInstances(CountingDoFn):
@@ -60,8 +65,9 @@ class CreateInstances(CountingDoFn):
     """
 
     def __init__(self, *, instances: InstanceConfig, masking: MaskingConfig | None, seed: int,
-                 progress_dir: str | None = None) -> None:
+                 progress_dir: str | None = None, stamp_sources: bool = False) -> None:
         self._configs = (instances, masking)
+        self._stamp_sources = stamp_sources  # a mixture: each instance names its source
         self._progress_dir = progress_dir
         self._seed = seed
         # Nothing is masked without a masking config, so no masked_tokens counter.
@@ -91,7 +97,8 @@ class CreateInstances(CountingDoFn):
         for name in count:
             count[name] += stats[name]
         if len(batch):
-            yield batch
+            # a unit holds one source's documents (BatchDocuments by_source)
+            yield stamp_source(batch, source_of(element[0][0])) if self._stamp_sources else batch
 
 
 class SampleDocuments(beam.PTransform):

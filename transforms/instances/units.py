@@ -9,7 +9,7 @@ its tokens.
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterator, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -121,16 +121,26 @@ def fan_out_batch(batch: list[tuple[str, CompactDocument]], dupe_factor: int,
                   first_copy: int = 0) -> Iterator[WorkUnit]:
     """A batch's `dupe_factor` copies of each document (each copy with its
     own seeds, hence its own instances; from `first_copy` on, for a disk
-    estimate that has made the first) as units of work: the documents'
-    copies together, except that a document whose copies hold over
-    WORK_UNIT_TOKENS tokens is cut into units of fewer copies."""
+    estimate that has made the first) as units of work (`fan_out`)."""
+    return fan_out(((doc_key, document, dupe_factor) for doc_key, document in batch),
+                   first_copy)
+
+
+def fan_out(documents: Iterable[tuple[str, CompactDocument, int]],
+            first_copy: int = 0) -> Iterator[WorkUnit]:
+    """(doc_key, document, copies) -> units of work: the documents' copies
+    together, except that a document whose copies hold over WORK_UNIT_TOKENS
+    tokens is cut into units of fewer copies (a document of no copies makes
+    none)."""
     unit: WorkUnit = []
-    for doc_key, document in batch:
-        per_unit = max(1, WORK_UNIT_TOKENS // max(1, compact_token_count(document)))
-        if per_unit >= dupe_factor - first_copy:
-            unit.append((doc_key, document, (first_copy, dupe_factor)))
+    for doc_key, document, copies in documents:
+        if copies <= first_copy:
             continue
-        for start in range(first_copy, dupe_factor, per_unit):
-            yield [(doc_key, document, (start, min(dupe_factor, start + per_unit)))]
+        per_unit = max(1, WORK_UNIT_TOKENS // max(1, compact_token_count(document)))
+        if per_unit >= copies - first_copy:
+            unit.append((doc_key, document, (first_copy, copies)))
+            continue
+        for start in range(first_copy, copies, per_unit):
+            yield [(doc_key, document, (start, min(copies, start + per_unit)))]
     if unit:
         yield unit

@@ -12,6 +12,7 @@ from apache_beam.io.filesystems import FileSystems
 from bert_pretraining_data.transforms.counters import BundleCounters, CountingDoFn
 from bert_pretraining_data.transforms.handoff.tokenized_documents import CompactDocument
 from bert_pretraining_data.transforms.progress_sink import ProgressSink
+from bert_pretraining_data.transforms.read.mixture import source_of
 from bert_pretraining_data.transforms.tokenize.chinese_words import MARK
 from bert_pretraining_data.transforms.tokenize.document import DocumentTokenizer
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
@@ -25,8 +26,10 @@ class TokenizeDocument(CountingDoFn):
 
     def __init__(self, *, vocab_file: str | None = None, do_lower_case: bool = True,
                  tokenizer: TokenizerSpec | None = None,
-                 whole_word_segmenter: str = "none", sentence_splitter: str = "none",
+                 whole_word_segmenter: str = "none",
+                 sentence_splitter: str | tuple[str, ...] = "none",
                  progress_dir: str | None = None) -> None:
+        # `sentence_splitter`: one, or one per mixture source (by the key's source).
         # Any tokenizer (`tokenizer`), or WordPiece's by its vocab.txt.
         self._tokenizer = tokenizer or TokenizerSpec(vocab_file, do_lower_case)
         self._progress_dir = progress_dir
@@ -39,8 +42,13 @@ class TokenizeDocument(CountingDoFn):
     def setup(self) -> None:
         tune_worker_memory()
         tokenizer = self._tokenizer.tokenizer(self._tokenizer.load_vocabulary(FileSystems.open))
-        self._tokenize = DocumentTokenizer.of(tokenizer, segmenter=self._segmenter,
-                                              splitter=self._splitter)
+        per_source = not isinstance(self._splitter, str)
+        splitters = self._splitter if per_source else (self._splitter,)
+        made = {splitter: DocumentTokenizer.of(tokenizer, segmenter=self._segmenter,
+                                               splitter=splitter) for splitter in set(splitters)}
+        tokenizers = [made[splitter] for splitter in splitters]
+        self._tokenizer_of = ((lambda doc_key: tokenizers[source_of(doc_key)]) if per_source
+                              else (lambda doc_key: tokenizers[0]))
         unk = tokenizer.vocabulary.unk_id  # an unknown piece may be marked
         self._unk = (unk, unk | MARK) if self._tokenizer.marks_continuations else (unk,)
         self._progress = ProgressSink(self._progress_dir)
@@ -53,7 +61,7 @@ class TokenizeDocument(CountingDoFn):
         doc_key, lines = element
         count = self._count.counts
         count["control_characters"] += sum(map(count_control_characters, lines))
-        tokenized = self._tokenize(lines)
+        tokenized = self._tokenizer_of(doc_key)(lines)
         document = tokenized.compact()
         count["lines_without_tokens"] += tokenized.without_tokens
         if self._progress.active:  # text bytes: one encode per line, only when shown

@@ -1,0 +1,263 @@
+"""--mixture end to end, on three sources of three shapes the feature was not
+developed on: long articles (an enwiki dump excerpt, read as a dump), short
+documents (the English Web Treebank, two sentences each, as text) and tiny
+ones (WikiText-2's short lines, a JSONL record each, under another field).
+
+What must hold: with weights, each source's share of the output tokens is
+w_i o_i / sum_j w_j o_j (o_i: its output tokens at weight 1, so truncation,
+which differs by shape, cancels), each document made floor(w) or ceil(w)
+times; with alpha, the shares follow q_i c_i from the sources' own token
+counts; a document in two sources is kept in the first; by_source folders
+hold one copy of each document; the bytes do not depend on the runner.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime
+import json
+import math
+import pathlib
+
+import pytest
+import yaml
+
+from conftest import DATA, UNCASED_VOCAB
+from helpers.corpora import web_treebank_documents
+from bert_pretraining_data.loaders.manifest import read_manifest
+from bert_pretraining_data.loaders.records import read_instances
+from bert_pretraining_data.pipeline.main import main, run
+from bert_pretraining_data.pipeline.refresh import refresh
+from bert_pretraining_data.transforms.dedup.normalise import normalised_text
+
+FLAGS = ["--max_seq_length=128", "--max_predictions_per_seq=20", "--dedup=exact"]
+WEIGHTS = {"articles": 2.0, "short": 0.5, "tiny": 1.3}
+PLANTED = 20  # short documents also in the tiny source
+
+
+def _tiny_lines() -> list[str]:
+    lines = (DATA / "wikitext2_valid.raw.txt").read_text(encoding="utf-8").splitlines()
+    return [line.strip() for line in lines
+            if 3 <= len(line.split()) <= 14 and not line.strip().startswith("=")]
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory):
+    root = tmp_path_factory.mktemp("mixture")
+    short = web_treebank_documents()
+    (root / "short").mkdir()
+    (root / "short" / "treebank.txt").write_text(
+        "\n\n".join("\n".join(d) for d in short) + "\n", encoding="utf-8")
+    tiny = [" ".join(d) for d in short[:PLANTED]] + _tiny_lines()
+    (root / "tiny").mkdir()
+    (root / "tiny" / "lines.jsonl").write_text(
+        "".join(json.dumps({"body": line}) + "\n" for line in tiny), encoding="utf-8")
+    return {"root": root, "short": short, "tiny": tiny}
+
+
+def _mixture(sources, path, weights=None, **top) -> str:
+    root = sources["root"]
+    entries = [
+        {"name": "articles", "input_file": str(DATA / "enwiki-excerpt-small.xml.bz2"),
+         "input_format": "wikipedia"},
+        {"name": "short", "input_file": [str(root / "short" / "treebank.txt")]},
+        {"name": "tiny", "input_file": str(root / "tiny" / "*.jsonl"), "input_format": "jsonl",
+         "text_field": "body"},
+    ]
+    for entry in entries:
+        if weights is not None:
+            entry["weight"] = weights[entry["name"]]
+    path.write_text(json.dumps({"sources": entries, **top}), encoding="utf-8")
+    return str(path)
+
+
+def _run(sources, name, *flags, **mixture) -> tuple[str, dict]:
+    root = sources["root"]
+    out = root / f"out-{name}"
+    manifest = run([f"--mixture={_mixture(sources, root / f'{name}.json', **mixture)}",
+                    f"--output_dir={out}", f"--vocab_file={UNCASED_VOCAB}", *FLAGS, *flags])
+    return str(out), manifest
+
+
+@pytest.fixture(scope="module")
+def once(sources):
+    """Every source at weight 1: each one's output tokens o_i."""
+    return _run(sources, "once")
+
+
+def _by_name(manifest: dict, key: str) -> dict[str, float]:
+    return {source["name"]: source[key] for source in manifest["mixture"]["sources"]}
+
+
+def test_weights_set_each_sources_share_of_the_output_tokens(sources, once):
+    _, weighted = _run(sources, "weighted", weights=WEIGHTS)
+    o = _by_name(once[1], "output_tokens")
+    expected = {name: WEIGHTS[name] * o[name] / sum(WEIGHTS[n] * o[n] for n in o) for name in o}
+    share = _by_name(weighted, "share")
+    for name in WEIGHTS:
+        assert share[name] == pytest.approx(expected[name], rel=0.03), name
+    documents, copies = _by_name(weighted, "documents"), _by_name(weighted, "copies")
+    for name, weight in WEIGHTS.items():  # each document floor(w) or ceil(w) times
+        assert math.floor(weight) * documents[name] <= copies[name] <= (
+            math.ceil(weight) * documents[name])
+        if weight != math.floor(weight):  # the fraction, drawn per document
+            extra = (copies[name] - math.floor(weight) * documents[name]) / documents[name]
+            tolerance = 4 * math.sqrt(weight % 1 * (1 - weight % 1) / documents[name])
+            assert abs(extra - weight % 1) <= tolerance, name
+    assert weighted["total_instances"] == sum(_by_name(weighted, "instances").values())
+
+
+def test_alpha_sets_the_shares_from_the_sources_own_token_counts(sources, once):
+    alpha, scale = 0.3, 4
+    held = _by_name(once[1], "tokens")
+    total = sum(held.values())
+    _, sampled = _run(sources, "alpha", alpha=alpha, total_tokens=scale * total)
+    assert _by_name(sampled, "tokens") == held  # measured after dedup, the same documents
+    q = {name: (n / total) ** alpha for name, n in held.items()}
+    c = {name: once[1]["mixture"]["sources"][i]["output_tokens"] / held[name]
+         for i, name in enumerate(held)}
+    expected = {name: q[name] * c[name] / sum(q[n] * c[n] for n in q) for name in q}
+    share = _by_name(sampled, "share")
+    for name in q:
+        assert share[name] == pytest.approx(expected[name], rel=0.03), name
+    weights = _by_name(sampled, "weight")
+    assert sum(weights[n] * held[n] for n in held) == pytest.approx(scale * total)
+
+
+def test_a_document_in_two_sources_is_kept_in_the_first(sources, once):
+    _, manifest = once
+    assert manifest["mixture"]["duplicates_across_sources"] == [
+        {"kept": "short", "dropped": "tiny", "documents": PLANTED}]
+    distinct = {normalised_text([line]) for line in sources["tiny"]}
+    assert _by_name(manifest, "documents")["tiny"] == len(distinct) - PLANTED
+    assert _by_name(manifest, "documents")["short"] == len(
+        {normalised_text(d) for d in sources["short"]})
+
+
+def test_every_instance_names_its_source(once):
+    out, manifest = once
+    assert manifest["features"]["source"] == "source"
+    counts = collections.Counter(i.source for i in read_instances(read_manifest(out)))
+    assert dict(counts) == {i: s["instances"]
+                            for i, s in enumerate(manifest["mixture"]["sources"])}
+
+
+def test_by_source_folders_hold_one_copy_of_each_document(sources, once):
+    out, manifest = _run(sources, "by-source", "--mixture_layout=by_source", weights=WEIGHTS)
+    assert _by_name(manifest, "weight") == WEIGHTS  # planned, for the trainer
+    assert _by_name(manifest, "copies") == _by_name(manifest, "documents")
+    # one copy each: the same instances as copy 0 of the weight-1 mixed run
+    mixed = collections.Counter((i.source, tuple(i.input_ids.tolist()))
+                                for i in read_instances(read_manifest(once[0])))
+    for index, name in enumerate(WEIGHTS):
+        folder = sorted((sources["root"] / "out-by-source" / name).iterdir())
+        assert folder and all(p.suffix == ".tfrecord" for p in folder)
+        assert _by_name(manifest, "instances")[name] == _by_name(once[1], "instances")[name]
+    by_source = collections.Counter((i.source, tuple(i.input_ids.tolist()))
+                                    for i in read_instances(read_manifest(out)))
+    assert by_source == mixed
+
+
+@pytest.mark.slow
+def test_the_bytes_do_not_depend_on_the_runner_or_the_shuffle(sources):
+    runs = [_run(sources, name, *flags, weights=WEIGHTS)[1] for name, flags in (
+        ("in-memory", ["--direct_running_mode=in_memory"]),
+        ("two-workers", ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]),
+        ("runner-shuffle", ["--shuffle=runner"]))]
+    digests = [[s["sha256"] for s in manifest["shards"]] for manifest in runs]
+    assert digests[0] == digests[1] == digests[2]
+
+
+def test_a_yaml_mixture_reads_as_the_json_one(sources, once, tmp_path):
+    data = json.loads((sources["root"] / "once.json").read_text())
+    path = tmp_path / "mixture.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    manifest = run([f"--mixture={path}", f"--output_dir={tmp_path / 'out'}",
+                    f"--vocab_file={UNCASED_VOCAB}", *FLAGS])
+    assert [s["sha256"] for s in manifest["shards"]] == [s["sha256"] for s in once[1]["shards"]]
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda m: m.update(blend=1), "unknown key 'blend'"),
+    (lambda m: m["sources"][0].update(epochs=2), "unknown key 'epochs'"),
+    (lambda m: m["sources"][1].update(input_file="/nowhere/*.txt"),
+     "source 'short': --input_file pattern"),
+    (lambda m: m["sources"][1].update(name="articles"), "two sources have this name"),
+    (lambda m: m["sources"][2].update(weight=-1), "weight must be at least 0"),
+    (lambda m: m.update(alpha=0.3), "give weights or alpha, not both"),
+])
+def test_a_bad_mixture_is_one_line_before_any_work(sources, tmp_path, capsys, change, message):
+    data = json.loads(pathlib.Path(_mixture(sources, tmp_path / "good.json", weights=WEIGHTS))
+                      .read_text(encoding="utf-8"))
+    change(data)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_:
+        main([f"--mixture={path}", f"--output_dir={tmp_path / 'out'}",
+              f"--vocab_file={UNCASED_VOCAB}"])
+    assert exit_.value.code == 2
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and message in error, error
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_mixture_with_input_file_is_one_line(sources, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main([f"--mixture={_mixture(sources, tmp_path / 'm.json')}",
+              f"--input_file={DATA / 'sample_text.txt'}", f"--output_dir={tmp_path / 'out'}",
+              f"--vocab_file={UNCASED_VOCAB}"])
+    error = capsys.readouterr().err.strip()
+    assert "drop --input_file" in error and "\n" not in error
+
+
+def test_interleave_datasets_over_by_source_parquet_gives_the_mixed_shares(sources, once):
+    """docs/mixtures.md's recipe: each source's folder, sampled in proportion
+    to its planned weight times its instances, mixes as the mixed layout."""
+    datasets = pytest.importorskip("datasets")
+    out, manifest = _run(sources, "by-source-parquet", "--mixture_layout=by_source",
+                         "--output_format=parquet", weights=WEIGHTS)
+    listed = manifest["mixture"]["sources"]
+    parts = [datasets.load_dataset("parquet", data_files=f"{out}/{s['name']}/*.parquet")["train"]
+             for s in listed]
+    assert [len(part) for part in parts] == [s["instances"] for s in listed]
+    mass = [s["weight"] * s["instances"] for s in listed]
+    mixed = datasets.interleave_datasets(parts, probabilities=[m / sum(mass) for m in mass],
+                                         seed=0, stopping_strategy="first_exhausted")
+    drawn = collections.Counter(mixed["source"])
+    for index, m in enumerate(mass):
+        assert drawn[index] / len(mixed) == pytest.approx(m / sum(mass), abs=0.03)
+
+
+def test_held_out_splits_of_a_mixture_name_each_instance_source(sources, tmp_path):
+    out = tmp_path / "out"
+    manifest = run([f"--mixture={_mixture(sources, tmp_path / 'm.json', weights=WEIGHTS)}",
+                    f"--output_dir={out}", f"--vocab_file={UNCASED_VOCAB}", *FLAGS,
+                    "--validation_fraction=0.1"])
+    counts = collections.Counter(
+        i.source for i in read_instances(read_manifest(str(out), split="validation")))
+    assert set(counts) == {1, 2} or set(counts) == {0, 1, 2}  # a 10% draw of 12 articles
+    assert sum(counts.values()) == manifest["splits"]["validation"]["instances"]
+
+
+def test_a_refresh_reports_what_changed_per_source(sources, tmp_path):
+    monday = datetime.datetime(2026, 1, 5, 3, 0, tzinfo=datetime.timezone.utc)
+    tiny = tmp_path / "tiny.jsonl"
+    tiny.write_text((sources["root"] / "tiny" / "lines.jsonl").read_text(encoding="utf-8"),
+                    encoding="utf-8")
+    mixture = tmp_path / "mixture.yaml"
+    mixture.write_text(yaml.safe_dump({"sources": [
+        {"name": "short", "input_file": str(sources["root"] / "short" / "treebank.txt")},
+        {"name": "tiny", "input_file": str(tiny), "input_format": "jsonl",
+         "text_field": "body", "weight": 2}]}), encoding="utf-8")
+    flags = [f"--mixture={mixture}", f"--output_root={tmp_path / 'root'}",
+             f"--vocab_file={UNCASED_VOCAB}", *FLAGS]
+    first = refresh(flags, now=monday)
+    with open(tiny, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"body": "A new line of the tiny source arrives."}) + "\n")
+    second = refresh(flags, now=monday + datetime.timedelta(days=7))
+    assert first["status"] == second["status"] == "published"
+    changes = json.loads(pathlib.Path(second["manifest"]).read_text())["changes"]["sources"]
+    assert changes["tiny"]["documents"] == {"previous": changes["tiny"]["documents"]["previous"],
+                                            "current": changes["tiny"]["documents"]["previous"]
+                                            + 1}
+    assert changes["short"]["documents"]["previous"] == changes["short"]["documents"]["current"]
