@@ -25,7 +25,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]  # for bench.*
 
 from bench.corpus import corpus_path  # noqa: E402
-from bench.pipeline import FLAGS, Usage, _entry, measure  # noqa: E402
+from bench.pipeline import FLAGS, VOCAB, Usage, _entry, measure  # noqa: E402
 
 SHAPES = ("wikitext", "web", "tiny")
 
@@ -38,11 +38,12 @@ def run(inputs: list[str], tmp: pathlib.Path, label: str) -> tuple[Usage, int]:
         mixture.write_text(json.dumps({"sources": [
             {"name": shape, "input_file": path} for shape, path in zip(SHAPES, inputs)]}))
         source = [f"--mixture={mixture}"]
-        flags = [flag for flag in FLAGS if not flag.startswith("--dupe_factor")]
     else:
-        source, flags = [f"--input_file={','.join(inputs)}", "--dupe_factor=1"], FLAGS
+        source = [f"--input_file={','.join(inputs)}", "--dupe_factor=1"]
     entry, cwd = _entry(ROOT)
-    command = [*entry, *source, f"--output_dir={out}", *flags, "--dedup=exact",
+    flags = [flag for flag in FLAGS if not flag.startswith("--dupe_factor")]
+    command = [*entry, *source, f"--output_dir={out}", f"--vocab_file={VOCAB}", *flags,
+               "--dedup=exact",
                "--progress=none", "--direct_running_mode=in_memory", "--overwrite"]
     usage = measure(command, tmp / f"{label}.log", cwd=cwd)
     return usage, json.loads((out / "manifest.json").read_text())["total_instances"]

@@ -337,8 +337,13 @@ def find_manifest(location: str) -> str:
 
 
 def _resolve_shard(recorded: str, base_dir: str, manifest_path: str) -> str:
+    """A shard in the folder it was written in below `base_dir` (beside the
+    manifest, or in its split's or its mixture source's folder), else at its
+    recorded path."""
     beside = files.join(base_dir, files.basename(recorded))
-    for candidate in (beside, recorded):
+    folder = files.basename(files.dirname(recorded))  # a mixture's source's folder
+    for candidate in (beside, files.join(base_dir, folder, files.basename(recorded)),
+                      recorded):
         if files.exists(candidate):
             return candidate
     raise DatasetError(f"{manifest_path}: shard {files.basename(recorded)} is missing "

@@ -18,6 +18,7 @@ import datetime
 import json
 import math
 import pathlib
+import shutil
 
 import pytest
 import yaml
@@ -26,6 +27,7 @@ from conftest import DATA, UNCASED_VOCAB
 from helpers.corpora import web_treebank_documents
 from bert_pretraining_data.loaders.manifest import read_manifest
 from bert_pretraining_data.loaders.records import read_instances
+from bert_pretraining_data.pipeline.inspect_data import report
 from bert_pretraining_data.pipeline.main import main, run
 from bert_pretraining_data.pipeline.refresh import refresh
 from bert_pretraining_data.transforms.dedup.normalise import normalised_text
@@ -261,3 +263,26 @@ def test_a_refresh_reports_what_changed_per_source(sources, tmp_path):
                                             "current": changes["tiny"]["documents"]["previous"]
                                             + 1}
     assert changes["short"]["documents"]["previous"] == changes["short"]["documents"]["current"]
+
+
+def test_inspect_prints_the_mixture_as_a_table(once):
+    out, manifest = once
+    text = report(out, num_instances=0, max_records=10)
+    assert "mixture (mixed):" in text
+    for source in manifest["mixture"]["sources"]:
+        row = next(line for line in text.splitlines()
+                   if line.strip().startswith(source["name"] + " "))
+        assert f"{source['instances']:,}" in row and f"{source['documents']:,}" in row
+    assert "20 document(s) of tiny kept in short" in text
+
+
+def test_a_copied_by_source_dataset_loads_from_its_new_place(sources, tmp_path):
+    out, manifest = _run(sources, "by-source-copied", "--mixture_layout=by_source",
+                         weights=WEIGHTS)
+    moved = tmp_path / "moved"
+    shutil.copytree(out, moved)
+    shutil.rmtree(out)
+    instances = list(read_instances(read_manifest(str(moved))))
+    assert len(instances) == manifest["total_instances"]
+    assert {pathlib.Path(shard.path).parent.parent for shard in read_manifest(str(moved)).shards
+            } == {moved}
