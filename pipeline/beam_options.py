@@ -101,3 +101,11 @@ def default_shuffle(beam_args: Sequence[str]) -> str:
     `runner` elsewhere."""
     runner = runner_name(beam_args)
     return "files" if not runner or "direct" in runner.lower() else "runner"
+
+
+DATAFLOW_RUNNERS = ("DataflowRunner", "TestDataflowRunner")
+
+
+def is_dataflow(beam_args: Sequence[str]) -> bool:
+    """Whether these Beam flags select a Dataflow runner (by name or class path)."""
+    return runner_name(beam_args) in DATAFLOW_RUNNERS

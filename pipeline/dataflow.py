@@ -23,7 +23,7 @@ from apache_beam.options.pipeline_options_validator import PipelineOptionsValida
 from apache_beam.runners.runner import PipelineResult
 
 from bert_pretraining_data.loaders.manifest import DatasetManifest
-from bert_pretraining_data.pipeline.beam_options import ConfigError, runner_name
+from bert_pretraining_data.pipeline.beam_options import ConfigError, is_dataflow
 from bert_pretraining_data.pipeline.build import build_pipeline
 from bert_pretraining_data.pipeline.changes import DocumentHistory, DocumentPlan
 from bert_pretraining_data.pipeline.options import Config, parse_args
@@ -35,12 +35,6 @@ from bert_pretraining_data.pipeline.run_manifest import run_manifest
 from bert_pretraining_data.transforms.read.documents import comma_separated
 from bert_pretraining_data.transforms.read.mixture import Mixture
 
-DATAFLOW_RUNNERS = ("DataflowRunner", "TestDataflowRunner")
-
-
-def is_dataflow(beam_args: Sequence[str]) -> bool:
-    """Whether these Beam flags select a Dataflow runner (by name or class path)."""
-    return runner_name(beam_args) in DATAFLOW_RUNNERS
 
 
 def is_dry_run(beam_args: Sequence[str]) -> bool:

@@ -15,6 +15,7 @@ from typing import Sequence
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from bert_pretraining_data.pipeline.beam_options import ConfigError, is_dataflow
 from bert_pretraining_data.pipeline.changes import DocumentHistory, DocumentPlan
 from bert_pretraining_data.pipeline.local_runner import new_pipeline
 from bert_pretraining_data.pipeline.options import Config
@@ -78,6 +79,14 @@ def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:
                 raise
             raise MixtureError(f"{config.mixture}: source {source.name!r}: {err}") from None
         by_source.append(files)
+    if mixture and is_dataflow(beam_args):  # --input_file's own check: check_dataflow_options
+        local = [(source.name, pattern) for source in mixture.sources
+                 for pattern in comma_separated(source.input_file)
+                 if not pattern.startswith("gs://")]
+        if local:
+            raise ConfigError(f"{config.mixture}: source {local[0][0]!r}: {local[0][1]} must be "
+                              "a gs:// path on Dataflow: workers cannot read this machine's "
+                              "files; copy it with `gcloud storage cp`")
     inputs = sorted({file for files in by_source for file in files})
     benchmarks = match_benchmarks(config.decontaminate) if config.decontaminate else []
     for path in benchmarks:  # an empty or unreadable one fails now, in one line

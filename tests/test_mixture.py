@@ -286,3 +286,15 @@ def test_a_copied_by_source_dataset_loads_from_its_new_place(sources, tmp_path):
     assert len(instances) == manifest["total_instances"]
     assert {pathlib.Path(shard.path).parent.parent for shard in read_manifest(str(moved)).shards
             } == {moved}
+
+
+def test_a_local_source_on_dataflow_is_one_line(sources, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main([f"--mixture={_mixture(sources, tmp_path / 'm.json')}",
+              "--output_dir=gs://bucket/out", "--vocab_file=gs://bucket/vocab.txt",
+              "--runner=DataflowRunner", "--project=my-project", "--region=us-central1",
+              "--temp_location=gs://bucket/tmp", "--setup_file=./setup.py"])
+    assert exit_.value.code == 2
+    error = capsys.readouterr().err.strip()
+    assert "source 'articles'" in error and "must be a gs:// path on Dataflow" in error
+    assert "\n" not in error
