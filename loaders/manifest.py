@@ -257,6 +257,14 @@ class Manifest:
     def output_format(self) -> str:
         return self.flags["output_format"]
 
+    def check_records(self) -> None:
+        """Raises a one-line DatasetError where the shards hold no records
+        these loaders read: Megatron-LM's indexed datasets hold sentences."""
+        if self.output_format == "megatron":
+            raise DatasetError(f"{self.path}: Megatron-LM indexed datasets "
+                               "(--output_format=megatron) hold sentences, not instances: "
+                               "train on them with Megatron-LM or NeMo (docs/megatron.md)")
+
     @property
     def masking(self) -> str:
         return self.flags["masking"]
@@ -370,9 +378,11 @@ def read_manifest(location: str, split: str = TRAIN) -> Manifest:
     base_dir = files.join(files.dirname(path), split) if whole.splits else files.dirname(path)
     shards = []
     first = 0
+    # an indexed dataset's shard is a prefix of its .bin and .idx: looked up by the .idx
+    index = ".idx" if whole.flags["output_format"] == "megatron" else ""
     for entry in entries:
-        shards.append(Shard(_resolve_shard(entry["path"], base_dir, path),
-                            entry["records"], first))
+        found = _resolve_shard(entry["path"] + index, base_dir, path)
+        shards.append(Shard(found[:len(found) - len(index)], entry["records"], first))
         first += entry["records"]
     return Manifest(path=path, content=content, shards=tuple(shards))
 

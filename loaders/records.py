@@ -300,6 +300,7 @@ def decoded_records(manifest: Manifest, limit: int | None = None
                     ) -> Iterator["Instance | Row"]:
     """Records in manifest order (shard by shard), at most `limit` of them,
     decoded: Instances, or Rows for a packed dataset."""
+    manifest.check_records()
     decode = InstanceDecoder.of(manifest)
     remaining = manifest.total_records if limit is None else limit
     for shard in manifest.shards:

@@ -148,6 +148,8 @@ def tf_dataset(data: str, *, batch_size: int, split: str = TRAIN, training: bool
     is_dataset = data.endswith(".json") or files.is_dir(data)
     has_manifest = is_dataset or files.exists(find_manifest(data))
     manifest = read_manifest(data, split=split) if has_manifest else None
+    if manifest:
+        manifest.check_records()
     if manifest and manifest.output_format == "parquet":
         raise DatasetError(f"{manifest.path}: Parquet shards (--output_format=parquet); "
                            "tf.data reads TFRecords: write the data with the default "

@@ -94,6 +94,7 @@ class PretrainingDataset(IterableDataset):
                  rank: int | None = None, world_size: int | None = None) -> None:
         super().__init__()
         self.manifest: Manifest = read_manifest(dataset, split=split)
+        self.manifest.check_records()
         default_rank, default_world = _distributed()
         self.rank = default_rank if rank is None else rank
         self.world_size = default_world if world_size is None else world_size

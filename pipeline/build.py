@@ -44,7 +44,7 @@ from bert_pretraining_data.transforms.read.mixture import Mixture, source_key
 from bert_pretraining_data.transforms.split.beam import NEAR_COPIES, SplitDocuments, SplitFigures
 from bert_pretraining_data.transforms.split.held_out import TRAIN, split_seed
 from bert_pretraining_data.transforms.tokenize.beam import TokenizeDocument
-from bert_pretraining_data.transforms.write.beam import WriteShards
+from bert_pretraining_data.transforms.write.beam import WriteIndexedDatasets, WriteShards
 
 # A sampled document keeps about this many tokens per max_seq_length.
 SAMPLE_DOCUMENT_SEQUENCES = 8
@@ -63,9 +63,14 @@ def write_shards(entries: beam.PCollection, *, config: Config, stages: Stages,
     shards = entries | f"{prefix}WriteShards" >> WriteShards(
         staging_dir=output.staging_dir, shard_names=output.shard_names,
         compression=config.compression, shuffle=config.shuffle, rows=stages.rows)
-    return shards, (shards
-                    | f"{prefix}CollectShards" >> beam.combiners.ToList()
-                    | f"{prefix}ListShards" >> beam.Map(stage_list, output, SHARD_LIST_NAME))
+    return shards, list_shards(shards, output, prefix)
+
+
+def list_shards(shards: beam.PCollection, output: OutputPaths, prefix: str) -> beam.PCollection:
+    """The writer's shard dicts, staged as one list for the publisher."""
+    return (shards
+            | f"{prefix}CollectShards" >> beam.combiners.ToList()
+            | f"{prefix}ListShards" >> beam.Map(stage_list, output, SHARD_LIST_NAME))
 
 
 def mixture_weights(tokenized_docs: beam.PCollection, mixture: Mixture):
@@ -132,6 +137,21 @@ def split_instances(documents: beam.PCollection, *, name: str, config: Config, s
         sentence_splitter=(tuple(source.sentence_splitter for source in mixture.sources)
                            if mixture else config.sentence_splitter),
         progress_dir=progress_dir))
+    key = "" if name == TRAIN else f"{name}_"
+    pcollections: dict[str, beam.PCollection] = {f"{key}tokenized_docs": tokenized_docs}
+    if counted:
+        pcollections[f"{name}_split_list"] = (
+            tokenized_docs
+            | f"{prefix}CountSplit" >> beam.CombineGlobally(SplitFigures())
+            | f"{prefix}ListSplit" >> beam.Map(lambda figures: stage_list([figures], output,
+                                                                      SPLIT_NAME)))
+    if config.output_format == "megatron":  # the tokenized corpus: no instances
+        shards = tokenized_docs | f"{prefix}WriteIndexed" >> WriteIndexedDatasets(
+            staging_dir=output.staging_dir, shard_names=output.shard_names,
+            dtype=stages.indexed_dtype, seed=seed)
+        pcollections.update({f"{key}shards": shards,
+                             f"{key}shard_list": list_shards(shards, output, prefix)})
+        return pcollections
     nsp_sample = tokenized_docs | f"{prefix}SampleRandomDocuments" >> SampleDocuments(
         seed=seed, size=config.nsp_sample_size, max_bytes=config.nsp_sample_max_bytes,
         max_tokens_per_document=SAMPLE_DOCUMENT_SEQUENCES * config.max_seq_length)
@@ -147,8 +167,6 @@ def split_instances(documents: beam.PCollection, *, name: str, config: Config, s
         BatchDocuments(by_source=mixture is not None))
     if config.shuffle == "runner":
         spread = spread | f"{prefix}SpreadDocuments" >> beam.Reshuffle()
-    key = "" if name == TRAIN else f"{name}_"
-    pcollections: dict[str, beam.PCollection] = {}
     weighted = mixture is not None and name == TRAIN and config.mixture_layout == "mixed"
     if mixture is not None and name == TRAIN:
         planned = mixture_weights(tokenized_docs, mixture)
@@ -180,16 +198,10 @@ def split_instances(documents: beam.PCollection, *, name: str, config: Config, s
     else:
         shards, shard_list = write_shards(entries, config=config, stages=stages, output=output,
                                           prefix=prefix)
-    pcollections.update({f"{key}tokenized_docs": tokenized_docs, f"{key}nsp_sample": nsp_sample,
-                         f"{key}entries": entries, f"{key}shard_list": shard_list})
+    pcollections.update({f"{key}nsp_sample": nsp_sample, f"{key}entries": entries,
+                         f"{key}shard_list": shard_list})
     if shards is not None:
         pcollections[f"{key}shards"] = shards
-    if counted:
-        pcollections[f"{name}_split_list"] = (
-            tokenized_docs
-            | f"{prefix}CountSplit" >> beam.CombineGlobally(SplitFigures())
-            | f"{prefix}ListSplit" >> beam.Map(lambda figures: stage_list([figures], output,
-                                                                      SPLIT_NAME)))
     return pcollections
 
 

@@ -159,6 +159,18 @@ def table(rows: Sequence[Sequence[str]], left: Sequence[str]) -> list[str]:
             for row in rows]
 
 
+def indexed_text(manifest: Manifest) -> str:
+    """A Megatron-LM dataset's shards (--output_format=megatron): the prefixes
+    --data-path takes, with their sentences, documents and tokens."""
+    rows = [("prefix", "sentences", "documents", "tokens")]
+    rows += [(shard.path, f"{entry['records']:,}", f"{entry['documents']:,}",
+              f"{entry['tokens']:,}")
+             for shard, entry in zip(manifest.shards, sorted(manifest.content.shards,
+                                                             key=lambda s: s["shard"]))]
+    return "\n".join(["Megatron-LM indexed datasets (read them with megatron-core's "
+                      "IndexedDataset; docs/megatron.md):", *table(rows, left=("prefix",))])
+
+
 def mixture_text(mixture: dict) -> str:
     """A row per source of a mixture (--mixture): its weight, what it held
     and what it made, and the copies dropped across sources."""
@@ -263,6 +275,8 @@ def report(dataset: str, *, split: str = TRAIN, num_instances: int = 20,
     manifest = read_manifest(dataset, split=split)
     tokens = vocabulary_tokens(manifest, vocab_file)
     parts = [summary(manifest)]
+    if manifest.output_format == "megatron":
+        return "\n".join([*parts, indexed_text(manifest)])
     if manifest.content.splits:
         parts[0] += "\n" + splits_text(manifest, split)
     if manifest.content.mixture:

@@ -103,7 +103,8 @@ def _run_bert(prepared: Prepared, history: DocumentHistory | None) -> DatasetMan
 def summary(path: str, manifest: DatasetManifest) -> str:
     """A few lines for the terminal: where the data went and what it holds."""
     shards, counters = manifest.shards, manifest.counters
-    lines = [f"wrote {manifest.total_instances:,} instances in {len(shards)} file(s):"]
+    made = "sentences" if manifest.flags["output_format"] == "megatron" else "instances"
+    lines = [f"wrote {manifest.total_instances:,} {made} in {len(shards)} shard(s):"]
     lines += [f"  {s['path']}  ({s['records']:,} records)" for s in shards[:5]]
     if len(shards) > 5:
         lines.append(f"  ... and {len(shards) - 5} more")

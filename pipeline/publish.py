@@ -34,6 +34,7 @@ from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSp
 from bert_pretraining_data.transforms.write.beam import file_digest
 
 STAGING_NAME = ".staging"
+MEGATRON_FILES = (".bin", ".idx")  # an indexed dataset's files, beside its prefix
 SHARD_LIST_NAME = "shards.json"
 PROBLEM_LIST_NAME = "input_problems.json"
 DEDUP_NAME = "dedup.json"
@@ -59,6 +60,13 @@ class OutputPaths:
     vocab_path: str | None = None  # the dataset's copy of its vocabulary (--output_dir)
     # held-out splits: each split's name and shards, in the order of final_paths
     split_shards: tuple[tuple[str, int], ...] = ()
+    # the files a shard is, its path and each of these (Megatron's: .bin and .idx)
+    suffixes: tuple[str, ...] = ("",)
+
+    @property
+    def final_files(self) -> list[str]:
+        """Every file the shards are published as, in shard order."""
+        return [path + suffix for path in self.final_paths for suffix in self.suffixes]
 
     @property
     def shard_names(self) -> list[str]:
@@ -174,6 +182,7 @@ def output_paths(config: Config, num_shards: int,
     if config.output_dir:
         root = config.output_dir.rstrip("/")
         suffix = (".parquet" if config.output_format == "parquet"
+                  else "" if config.output_format == "megatron"  # a prefix (--data-path)
                   else ".tfrecord.gz" if config.compression == "gzip" else ".tfrecord")
         folders = [(FileSystems.join(root, name), count) for name, count in splits]
         finals = tuple(FileSystems.join(folder, f"part-{i:05d}-of-{count:05d}{suffix}")
@@ -181,7 +190,8 @@ def output_paths(config: Config, num_shards: int,
                        for i in range(count))
         return OutputPaths(FileSystems.join(root, STAGING_NAME), finals,
                             FileSystems.join(root, MANIFEST_NAME),
-                            FileSystems.join(root, vocabulary_name(config.flags())), splits)
+                            FileSystems.join(root, vocabulary_name(config.flags())), splits,
+                            MEGATRON_FILES if config.output_format == "megatron" else ("",))
     finals = tuple(comma_separated(config.output_file))
     first_dir, first_name = FileSystems.split(finals[0])
     return OutputPaths(FileSystems.join(first_dir, f"{STAGING_NAME}-{first_name}"),
@@ -260,8 +270,9 @@ def training_shards(output: OutputPaths) -> list[dict]:
 def staged_paths(output: OutputPaths) -> list[str]:
     """Where the shards are written before they are published, in the order
     of their final paths."""
-    return [FileSystems.join(split.staging_dir, name)
-            for split in output.splits for name in split.shard_names]
+    return [FileSystems.join(split.staging_dir, name + suffix)
+            for split in output.splits for name in split.shard_names
+            for suffix in output.suffixes]
 
 
 def _holds(path: str, size: int, sha256: str) -> bool:
@@ -294,6 +305,15 @@ def move_files(sources: Sequence[str], destinations: Sequence[str],
             raise PublishError(f"{len(failed)} staged file(s) could not be moved, "
                                f"{source} -> {destination} among them "
                                f"({_one_line(cause)})") from error
+
+
+def _file_bytes(shard: dict, output: OutputPaths) -> list[tuple[int, str] | None]:
+    """(size, sha256) of each file a shard's manifest entry records, in
+    `output.suffixes` order (None: the reference run records none)."""
+    if "files" in shard:  # a Megatron pair: its files by suffix
+        return [(shard["files"][suffix[1:]]["bytes"], shard["files"][suffix[1:]]["sha256"])
+                for suffix in output.suffixes]
+    return [(shard["bytes"], shard["sha256"]) if "sha256" in shard else None]
 
 
 def _one_line(err: object, limit: int = 300) -> str:
@@ -373,7 +393,7 @@ def _publish(output: OutputPaths, manifest: DatasetManifest, *, replaces: Sequen
     # Files this publish writes replace their old selves; of the rest, the
     # manifest goes first. (A retried publish finds its own files there.)
     audit = [output.beside_manifest(AUDIT_NAME)] if manifest.decontamination else []
-    ours = {*output.final_paths, *(documents.final if documents else ()), output.vocab_path,
+    ours = {*output.final_files, *(documents.final if documents else ()), output.vocab_path,
             *audit}
     old = [p for p in replaces if p not in ours and FileSystems.exists(p)]
     old_manifests = [p for p in old if p.endswith(MANIFEST_NAME)]
@@ -387,9 +407,8 @@ def _publish(output: OutputPaths, manifest: DatasetManifest, *, replaces: Sequen
             FileSystems.mkdirs(folder)
     # A rename is checked against the bytes the manifest records (the
     # reference run's shards record none).
-    move_files(staged_paths(output), output.final_paths,
-               [(s["bytes"], s["sha256"]) if "sha256" in s else None
-                for s in manifest.all_shards()])
+    move_files(staged_paths(output), output.final_files,
+               [expected for s in manifest.all_shards() for expected in _file_bytes(s, output)])
     if documents is not None:
         recorded = {f["path"]: (f["bytes"], f["sha256"])
                     for f in manifest.refresh.documents["files"]}

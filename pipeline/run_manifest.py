@@ -82,6 +82,7 @@ def split_records(config: Config, output: OutputPaths, train_instances: int,
         return None
     (near,) = read_staging_json(output, NEAR_COPY_NAME)
     held_out = held_out_config(config)
+    indexed = config.output_format == "megatron"  # sentences, not instances: masked nowhere
     records = {}
     for name in fractions.names:
         part = output.split(name)
@@ -96,8 +97,9 @@ def split_records(config: Config, output: OutputPaths, train_instances: int,
         shards = read_staging_json(part, SHARD_LIST_NAME)
         records[name] = SplitRecord(
             **common, instances=_instances(shards), near_copies_dropped=0, dupe_factor=1,
-            masking=held_out.masking, shards=_described(placed(shards, part)),
-            features=record_layout(held_out).roles(), schema=_schema(shards),
+            masking=config.masking if indexed else held_out.masking,
+            shards=_described(placed(shards, part)),
+            features={} if indexed else record_layout(held_out).roles(), schema=_schema(shards),
             packing=(packing_summary(held_out, shards, max_predictions_per_row)
                      if config.pack_sequences else None))
     return records
@@ -166,8 +168,9 @@ def run_manifest(config: Config, output: OutputPaths, *, vocab_sha256: str,
     manifest = DatasetManifest(
         format=manifest_format(config.output_format),
         flags=config.flags(),
-        # d2l's own features are described by its recipe.
-        features={} if config.recipe == "d2l" else record_layout(config).roles(),
+        # d2l's own features are described by its recipe; Megatron's files hold ids only.
+        features=({} if config.recipe == "d2l" or config.output_format == "megatron"
+                  else record_layout(config).roles()),
         vocab_sha256=vocab_sha256,
         inputs=[{"path": p, "bytes": size} for p, size in inputs],
         shards=_described(shards),

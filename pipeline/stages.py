@@ -17,6 +17,7 @@ from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
 from bert_pretraining_data.transforms.instances.units import Engine
 from bert_pretraining_data.transforms.pack.plan import prediction_budget
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
+from bert_pretraining_data.transforms.write.megatron import megatron_dtype
 from bert_pretraining_data.transforms.write.parquet_rows import ParquetRows, polars_installed
 from bert_pretraining_data.transforms.write.rows import InstanceRows, PackedRows
 from bert_pretraining_data.transforms.write.tf_example import RecordLayout
@@ -42,6 +43,7 @@ class Stages:
     rows: InstanceRows | PackedRows | ParquetRows  # how the shard writer makes records
     masks_here: bool  # --masking=static: instances are masked as they are made
     held_out: "Stages | None" = None  # a held-out split's (--validation_fraction, --test_fraction)
+    indexed_dtype: str | None = None  # --output_format=megatron: the token ids' numpy dtype
 
     @property
     def instance_masking(self) -> MaskingConfig | None:
@@ -91,7 +93,9 @@ class Stages:
                 single_segment=config.recipe == "roberta"),
             masking=masking, rows=rows, masks_here=config.masking == "static",
             held_out=(cls.of(held_out_config(config), vocab)
-                      if config.split_fractions.active else None))
+                      if config.split_fractions.active else None),
+            indexed_dtype=(megatron_dtype(len(vocab)).name
+                           if config.output_format == "megatron" else None))
 
 
 def held_out_config(config: Config) -> Config:

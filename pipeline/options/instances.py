@@ -48,7 +48,8 @@ class InstanceFlags(FlagGroup):
         """d2l makes one pass over the corpus, as d2l does; RoBERTa draws its
         masks at load time and has no pair task; a mixture's copies are its
         sources' weights."""
-        return {"dupe_factor": 1 if args.recipe in ("d2l", "roberta") or args.mixture else 10,
+        return {"dupe_factor": (1 if args.recipe in ("d2l", "roberta") or args.mixture
+                                or args.output_format == "megatron" else 10),
                 "next_sentence": "none" if args.recipe == "roberta" else "nsp"}
 
     @classmethod

@@ -52,7 +52,8 @@ class MaskingFlags(FlagGroup):
         return {"max_predictions_per_seq": (max(1, round(args.max_seq_length
                                                          * args.masked_lm_prob))
                                             if derived else 20),
-                "masking": "none" if args.recipe == "roberta" else "static"}
+                "masking": ("none" if args.recipe == "roberta" or args.output_format == "megatron"
+                            else "static")}
 
     @classmethod
     def checks(cls, config: Any, given: AbstractSet[str]) -> list[Check]:

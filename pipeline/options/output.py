@@ -12,6 +12,11 @@ from bert_pretraining_data.transforms.write.parquet_rows import (COMPRESSIONS as
                                                                  PARQUET_COMPRESSIONS)
 
 TARGET_SHARD_BYTES = 256 << 20
+OUTPUT_FORMATS = ("tfrecord", "parquet", "megatron")
+# The flags that shape instances, which --output_format=megatron does not make:
+# one set away from its default is refused.
+INSTANCE_FLAGS = ("short_seq_prob", "masked_lm_prob", "do_whole_word_mask", "ngram",
+                  "max_ngram_size", "pack_sequences", "padding", "use_v2_feature_names")
 # Output bytes per input byte per dupe: ~2 (padded int64 features at the
 # default max_seq_length, measured on WikiText-2).
 OUTPUT_BYTES_PER_INPUT_BYTE_PER_DUPE = 2
@@ -54,8 +59,10 @@ class OutputFlags(FlagGroup):
     output_format: str = flag(
         "tfrecord: tf.train.Example records, as the original; parquet: the same "
         "instances in the same shards and order as unpadded Parquet rows (polars), for "
-        "Hugging Face datasets, Spark, DuckDB", choices=["tfrecord", "parquet"],
-        default="tfrecord")
+        "Hugging Face datasets, Spark, DuckDB; megatron: the tokenized corpus, a sentence "
+        "a sequence, as Megatron-LM's and NeMo's indexed datasets (.bin and .idx per "
+        "shard), which make their samples at training time",
+        choices=list(OUTPUT_FORMATS), default="tfrecord")
     parquet_compression: str = flag(
         "with --output_format=parquet: the codec inside each file",
         choices=list(PARQUET_COMPRESSIONS), default="zstd", parser_default=None)
@@ -84,6 +91,24 @@ class OutputFlags(FlagGroup):
              "--num_shards applies to --output_dir only; with "
              "--output_file the number of files is the number of names given"),
         ]
+        if config.output_format == "megatron":
+            defaults = {field.name: field.default for field in dataclasses.fields(config)}
+            made_here = [flag for flag in INSTANCE_FLAGS if getattr(config, flag) != defaults[flag]]
+            return checks + [
+                (not made_here, f"--{made_here[0] if made_here else ''} makes instances, which "
+                 "--output_format=megatron does not write (Megatron-LM makes its samples, "
+                 "epochs and masks at training time); drop it"),
+                (config.dupe_factor == 1 and config.masking == "none",
+                 "--output_format=megatron writes each sentence once and unmasked; drop "
+                 "--dupe_factor and --masking"),
+                (config.compression is None, "Megatron-LM reads uncompressed .bin files; drop "
+                 "--compression and --gzip_compress"),
+                (config.recipe == "bert" and not config.reference_compatible
+                 and not config.mixture, "--output_format=megatron writes the bert recipe's "
+                 "tokenized corpus, without --reference_compatible or --mixture; drop one"),
+                (bool(config.output_dir), "--output_format=megatron writes a .bin and .idx "
+                 "per shard: use --output_dir"),
+            ]
         if config.output_format != "parquet":
             return checks + [
                 ("parquet_compression" not in given, "--parquet_compression applies to "

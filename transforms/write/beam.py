@@ -28,6 +28,9 @@ from apache_beam.transforms.window import GlobalWindows
 from bert_pretraining_data.transforms.counters import counter
 from bert_pretraining_data.transforms.handoff.shuffle_entries import (SHUFFLES, EntryBatch,
                                                                       scan_entries, split_by_shard)
+from bert_pretraining_data.transforms.handoff.tokenized_documents import compact_arrays
+from bert_pretraining_data.transforms.tokenize.chinese_words import MARK
+from bert_pretraining_data.transforms.write.megatron import IndexedDatasetWriter
 from bert_pretraining_data.transforms.write.rows import RawRecords, RowWriter
 from bert_pretraining_data.transforms.write.tfrecord import read_records
 
@@ -296,3 +299,92 @@ class WriteShards(beam.PTransform):
                 # A checkpoint: a retried shard write must still find its buckets.
                 | "CheckpointWritten" >> beam.Reshuffle()
                 | "DeleteBuckets" >> beam.ParDo(_DeleteBucketsFn(staging_dir=self._staging_dir)))
+
+
+class _DigestingFile:
+    """A file being written, and the size and sha256 of what went in."""
+
+    def __init__(self, handle) -> None:
+        self._handle, self.digest, self.size = handle, hashlib.sha256(), 0
+
+    def write(self, data: bytes | memoryview) -> None:
+        self._handle.write(data)
+        self.digest.update(data)
+        self.size += len(data)
+
+    def stats(self) -> dict[str, Any]:
+        return {"bytes": self.size, "sha256": self.digest.hexdigest()}
+
+
+def document_order(seed: int, doc_key: str) -> int:
+    """A document's place among the indexed datasets' (its shard is this
+    modulo their count, its place in the shard this order): a seeded hash of
+    its key, so the order does not depend on reading, bundles or workers."""
+    keyed = hashlib.blake2b(f"{seed}/{doc_key}".encode("utf-8", "surrogatepass"),
+                            digest_size=8, person=b"indexed").digest()
+    return int.from_bytes(keyed, "big") >> 1
+
+
+class _WriteIndexedDataset(beam.DoFn):
+    """(shard, [(order, doc_key, compact document) or None]) -> the shard's
+    `.bin` and `.idx`, staged, and its entry for the manifest."""
+
+    def __init__(self, *, staging_dir: str, shard_names: Sequence[str], dtype: str) -> None:
+        self._staging_dir, self._shard_names, self._dtype = staging_dir, shard_names, dtype
+        self._written = counter("indexed_sequences")
+
+    def process(self, element: tuple[int, Iterable[tuple[int, str, bytes] | None]]
+                ) -> Iterator[dict[str, Any]]:
+        shard, documents = element
+        name = self._shard_names[shard]
+        files = {}
+        with FileSystems.create(FileSystems.join(self._staging_dir, f"{name}.bin"),
+                                compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+            data = _DigestingFile(handle)
+            writer = IndexedDatasetWriter(data, np.dtype(self._dtype))
+            for _, _, document in sorted(d for d in documents if d is not None):
+                tokens, bounds = compact_arrays(document)
+                tokens = tokens & (MARK - 1)  # a continuation's mark is not an id
+                writer.add_document([tokens[bounds[s]:bounds[s + 1]]
+                                     for s in range(len(bounds) - 1)])
+            files["bin"] = data.stats()
+        index = writer.index_bytes()
+        with FileSystems.create(FileSystems.join(self._staging_dir, f"{name}.idx"),
+                                compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+            handle.write(index)
+        files["idx"] = {"bytes": len(index), "sha256": hashlib.sha256(index).hexdigest()}
+        self._written.inc(writer.sequences)
+        yield {"shard": shard, "name": name, "records": writer.sequences,
+               "documents": writer.documents, "tokens": writer.tokens,
+               "bytes": files["bin"]["bytes"] + files["idx"]["bytes"], "files": files}
+
+
+class WriteIndexedDatasets(beam.PTransform):
+    """(doc_key, compact document) -> Megatron-LM's indexed datasets, one
+    `.bin` and `.idx` pair per shard name, one sequence per sentence
+    (transforms.write.megatron): each document in the shard and place its
+    seeded hash gives, every shard written (an empty one too). Outputs one
+    dict per shard: its sequences, documents, tokens and files' sizes and
+    sha256."""
+
+    def __init__(self, *, staging_dir: str, shard_names: Sequence[str], dtype: str,
+                 seed: int) -> None:
+        super().__init__()
+        self._staging_dir, self._shard_names = staging_dir, tuple(shard_names)
+        self._dtype, self._seed = dtype, seed
+
+    def expand(self, documents):
+        count, seed = len(self._shard_names), self._seed
+
+        def placed(element: tuple[str, bytes]) -> tuple[int, tuple[int, str, bytes]]:
+            order = document_order(seed, element[0])
+            return order % count, (order, element[0], element[1])
+
+        every_shard = (documents.pipeline
+                       | "EveryShard" >> beam.Create([(shard, None) for shard in range(count)]))
+        return ((documents | "PlaceDocuments" >> beam.Map(placed), every_shard)
+                | "AllShards" >> beam.Flatten()
+                | "GroupShards" >> beam.GroupByKey()
+                | "WriteIndexed" >> beam.ParDo(_WriteIndexedDataset(
+                    staging_dir=self._staging_dir, shard_names=self._shard_names,
+                    dtype=self._dtype)))

@@ -1,0 +1,122 @@
+"""--output_format=megatron end to end, read by megatron-core's own
+IndexedDataset (in a venv of its own): one sequence per sentence of the
+corpus' documents after dedup, each as the tokenizer encodes its line alone,
+document indices at the documents' ends; the same bytes with 1 and 2 workers;
+held-out splits each with their own prefixes; the flags it cannot take refused.
+
+The corpus is the English Web Treebank, two sentences a document, plus a
+few of its documents twice (dedup keeps each once).
+"""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+
+from conftest import UNCASED_VOCAB
+from helpers.client_venvs import MEGATRON_CORE, client_python, run_client
+from helpers.corpora import web_treebank_documents
+from bert_pretraining_data.loaders.manifest import DatasetError, read_manifest
+from bert_pretraining_data.loaders.records import read_instances
+from bert_pretraining_data.pipeline.main import main, run
+from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
+
+_READ = """
+import json, sys
+from megatron.core.datasets.indexed_dataset import IndexedDataset
+
+found = []
+for prefix in sys.argv[1:]:
+    dataset = IndexedDataset(prefix)
+    found.append({"sequences": [dataset[i].tolist() for i in range(len(dataset))],
+                  "document_indices": dataset.document_indices.tolist(),
+                  "dtype": dataset[0].dtype.name})
+print(json.dumps(found))
+"""
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    documents = web_treebank_documents()
+    root = tmp_path_factory.mktemp("megatron")
+    path = root / "treebank.txt"
+    path.write_text("\n\n".join("\n".join(d) for d in documents + documents[:25]) + "\n",
+                    encoding="utf-8")
+    return root, path, documents
+
+
+def _run(corpus, name, *flags) -> tuple[str, dict]:
+    root, path, _ = corpus
+    out = root / name
+    return str(out), run([f"--input_file={path}", f"--output_dir={out}",
+                          f"--vocab_file={UNCASED_VOCAB}", "--output_format=megatron",
+                          "--num_shards=2", *flags])
+
+
+def _documents_read(found: list[dict]) -> collections.Counter:
+    """Every document megatron-core reads: its sentences' ids, by document_indices."""
+    read = collections.Counter()
+    for dataset in found:
+        ends = dataset["document_indices"]
+        for start, end in zip(ends, ends[1:]):
+            read[tuple(tuple(s) for s in dataset["sequences"][start:end])] += 1
+    return read
+
+
+@pytest.mark.slow
+def test_megatron_core_reads_each_sentence_of_each_document_once(corpus):
+    out, manifest = _run(corpus, "one-worker")
+    prefixes = [shard.path for shard in read_manifest(out).shards]
+    found = run_client(client_python("megatron-core", MEGATRON_CORE), _READ, *prefixes)
+    spec = TokenizerSpec(str(UNCASED_VOCAB), True)
+    tokenizer = spec.tokenizer(spec.load_vocabulary())
+    expected = collections.Counter()
+    for document in {tuple(d): d for d in corpus[2]}.values():  # dedup: each text once
+        expected[tuple(tuple(tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line)))
+                       for line in document)] += 1
+    assert _documents_read(found) == expected
+    assert sum(len(d["sequences"]) for d in found) == sum(
+        len(document) for document in expected.elements())
+    assert {d["dtype"] for d in found} == {"uint16"}
+    assert [s["records"] for s in manifest["shards"]] == [len(d["sequences"]) for d in found]
+    assert manifest["format"] == "bert-pretraining-megatron/1"
+
+
+def test_the_bytes_do_not_depend_on_the_workers(corpus):
+    one = _run(corpus, "in-memory", "--direct_running_mode=in_memory")[1]
+    two = _run(corpus, "two-workers", "--direct_running_mode=multi_processing",
+               "--direct_num_workers=2")[1]
+    assert [s["files"] for s in one["shards"]] == [s["files"] for s in two["shards"]]
+
+
+def test_held_out_splits_have_prefixes_of_their_own(corpus):
+    out, manifest = _run(corpus, "split", "--validation_fraction=0.1")
+    validation = read_manifest(out, split="validation")
+    assert all("/validation/" in shard.path for shard in validation.shards)
+    assert manifest["splits"]["validation"]["masking"] == "none"
+    assert sum(s["records"] for s in manifest["splits"]["validation"]["shards"]) > 0
+
+
+def test_the_loaders_refuse_a_megatron_dataset_in_one_line(corpus):
+    out, _ = _run(corpus, "refused")
+    with pytest.raises(DatasetError, match="Megatron-LM indexed datasets") as caught:
+        list(read_instances(read_manifest(out)))
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--dupe_factor=2"], "drop --dupe_factor and --masking"),
+    (["--masking=static"], "drop --dupe_factor and --masking"),
+    (["--pack_sequences"], "--pack_sequences makes instances"),
+    (["--compression=gzip"], "uncompressed .bin"),
+])
+def test_flags_megatron_cannot_take_are_one_line(corpus, tmp_path, capsys, flags, message):
+    _, path, _ = corpus
+    with pytest.raises(SystemExit) as exit_:
+        main([f"--input_file={path}", f"--output_dir={tmp_path / 'out'}",
+              f"--vocab_file={UNCASED_VOCAB}", "--output_format=megatron", *flags])
+    assert exit_.value.code == 2
+    error = capsys.readouterr().err.strip()
+    assert message in error and "\n" not in error, error
+    assert not (tmp_path / "out").exists()
