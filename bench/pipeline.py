@@ -120,6 +120,7 @@ class Run:
     instances: int
     usage: Usage
     output_bytes: int = 0  # the shards' bytes, from the manifest
+    tokens: int = 0  # the tokenized corpus's tokens (the manifest's counter)
 
     @property
     def cpu(self) -> float:
@@ -232,7 +233,8 @@ def run_ours(corpus: pathlib.Path, workers: int, *, checkout: pathlib.Path = ROO
         manifest = json.loads((out / "manifest.json").read_text())
     return Run(f"{label}, {workers} worker{'s' * (workers > 1)}", _shape(corpus),
                corpus.stat().st_size / MB, manifest["total_instances"], usage,
-               sum(shard["bytes"] for shard in manifest["shards"]))
+               sum(shard["bytes"] for shard in manifest["shards"]),
+               manifest["counters"].get("tokens", 0))
 
 
 def kept_corpus(corpus: pathlib.Path, mode: str) -> tuple[pathlib.Path, int, int]:
@@ -492,6 +494,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="also the same corpus with --pack_sequences, 1 worker")
     parser.add_argument("--parquet", action="store_true",
                         help="also the same corpus with --output_format=parquet, 1 worker")
+    parser.add_argument("--megatron", action="store_true",
+                        help="also the same corpus as Parquet and as Megatron-LM's indexed "
+                             "datasets (the tokenized corpus once), 1 worker: output bytes per "
+                             "corpus token and CPU per MB of each format")
     parser.add_argument("--evaluation", action="store_true",
                         help="also the same corpus with a 1%% validation split "
                              "(--validation_fraction=0.01, the near-copy guard included) and "
@@ -549,6 +555,17 @@ def main(argv: list[str] | None = None) -> None:
         if args.parquet:
             print_in_turns(corpus, runs[0], {"parquet": ("--output_format=parquet",)},
                            args.repeat)
+        if args.megatron:  # the tokenized corpus once, beside the instances (dupe 10)
+            formats = [runs[0], run_ours(corpus, 1, label="parquet",
+                                         flags=("--output_format=parquet",)),
+                       run_ours(corpus, 1, label="megatron",
+                                flags=("--output_format=megatron", "--dupe_factor=1"))]
+            for run in formats[1:]:
+                print(_row(run), flush=True)
+            print(f"  {shape} {size:g} MB, output bytes per corpus token: " + ", ".join(
+                f"{run.label.split(',')[0]} {run.output_bytes / max(1, run.tokens):.2f}"
+                for run in formats) + "; CPU s per MB: " + ", ".join(
+                f"{run.label.split(',')[0]} {run.cpu / run.megabytes:.3f}" for run in formats))
         if args.evaluation:
             print_in_turns(corpus, runs[0], {
                 "validation 1%": ("--validation_fraction=0.01",),
