@@ -71,6 +71,7 @@ clean:
 # Each docker/gcloud command is printed before it runs; DRY_RUN=1 only prints.
 #   make template PROJECT=p BUCKET=b TAG=v1
 #   make dataflow PROJECT=p BUCKET=b TAG=v1 INPUT='gs://b/wiki/*.txt' VOCAB=gs://b/vocab.txt OUTPUT=gs://b/bert-data/run-1
+#     (a mixture: PARAMS='mixture=gs://b/mixture.json' in place of INPUT)
 #   make schedule PROJECT=p BUCKET=b TAG=v1 INPUT=... VOCAB=... OUTPUT_ROOT=gs://b/bert-data SERVICE_ACCOUNT=sa@p.iam.gserviceaccount.com [KEEP_VERSIONS=4] [PARAMS='validation_fraction=0.01 ...']
 RUN := deploy/run.sh
 REGION ?= us-central1
@@ -91,6 +92,9 @@ empty :=
 space := $(empty) $(empty)
 EXTRA_PARAMS = $(subst $(space),,$(foreach p,$(PARAMS),~$(p)))
 require = $(if $($(1)),,$(error $(1) is not set; run: make $@ $(1)=VALUE))
+# The corpus: INPUT, or a mixture file among PARAMS.
+require_input = $(if $(INPUT)$(findstring mixture=,$(PARAMS)),,$(error INPUT is not set; run: make $@ INPUT=gs://... (or PARAMS='mixture=gs://...')))
+INPUT_PARAM = $(if $(INPUT),input_file=$(INPUT)~)
 
 template:
 	$(call require,PROJECT)$(call require,BUCKET)
@@ -100,22 +104,22 @@ template:
 		--image=$(IMAGE) --sdk-language=PYTHON --metadata-file=deploy/metadata.json
 
 dataflow:
-	$(call require,PROJECT)$(call require,BUCKET)$(call require,INPUT)$(call require,VOCAB)
+	$(call require,PROJECT)$(call require,BUCKET)$(require_input)$(call require,VOCAB)
 	$(if $(OUTPUT)$(OUTPUT_ROOT),,$(error set OUTPUT=gs://... (one run) or OUTPUT_ROOT=gs://... (a refresh)))
 	$(RUN) gcloud dataflow flex-template run $(JOB)-$(shell date -u +%Y%m%d-%H%M%S) \
 		--project=$(PROJECT) --region=$(REGION) --template-file-gcs-location=$(TEMPLATE) \
 		--temp-location=gs://$(BUCKET)/tmp --worker-machine-type=$(MACHINE_TYPE) \
 		--max-workers=$(MAX_WORKERS) --additional-pipeline-options=disk_size_gb=$(DISK_GB) \
-		'--parameters=^~^input_file=$(INPUT)~vocab_file=$(VOCAB)~$(OUTPUT_PARAM)~sdk_container_image=$(IMAGE)$(EXTRA_PARAMS)'
+		'--parameters=^~^$(INPUT_PARAM)vocab_file=$(VOCAB)~$(OUTPUT_PARAM)~sdk_container_image=$(IMAGE)$(EXTRA_PARAMS)'
 
 schedule:
-	$(call require,PROJECT)$(call require,BUCKET)$(call require,INPUT)$(call require,VOCAB)$(call require,OUTPUT_ROOT)$(call require,SERVICE_ACCOUNT)
+	$(call require,PROJECT)$(call require,BUCKET)$(require_input)$(call require,VOCAB)$(call require,OUTPUT_ROOT)$(call require,SERVICE_ACCOUNT)
 	@mkdir -p $(dir $(BODY))
 	JOB='$(JOB)' TEMPLATE='$(TEMPLATE)' INPUT='$(INPUT)' VOCAB='$(VOCAB)' OUTPUT_ROOT='$(OUTPUT_ROOT)' \
 	IMAGE='$(IMAGE)' BUCKET='$(BUCKET)' SERVICE_ACCOUNT='$(SERVICE_ACCOUNT)' \
 	MACHINE_TYPE='$(MACHINE_TYPE)' MAX_WORKERS='$(MAX_WORKERS)' DISK_GB='$(DISK_GB)' \
 	KEEP_VERSIONS='$(KEEP_VERSIONS)' \
-		$(PYTHON) -c 'import json, os, string, sys; body = json.loads(string.Template(open(sys.argv[1]).read()).substitute(os.environ)); body["launchParameter"]["parameters"].update(p.split("=", 1) for p in sys.argv[2:]); json.dump(body, sys.stdout, indent=2)' \
+		$(PYTHON) -c 'import json, os, string, sys; body = json.loads(string.Template(open(sys.argv[1]).read()).substitute(os.environ)); parameters = body["launchParameter"]["parameters"]; parameters.update(p.split("=", 1) for p in sys.argv[2:]); [parameters.pop(k) for k, v in list(parameters.items()) if not v]; json.dump(body, sys.stdout, indent=2)' \
 		deploy/refresh_launch.json $(PARAMS) > $(BODY)
 	$(RUN) gcloud scheduler jobs create http $(JOB)-refresh --project=$(PROJECT) \
 		--location=$(REGION) '--schedule=$(SCHEDULE)' --time-zone=Etc/UTC \

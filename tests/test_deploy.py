@@ -297,6 +297,27 @@ def test_make_dataflow_prints_a_launch_of_that_template(no_tools, output):
     assert ("output_root" in parameters) == ("OUTPUT_ROOT" in output)
 
 
+def test_a_mixture_launches_and_schedules_without_input(no_tools, tmp_path):
+    variables = {k: v for k, v in RUN_VARS.items() if k != "INPUT"}
+    variables["PARAMS"] = "mixture=gs://my-bucket/mixture.json"
+    (command,) = _printed(_make("dataflow", no_tools, OUTPUT="gs://my-bucket/out", **variables),
+                          no_tools)
+    parameters = _parameters(_flags(command)["parameters"])
+    _check_launch_parameters(parameters)
+    assert "input_file" not in parameters
+    assert parameters["mixture"] == "gs://my-bucket/mixture.json"
+    body_path = tmp_path / "body.json"
+    _printed(_make("schedule", no_tools, OUTPUT_ROOT="gs://my-bucket/bert-data",
+                   BODY=str(body_path), SERVICE_ACCOUNT="refresh@my-project.iam.gserviceaccount.com",
+                   **variables), no_tools)
+    scheduled = json.loads(body_path.read_text())["launchParameter"]["parameters"]
+    _check_launch_parameters(scheduled)
+    assert "input_file" not in scheduled and scheduled["mixture"] == variables["PARAMS"][8:]
+    done = _make("dataflow", no_tools, **{k: v for k, v in variables.items() if k != "PARAMS"},
+                 OUTPUT="gs://my-bucket/out")
+    assert done.returncode != 0 and "INPUT is not set" in done.stderr
+
+
 def test_make_schedule_writes_a_launch_body_and_prints_the_scheduler_job(no_tools, tmp_path):
     body_path = tmp_path / "body.json"
     variables = dict(RUN_VARS, OUTPUT_ROOT="gs://my-bucket/bert-data", BODY=str(body_path),

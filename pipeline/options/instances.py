@@ -23,8 +23,10 @@ class InstanceFlags(FlagGroup):
         "sentences, masks", default=12345)
     dupe_factor: int = flag(
         "copies of the data, each with different masks",
-        default_help="10; 1 with --recipe=d2l, which makes one pass as d2l does, and with "
-                     "--recipe=roberta, whose masks are drawn at load time")
+        default_help="10; 1 with --recipe=d2l, which makes one pass as d2l does, with "
+                     "--recipe=roberta, whose masks are drawn at load time, with --mixture, "
+                     "whose sources' weights are their copies, and with "
+                     "--output_format=megatron, which writes the corpus once")
     short_seq_prob: float = flag(
         "the chance that an instance aims at a random shorter length (2 to "
         "max_seq_length - 3 tokens), as the original, so that short inputs are seen too",

@@ -27,7 +27,8 @@ class MaskingFlags(FlagGroup):
         "static: mask here, as the original; none: leave instances unmasked "
         "for dynamic masking at load time (loaders.torch_data)",
         choices=["static", "none"], default="static", parser_default=None,
-        default_help="static; none with --recipe=roberta, RoBERTa's dynamic masking")
+        default_help="static; none with --recipe=roberta, RoBERTa's dynamic masking, and "
+                     "with --output_format=megatron, which Megatron-LM masks at training time")
     ngram: int = flag(
         "ALBERT's n-gram masking: mask spans of up to N words (or WordPieces), "
         "lengths weighted 1/n; 0: BERT's masking. ALBERT's features (token_boundary) are "
