@@ -120,8 +120,12 @@ def corpus(tmp_path_factory):
     rng.shuffle(documents)
     # the refresh's 10% more: new short documents and near copies of held-out articles
     held_articles = [lines for lines in articles if _split_of(lines) != "train"]
-    new = ([[f"{a} {b}"] for a, b in zip(*[iter(s for d in short[:400] for s in d)] * 2)]
+    fresh = round(0.1 * len(documents)) - len(held_articles)  # and new text: WikiText-2's
+    paragraphs = [line.strip() for line in (DATA_DIR / "wikitext2_valid.raw.txt").read_text(
+        encoding="utf-8").splitlines() if len(line.split()) > 20]
+    new = ([[paragraph] for paragraph in paragraphs[:fresh]]
            + [_near_copy(lines, rng) for lines in held_articles])
+    assert len(new) == round(0.1 * len(documents))
     root = tmp_path_factory.mktemp("splits")
     first, second = root / "corpus.txt", root / "corpus-refreshed.txt"
     _write(first, documents)
