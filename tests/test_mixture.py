@@ -31,6 +31,7 @@ from bert_pretraining_data.pipeline.inspect_data import report
 from bert_pretraining_data.pipeline.main import main, run
 from bert_pretraining_data.pipeline.refresh import refresh
 from bert_pretraining_data.transforms.dedup.normalise import normalised_text
+from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
 
 FLAGS = ["--max_seq_length=128", "--max_predictions_per_seq=20", "--dedup=exact"]
 WEIGHTS = {"articles": 2.0, "short": 0.5, "tiny": 1.3}
@@ -64,7 +65,7 @@ def _mixture(sources, path, weights=None, **top) -> str:
          "input_format": "wikipedia"},
         {"name": "short", "input_file": [str(root / "short" / "treebank.txt")]},
         {"name": "tiny", "input_file": str(root / "tiny" / "*.jsonl"), "input_format": "jsonl",
-         "text_field": "body"},
+         "text_field": "body", "sentence_splitter": "none"},  # a line, a sentence
     ]
     for entry in entries:
         if weights is not None:
@@ -91,8 +92,14 @@ def _by_name(manifest: dict, key: str) -> dict[str, float]:
     return {source["name"]: source[key] for source in manifest["mixture"]["sources"]}
 
 
-def test_weights_set_each_sources_share_of_the_output_tokens(sources, once):
-    _, weighted = _run(sources, "weighted", weights=WEIGHTS)
+@pytest.fixture(scope="module")
+def weighted(sources):
+    """The sources at WEIGHTS."""
+    return _run(sources, "weighted", weights=WEIGHTS)
+
+
+def test_weights_set_each_sources_share_of_the_output_tokens(once, weighted):
+    _, weighted = weighted
     o = _by_name(once[1], "output_tokens")
     expected = {name: WEIGHTS[name] * o[name] / sum(WEIGHTS[n] * o[n] for n in o) for name in o}
     share = _by_name(weighted, "share")
@@ -107,6 +114,28 @@ def test_weights_set_each_sources_share_of_the_output_tokens(sources, once):
             tolerance = 4 * math.sqrt(weight % 1 * (1 - weight % 1) / documents[name])
             assert abs(extra - weight % 1) <= tolerance, name
     assert weighted["total_instances"] == sum(_by_name(weighted, "instances").values())
+
+
+def test_each_tiny_document_is_made_floor_or_ceil_of_its_weight_times(sources, weighted):
+    """Counted outside the pipeline: a one-sentence document makes one
+    instance a copy, its sentence segment A, so a tiny document's copies are
+    the instances of its source whose segment A is its tokens (masks undone)."""
+    out, manifest = weighted
+    spec = TokenizerSpec(str(UNCASED_VOCAB), True)
+    tokenizer = spec.tokenizer(spec.load_vocabulary())
+    kept = {normalised_text([line]): line for line in sources["tiny"][PLANTED:]}
+    expected = {tuple(tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line))): line
+                for line in kept.values()}
+    made = collections.Counter()
+    for instance in read_instances(read_manifest(out)):
+        if instance.source == 2:
+            ids = instance.input_ids.copy()
+            ids[instance.masked_lm_positions] = instance.masked_lm_ids
+            made[tuple(int(i) for i in ids[1:int((instance.segment_ids == 0).sum()) - 1])] += 1
+    assert set(made) == set(expected)
+    weight = WEIGHTS["tiny"]
+    assert set(made.values()) == {math.floor(weight), math.ceil(weight)}
+    assert sum(made.values()) == _by_name(manifest, "copies")["tiny"]
 
 
 def test_alpha_sets_the_shares_from_the_sources_own_token_counts(sources, once):
