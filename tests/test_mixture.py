@@ -266,7 +266,7 @@ def test_interleave_datasets_over_by_source_parquet_gives_the_mixed_shares(sourc
     assert [len(part) for part in parts] == [s["instances"] for s in listed]
     mass = [s["weight"] * s["instances"] for s in listed]
     mixed = datasets.interleave_datasets(parts, probabilities=[m / sum(mass) for m in mass],
-                                         seed=0, stopping_strategy="first_exhausted")
+                                         seed=0, stopping_strategy="all_exhausted")
     drawn = collections.Counter(mixed["source"])
     for index, m in enumerate(mass):
         assert drawn[index] / len(mixed) == pytest.approx(m / sum(mass), abs=0.03)
