@@ -494,10 +494,11 @@ def main(argv: list[str] | None = None) -> None:
                         help="also the same corpus with --pack_sequences, 1 worker")
     parser.add_argument("--parquet", action="store_true",
                         help="also the same corpus with --output_format=parquet, 1 worker")
-    parser.add_argument("--megatron", action="store_true",
-                        help="also the same corpus as Parquet and as Megatron-LM's indexed "
-                             "datasets (the tokenized corpus once), 1 worker: output bytes per "
-                             "corpus token and CPU per MB of each format")
+    parser.add_argument("--formats", action="store_true",
+                        help="also the same corpus as Parquet, as MDS in each layout (and "
+                             "compact with zstd) and as Megatron-LM's indexed datasets (the "
+                             "tokenized corpus once), 1 worker: output bytes per corpus token, "
+                             "CPU per MB and instances per CPU-second of each format")
     parser.add_argument("--evaluation", action="store_true",
                         help="also the same corpus with a 1%% validation split "
                              "(--validation_fraction=0.01, the near-copy guard included) and "
@@ -555,17 +556,23 @@ def main(argv: list[str] | None = None) -> None:
         if args.parquet:
             print_in_turns(corpus, runs[0], {"parquet": ("--output_format=parquet",)},
                            args.repeat)
-        if args.megatron:  # the tokenized corpus once, beside the instances (dupe 10)
-            formats = [runs[0], run_ours(corpus, 1, label="parquet",
-                                         flags=("--output_format=parquet",)),
-                       run_ours(corpus, 1, label="megatron",
-                                flags=("--output_format=megatron", "--dupe_factor=1"))]
+        if args.formats:  # Megatron: the tokenized corpus once, beside the instances (dupe 10)
+            formats = [runs[0], *(run_ours(corpus, 1, label=label, flags=flags) for label, flags in [
+                ("parquet", ("--output_format=parquet",)),
+                ("mds modernbert", ("--output_format=mds",)),
+                ("mds compact", ("--output_format=mds", "--mds_layout=compact")),
+                ("mds compact zstd", ("--output_format=mds", "--mds_layout=compact",
+                                      "--mds_compression=zstd")),
+                ("megatron", ("--output_format=megatron", "--dupe_factor=1"))])]
             for run in formats[1:]:
                 print(_row(run), flush=True)
+            name = {id(runs[0]): "tfrecord"}
             print(f"  {shape} {size:g} MB, output bytes per corpus token: " + ", ".join(
-                f"{run.label.split(',')[0]} {run.output_bytes / max(1, run.tokens):.2f}"
-                for run in formats) + "; CPU s per MB: " + ", ".join(
-                f"{run.label.split(',')[0]} {run.cpu / run.megabytes:.3f}" for run in formats))
+                f"{name.get(id(run), run.label.split(',')[0])} "
+                f"{run.output_bytes / max(1, run.tokens):.2f}" for run in formats)
+                + "; CPU s per MB: " + ", ".join(
+                f"{name.get(id(run), run.label.split(',')[0])} {run.cpu / run.megabytes:.3f}"
+                for run in formats))
         if args.evaluation:
             print_in_turns(corpus, runs[0], {
                 "validation 1%": ("--validation_fraction=0.01",),

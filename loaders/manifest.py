@@ -22,6 +22,7 @@ from bert_pretraining_data.loaders import files
 from bert_pretraining_data.transforms.split.held_out import SPLITS, TRAIN
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
+from bert_pretraining_data.transforms.write.mds import shard_file_name
 
 MANIFEST_NAME = "manifest.json"
 # The manifest's layout; a reader of version 1 reads every manifest written so far.
@@ -147,7 +148,7 @@ class DatasetManifest:
     input_problems: list[dict[str, Any]]  # inputs read in part, or not at all
     warnings: list[str]
     versions: dict[str, str]  # of Python, its Unicode database and the packages
-    schema: dict[str, str] | None = None  # Parquet: each column's type
+    schema: dict[str, str] | None = None  # Parquet: each column's type; MDS: its encoding
     packing: Packing | None = None  # --pack_sequences
     refresh: VersionRecord | None = None  # a version written by a refresh
     splits: dict[str, SplitRecord] | None = None  # held-out splits: each split, training first
@@ -344,15 +345,16 @@ def find_manifest(location: str) -> str:
     return files.join(directory, MANIFEST_NAME)
 
 
-def _resolve_shard(recorded: str, base_dir: str, manifest_path: str) -> str:
+def _resolve_shard(recorded: str, base_dir: str, manifest_path: str, file: str = "") -> str:
     """A shard in the folder it was written in below `base_dir` (beside the
     manifest, or in its split's or its mixture source's folder), else at its
-    recorded path."""
+    recorded path; looked up by `file`, the suffix of the path of one of its
+    files (an indexed dataset's `.idx`, an MDS shard set's `/shard...`)."""
     beside = files.join(base_dir, files.basename(recorded))
     folder = files.basename(files.dirname(recorded))  # a mixture's source's folder
     for candidate in (beside, files.join(base_dir, folder, files.basename(recorded)),
                       recorded):
-        if files.exists(candidate):
+        if files.exists(candidate + file):
             return candidate
     raise DatasetError(f"{manifest_path}: shard {files.basename(recorded)} is missing "
                        f"(looked in {base_dir} and at {recorded}); copy the whole dataset")
@@ -378,11 +380,14 @@ def read_manifest(location: str, split: str = TRAIN) -> Manifest:
     base_dir = files.join(files.dirname(path), split) if whole.splits else files.dirname(path)
     shards = []
     first = 0
-    # an indexed dataset's shard is a prefix of its .bin and .idx: looked up by the .idx
-    index = ".idx" if whole.flags["output_format"] == "megatron" else ""
+    # an indexed dataset's shard is a prefix of its .bin and .idx, looked up by
+    # the .idx; an MDS shard set a folder, read as its one shard file
+    data_file = {"megatron": (".idx", ""),
+                 "mds": (f"/{shard_file_name(whole.flags.get('mds_compression', 'none'))}",) * 2
+                 }.get(whole.flags["output_format"], ("", ""))
     for entry in entries:
-        found = _resolve_shard(entry["path"] + index, base_dir, path)
-        shards.append(Shard(found[:len(found) - len(index)], entry["records"], first))
+        found = _resolve_shard(entry["path"], base_dir, path, data_file[0])
+        shards.append(Shard(found + data_file[1], entry["records"], first))
         first += entry["records"]
     return Manifest(path=path, content=content, shards=tuple(shards))
 

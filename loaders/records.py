@@ -19,6 +19,7 @@ import numpy as np
 
 from bert_pretraining_data.loaders import files
 from bert_pretraining_data.loaders.manifest import DatasetError, Manifest, Shard
+from bert_pretraining_data.transforms.write.mds import FORMAT as MDS_FORMAT, LENGTH, read_samples
 from bert_pretraining_data.transforms.write.tfrecord import read_records
 
 Features = dict[str, "np.ndarray | list[bytes]"]
@@ -249,6 +250,7 @@ class InstanceDecoder:
 
 
 PARQUET_SUFFIX = ".parquet"
+MDS_SUFFIX = f".{MDS_FORMAT}"  # in an MDS shard file's name (then .zstd when compressed)
 PARQUET_BATCH_ROWS = 1024  # rows decoded from a Parquet file at a time
 
 
@@ -281,13 +283,35 @@ def _parquet_rows(handle, start: int) -> Iterator[tuple[int, Features]]:
         position += batch.num_rows
 
 
+def _mds_rows(handle, zstd: bool) -> Iterator[tuple[int, Features]]:
+    """(position, features) of an MDS shard's samples: `bytes` columns as the
+    int64 values they hold, ints and arrays as int64 arrays, as a record
+    decodes; `len` (the modernbert layout's token count) left out."""
+    data = handle.read()
+    if zstd:
+        try:
+            import zstandard
+        except ImportError:
+            raise DatasetError("reading zstd MDS shards needs zstandard: pip install "
+                               "zstandard") from None
+        data = zstandard.ZstdDecompressor().decompress(data)
+    for position, sample in enumerate(read_samples(data)):
+        sample.pop(LENGTH, None)
+        yield position, {name: (np.frombuffer(value, "<i8") if isinstance(value, bytes)
+                                else np.asarray(value, np.int64).reshape(-1))
+                         for name, value in sample.items()}
+
+
 def read_shard(shard: Shard, start: int = 0,
                stop: int | None = None) -> Iterator[tuple[int, "bytes | Features"]]:
     """(global index, record) of positions [start, stop) of one shard: a
-    TFRecord's serialized Examples, or a Parquet shard's rows as features."""
+    TFRecord's serialized Examples, a Parquet shard's rows or an MDS shard's
+    samples as features."""
     stop = shard.records if stop is None else stop
     with files.open_binary(shard.path) as handle:
         rows = (_parquet_rows(handle, start) if shard.path.endswith(PARQUET_SUFFIX)
+                else _mds_rows(handle, shard.path.endswith(".zstd"))
+                if MDS_SUFFIX in files.basename(shard.path)
                 else enumerate(read_records(handle)))
         for position, record in rows:
             if position >= stop:

@@ -150,8 +150,10 @@ def tf_dataset(data: str, *, batch_size: int, split: str = TRAIN, training: bool
     manifest = read_manifest(data, split=split) if has_manifest else None
     if manifest:
         manifest.check_records()
-    if manifest and manifest.output_format == "parquet":
-        raise DatasetError(f"{manifest.path}: Parquet shards (--output_format=parquet); "
+    if manifest and manifest.output_format in ("parquet", "mds"):
+        named = {"parquet": "Parquet", "mds": "MDS"}[manifest.output_format]
+        raise DatasetError(f"{manifest.path}: {named} shards "
+                           f"(--output_format={manifest.output_format}); "
                            "tf.data reads TFRecords: write the data with the default "
                            "--output_format=tfrecord, or read it with the PyTorch loader")
     seq_len, predictions = _lengths(manifest, max_seq_length, max_predictions_per_seq)

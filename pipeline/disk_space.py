@@ -92,7 +92,8 @@ def estimate_space(prepared: Prepared) -> SpaceEstimate | None:
     # A compressed format's copies of the sample, up to a row group's rows:
     # it compresses a few hundred rows worse than a shard's (a small input
     # has no more). A TFRecord's bytes a record do not depend on the count.
-    compressed = config.output_format == "parquet" or config.compression == "gzip"
+    compressed = (config.output_format == "parquet" or config.compression == "gzip"
+                  or (config.output_format == "mds" and config.mds_compression == "zstd"))
     per_copy = sum(len(batch.keys) for batch in batches)
     copies = min(config.dupe_factor, -(-ROW_GROUP_ROWS // max(1, per_copy))) if compressed else 1
     if copies > 1:

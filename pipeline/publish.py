@@ -31,7 +31,9 @@ from bert_pretraining_data.pipeline.options.output import default_num_shards
 from bert_pretraining_data.transforms.read.documents import comma_separated
 from bert_pretraining_data.transforms.split.held_out import SPLITS, TRAIN
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
-from bert_pretraining_data.transforms.write.beam import file_digest
+from bert_pretraining_data.transforms.write.beam import file_digest, read_file
+from bert_pretraining_data.transforms.write.mds import (INDEX_NAME, encode_index, merge_indexes,
+                                                        shard_file_name)
 
 STAGING_NAME = ".staging"
 MEGATRON_FILES = (".bin", ".idx")  # an indexed dataset's files, beside its prefix
@@ -182,7 +184,8 @@ def output_paths(config: Config, num_shards: int,
     if config.output_dir:
         root = config.output_dir.rstrip("/")
         suffix = (".parquet" if config.output_format == "parquet"
-                  else "" if config.output_format == "megatron"  # a prefix (--data-path)
+                  # a prefix (--data-path); a folder: its shard set
+                  else "" if config.output_format in ("megatron", "mds")
                   else ".tfrecord.gz" if config.compression == "gzip" else ".tfrecord")
         folders = [(FileSystems.join(root, name), count) for name, count in splits]
         finals = tuple(FileSystems.join(folder, f"part-{i:05d}-of-{count:05d}{suffix}")
@@ -191,11 +194,28 @@ def output_paths(config: Config, num_shards: int,
         return OutputPaths(FileSystems.join(root, STAGING_NAME), finals,
                             FileSystems.join(root, MANIFEST_NAME),
                             FileSystems.join(root, vocabulary_name(config.flags())), splits,
-                            MEGATRON_FILES if config.output_format == "megatron" else ("",))
+                            shard_files(config))
     finals = tuple(comma_separated(config.output_file))
     first_dir, first_name = FileSystems.split(finals[0])
     return OutputPaths(FileSystems.join(first_dir, f"{STAGING_NAME}-{first_name}"),
                         finals, f"{finals[0]}.{MANIFEST_NAME}")
+
+
+def shard_files(config: Config) -> tuple[str, ...]:
+    """What each shard is, as suffixes of its path: one file, Megatron's .bin
+    and .idx beside their prefix, or an MDS shard set's files in its folder."""
+    if config.output_format == "megatron":
+        return MEGATRON_FILES
+    if config.output_format == "mds":
+        return (f"/{shard_file_name(config.mds_compression)}", f"/{INDEX_NAME}")
+    return ("",)
+
+
+def mds_indexes(output: OutputPaths) -> list[str]:
+    """The top-level index.json of each folder of MDS shard sets (the
+    output's, or each split's or source's), which StreamingDataset reads."""
+    return [FileSystems.join(FileSystems.split(part.final_paths[0])[0], INDEX_NAME)
+            for part in output.splits]
 
 
 def existing_outputs(config: Config, output: OutputPaths) -> list[str]:
@@ -203,7 +223,9 @@ def existing_outputs(config: Config, output: OutputPaths) -> list[str]:
     if config.output_dir:  # its files, and those of the split folders this tool writes
         root = config.output_dir.rstrip("/")
         folders = [(), *((name,) for name in sorted({*SPLITS, *dict(output.split_shards)}))]
-        patterns = [FileSystems.join(root, *folder, "*") for folder in folders]
+        # an MDS shard set is a folder of files: its part-NNNNN-of-NNNNN folder's
+        patterns = [FileSystems.join(root, *folder, *shard_set, "*") for folder in folders
+                    for shard_set in ((), ("part-*-of-*",))]
         found = [m.path for result in FileSystems.match(patterns) for m in result.metadata_list]
         return sorted(p for p in found if not p.startswith(output.staging_dir))
     candidates = [*output.final_paths, output.manifest_path]
@@ -393,16 +415,27 @@ def _publish(output: OutputPaths, manifest: DatasetManifest, *, replaces: Sequen
     # Files this publish writes replace their old selves; of the rest, the
     # manifest goes first. (A retried publish finds its own files there.)
     audit = [output.beside_manifest(AUDIT_NAME)] if manifest.decontamination else []
+    indexes = mds_indexes(output) if manifest.flags["output_format"] == "mds" else []
     ours = {*output.final_files, *(documents.final if documents else ()), output.vocab_path,
-            *audit}
+            *audit, *indexes}
     old = [p for p in replaces if p not in ours and FileSystems.exists(p)]
     old_manifests = [p for p in old if p.endswith(MANIFEST_NAME)]
     if old_manifests:
         FileSystems.delete(old_manifests)
     if len(old) > len(old_manifests):
         FileSystems.delete([p for p in old if p not in old_manifests])
-    for split in output.split_shards:  # a local rename needs its folder (a no-op on gs://)
-        folder = FileSystems.split(output.split(split[0]).final_paths[0])[0]
+    # an old MDS shard set's folder, emptied (a local folder outlives its files)
+    emptied = {FileSystems.split(p)[0] for p in old} - {*output.final_paths}
+    for folder in sorted(f for f in emptied if FileSystems.split(f)[1].startswith("part-")):
+        if FileSystems.exists(folder) and not FileSystems.match(
+                [FileSystems.join(folder, "*")])[0].metadata_list:
+            FileSystems.delete([folder])
+    # A local rename needs its folder (a no-op on gs://): a split's, a shard set's.
+    folders = [FileSystems.split(output.split(split).final_paths[0])[0]
+               for split, _ in output.split_shards]
+    if output.suffixes[0].startswith("/"):
+        folders += output.final_paths
+    for folder in folders:
         if not FileSystems.exists(folder):
             FileSystems.mkdirs(folder)
     # A rename is checked against the bytes the manifest records (the
@@ -415,6 +448,12 @@ def _publish(output: OutputPaths, manifest: DatasetManifest, *, replaces: Sequen
         move_files(documents.staged, documents.final, [recorded[p] for p in documents.final])
     move_files([FileSystems.join(output.staging_dir, AUDIT_NAME)] if audit else [], audit,
                [None] * len(audit))
+    for part, index in zip(output.splits, indexes):  # each folder of shard sets: their index
+        merged = merge_indexes([(FileSystems.split(path)[1],
+                                 json.loads(read_file(FileSystems.join(path, INDEX_NAME))))
+                                for path in part.final_paths])
+        with FileSystems.create(index) as handle:
+            handle.write(encode_index(merged))
     _copy_vocabulary(output, output.staged_vocab_path if manifest.flags["recipe"] == "d2l"
                      else TokenizerSpec.of(manifest.flags).path, manifest.vocab_sha256)
     _write_json(output.manifest_path, manifest.to_json())

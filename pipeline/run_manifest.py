@@ -63,7 +63,8 @@ def _described(shards: Sequence[dict]) -> list[dict]:
 
 
 def _schema(shards: Sequence[dict]) -> dict[str, str] | None:
-    """Parquet shards name their columns' types; the manifest states them once."""
+    """Parquet and MDS shards name their columns' types (MDS: encodings); the
+    manifest states them once."""
     return next((s["columns"] for s in shards if "columns" in s), None)
 
 

@@ -18,6 +18,7 @@ from bert_pretraining_data.transforms.instances.units import Engine
 from bert_pretraining_data.transforms.pack.plan import prediction_budget
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
 from bert_pretraining_data.transforms.write.megatron import megatron_dtype
+from bert_pretraining_data.transforms.write.mds_rows import MDSRows
 from bert_pretraining_data.transforms.write.parquet_rows import ParquetRows, polars_installed
 from bert_pretraining_data.transforms.write.rows import InstanceRows, PackedRows
 from bert_pretraining_data.transforms.write.tf_example import RecordLayout
@@ -40,7 +41,7 @@ class Stages:
 
     instances: InstanceConfig
     masking: MaskingConfig
-    rows: InstanceRows | PackedRows | ParquetRows  # how the shard writer makes records
+    rows: InstanceRows | PackedRows | ParquetRows | MDSRows  # how the shard writer makes records
     masks_here: bool  # --masking=static: instances are masked as they are made
     held_out: "Stages | None" = None  # a held-out split's (--validation_fraction, --test_fraction)
     indexed_dtype: str | None = None  # --output_format=megatron: the token ids' numpy dtype
@@ -80,6 +81,15 @@ class Stages:
                 raise ConfigError("--output_format=parquet writes with polars, which is not "
                                   f"installed: {PIPELINE_EXTRA}")
             rows = ParquetRows(rows, len(vocab), config.parquet_compression)
+        elif config.output_format == "mds":
+            rows = MDSRows(rows, len(vocab), config.mds_layout, config.mds_compression)
+        try:  # the ids' type of the format's columns, from the vocabulary's size
+            indexed_dtype = (megatron_dtype(len(vocab)).name
+                             if config.output_format == "megatron" else None)
+            if isinstance(rows, MDSRows):
+                rows.columns()
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
         return cls(
             instances=InstanceConfig(
                 max_seq_length=config.max_seq_length, short_seq_prob=config.short_seq_prob,
@@ -94,8 +104,7 @@ class Stages:
             masking=masking, rows=rows, masks_here=config.masking == "static",
             held_out=(cls.of(held_out_config(config), vocab)
                       if config.split_fractions.active else None),
-            indexed_dtype=(megatron_dtype(len(vocab)).name
-                           if config.output_format == "megatron" else None))
+            indexed_dtype=indexed_dtype)
 
 
 def held_out_config(config: Config) -> Config:
@@ -121,9 +130,10 @@ def record_layout(config: Config) -> RecordLayout:
         token_boundary=config.token_boundary,
         next_sentence_labels=config.next_sentence != "none",
         # --masking=none keeps empty masked_lm features for the loaders,
-        # unless there is no pair task either (ELECTRA's records) or the
-        # rows are packed (a new layout, which never had them).
+        # unless there is no pair task either (ELECTRA's records), the rows
+        # are packed or the format is MDS (new layouts, which never had them).
         masked_lm=config.masking == "static" or (
-            config.next_sentence != "none" and not config.pack_sequences),
+            config.next_sentence != "none" and not config.pack_sequences
+            and config.output_format != "mds"),
         packed=config.pack_sequences,
         source=config.mixture is not None)  # a mixture's: each instance names its source

@@ -21,7 +21,7 @@ from bert_pretraining_data.transforms.pack import histogram, plan
 from bert_pretraining_data.transforms.tokenize import wordpiece_kernel
 from bert_pretraining_data.transforms.tokenize.vocabulary import parse_vocabulary
 from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
-from bert_pretraining_data.transforms.write import parquet_rows, rows
+from bert_pretraining_data.transforms.write import columns, mds_rows, parquet_rows, rows
 from bert_pretraining_data.transforms.write.rows import RawRecords
 from bert_pretraining_data.transforms.write.tf_example import RecordLayout
 
@@ -30,18 +30,22 @@ KERNELS = (units_kernel.unit_entries, tokenized_documents.read_compact, shuffle_
            shuffle_entries.gather, shuffle_entries._scan_entries, rows._frame_payloads,
            rows._lengths, rows._write_rows, histogram._solve, plan._fill_rows,
            wordpiece_kernel.line_ids, wordpiece_kernel.build_slots, wordpiece_kernel.wordpiece,
-           parquet_rows._sizes, parquet_rows._flatten)
+           columns._sizes, columns._flatten, mds_rows._row_counts, mds_rows._sample_sizes,
+           mds_rows._write_samples)
 
 # Kernel types do not depend on flag values: one small configuration compiles
 # every specialization the pipeline uses (Parquet's, one per token id type).
 _INSTANCES = InstanceConfig(max_seq_length=16, short_seq_prob=0.1, cls_id=2, sep_id=3)
 _MASKING = MaskingConfig(masked_lm_prob=0.15, max_predictions_per_seq=2, vocab_size=8,
                          mask_id=4, cls_id=2, sep_id=3, continuation=None)
-# The row writers of one instance a record, of packed rows and of Parquet.
+# The row writers of one instance a record, of packed rows, of Parquet and of MDS.
 _ROWS = (rows.InstanceRows(RecordLayout(), 16, 2),
          rows.PackedRows(RecordLayout(packed=True), 16, 4, 3),
          *(parquet_rows.ParquetRows(rows.InstanceRows(RecordLayout(padded=False), 16, 2), size)
-           for size in (8, parquet_rows.UINT16_LIMIT + 1)))
+           for size in (8, columns.UINT16_LIMIT + 1)),
+         *(mds_rows.MDSRows(rows.InstanceRows(RecordLayout(padded=False, masked_lm=False), 16,
+                                              2), size)
+           for size in (8, columns.UINT16_LIMIT + 1)))
 
 
 def warm_up() -> dict[str, tuple[int, int]]:

@@ -126,7 +126,8 @@ NEEDS = {"max_ngram_size": ["--do_whole_word_mask"],
          "decontaminate_ngram": ["--decontaminate=gs://b/benchmarks.jsonl"],
          "max_sequences_per_pack": ["--pack_sequences"],
          "mixture_layout": ["--mixture=gs://b/mixture.json"],
-         "parquet_compression": ["--output_format=parquet"]}
+         "parquet_compression": ["--output_format=parquet"],
+         "mds_layout": ["--output_format=mds"], "mds_compression": ["--output_format=mds"]}
 
 
 @pytest.mark.parametrize("name", sorted(PARAMS))

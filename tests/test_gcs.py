@@ -19,7 +19,11 @@ import pytest
 
 from conftest import DATA, UNCASED_VOCAB
 from helpers.gcs_emulator import gcs  # noqa: F401  (fixture)
+from bert_pretraining_data.loaders.manifest import read_manifest
+from bert_pretraining_data.loaders.records import read_instances
 from bert_pretraining_data.pipeline.main import run
+from helpers.client_venvs import (MOSAICML_STREAMING_GCS, STREAMING_IMPORTS, client_python,
+                                  run_client)
 from helpers.records import read_examples
 
 FLAGS = ["--dupe_factor=2", "--num_shards=3", "--max_seq_length=64",
@@ -211,6 +215,47 @@ def test_parquet_on_a_bucket_reads_back_through_datasets_and_the_loader(gcs, cor
                                  split="train", streaming=True)
     assert sum(1 for _ in rows) == bucket["total_instances"] > 0
     assert _batches(gcs.url("parquet"), shuffle=False) == _batches(str(local), shuffle=False)
+
+
+_STREAM_FROM_BUCKET = STREAMING_IMPORTS + """
+import json, sys
+
+import google.auth
+import numpy as np
+from google.auth.credentials import AnonymousCredentials
+from streaming import StreamingDataset
+from streaming.base.util import clean_stale_shared_memory
+
+# The emulator takes anonymous requests (as the library's own tests patch it).
+google.auth.default = lambda *args, **kwargs: (AnonymousCredentials(), "emulator")
+clean_stale_shared_memory()
+dataset = StreamingDataset(remote=sys.argv[1], local=sys.argv[2], shuffle=False, batch_size=1)
+print(json.dumps([np.frombuffer(dataset[i]["input_ids"], np.int64).tolist()
+                  for i in range(len(dataset))]))
+"""
+
+
+@pytest.mark.slow
+def test_mds_on_a_bucket_streams_through_streaming_dataset(gcs, corpus, tmp_path):  # noqa: F811
+    """--output_format=mds to gs://: every file equals a local run's, and
+    StreamingDataset(remote=gs://...) downloads and reads the instances the
+    loaders read from the local copy."""
+    mds = ["--output_format=mds"]
+    run([f"--input_file={corpus['input']}", f"--vocab_file={corpus['vocab']}",
+         f"--output_dir={gcs.url('mds')}", *FLAGS, *mds])
+    local = tmp_path / "local"
+    run([f"--input_file={DATA / 'sample_text.txt'}", f"--vocab_file={UNCASED_VOCAB}",
+         f"--output_dir={local}", *FLAGS, *mds])
+    names = ["index.json", *(f"part-{i:05d}-of-00003/{name}" for i in range(3)
+                             for name in ("index.json", "shard.00000.mds"))]
+    assert gcs.names("mds/") == sorted(f"mds/{name}" for name in
+                                       [*names, "manifest.json", "vocab.txt"])
+    assert [gcs.read(f"mds/{name}") for name in names] == [(local / name).read_bytes()
+                                                           for name in names]
+    python = client_python("mosaicml-streaming-gcs", MOSAICML_STREAMING_GCS)
+    streamed = run_client(python, _STREAM_FROM_BUCKET, gcs.url("mds"), str(tmp_path / "cache"))
+    expected = [i.input_ids.tolist() for i in read_instances(read_manifest(str(local)))]
+    assert streamed == expected and len(expected) > 30
 
 
 def test_the_original_interface_reads_a_gs_vocabulary(gcs, corpus):  # noqa: F811

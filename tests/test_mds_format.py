@@ -28,29 +28,11 @@ import pytest
 import zstandard
 
 from conftest import DATA, UNCASED_VOCAB
-from helpers.client_venvs import client_python, run_client
+from helpers.client_venvs import MOSAICML_STREAMING, STREAMING_IMPORTS, client_python, run_client
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
-from bert_pretraining_data.transforms.write.mds import (INDEX_NAME, MDSShardWriter,
-                                                        encode_index, layout_columns,
-                                                        layout_sample, merge_indexes)
+from bert_pretraining_data.transforms.write.mds import INDEX_NAME, encode_index, merge_indexes
+from helpers.mds_shard_writer import MDSShardWriter
 
-# `StreamingDataset`'s imports on a local folder, found by trying: installed
-# with --no-deps, since the library's own requirements pull the cloud SDKs,
-# matplotlib and a torchvision that cannot load beside the CPU torch at hand
-# (its C ops are built for CUDA torch; _READ stands two names in for it).
-MOSAICML_STREAMING = (
-    "--no-deps", "mosaicml-streaming==0.13.0", "numpy==2.1.3",
-    # torch's own imports
-    "torch==2.13.0", "typing-extensions>=4.10", "filelock>=3", "sympy>=1.13", "mpmath>=1.3",
-    # compression and hashing (streaming.base.compression, .hashing)
-    "zstd>=1.5.2.5,<2", "xxhash>=3,<4", "Brotli>=1.0.9", "python-snappy>=0.6.1,<1", "cramjam>=2",
-    # streaming.base.dataloader's BatchEncoding
-    "transformers==4.57.6", "tokenizers==0.22.2", "huggingface-hub==0.36.2", "safetensors>=0.4",
-    "regex>=2022", "pyyaml>=6", "requests>=2.32", "urllib3>=2", "idna>=3", "certifi>=2024",
-    "packaging>=24", "tqdm>=4.64,<5",
-    # the image encodings and the registry of streaming.base
-    "pillow>=10", "catalogue>=2,<3",
-)
 SUBFOLDERS = ("part-00000", "part-00001")
 SIZE_LIMIT = 1024  # bytes: several shards a subfolder in every dataset
 WIDE_VOCABULARY = 262_144  # a Gemma-sized vocabulary: uint32 ids
@@ -62,23 +44,8 @@ DATASETS = {  # name: layout, vocabulary size, compression
     "compact-uint32": ("compact", WIDE_VOCABULARY, None),
 }
 
-_READ = """
-import hashlib, importlib.machinery, json, os, pathlib, sys, types
-
-import transformers  # before the stand-in below, which it would take for torchvision
-
-# streaming's top-level package imports its vision datasets, which read no
-# MDS: the two names of torchvision they take stand in for it.
-for name, attribute, value in (("torchvision", None, None),
-                               ("torchvision.datasets", "VisionDataset",
-                                type("VisionDataset", (), {})),
-                               ("torchvision.transforms", None, None),
-                               ("torchvision.transforms.functional", "to_tensor", None)):
-    module = types.ModuleType(name)
-    module.__spec__ = importlib.machinery.ModuleSpec(name, None)
-    if attribute:
-        setattr(module, attribute, value)
-    sys.modules[name] = module
+_READ = STREAMING_IMPORTS + """
+import hashlib, json, os, pathlib, sys
 
 import numpy as np
 import zstd
@@ -155,6 +122,22 @@ def sequences() -> list[list[int]]:
     sequences = [[cls, *tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line)), sep]
                  for line in lines]
     return [*sequences, [cls, *(i for s in sequences for i in s[1:-1]), sep]]
+
+
+def layout_columns(layout: str, vocab_size: int) -> dict[str, str]:
+    """The columns of a sequence of ids: as ModernBERT's reader takes them
+    (int64 bytes, an attention mask and `len`), or compact (uint16 or uint32)."""
+    if layout == "modernbert":
+        return {"input_ids": "bytes", "attention_mask": "bytes", "len": "int"}
+    return {"input_ids": "ndarray:uint16" if vocab_size <= 1 << 16 else "ndarray:uint32"}
+
+
+def layout_sample(layout: str, vocab_size: int, input_ids: list[int]) -> dict:
+    ids = np.asarray(input_ids, np.int64)
+    if layout == "modernbert":
+        return {"input_ids": ids.tobytes(), "attention_mask": np.ones(len(ids), np.int64).tobytes(),
+                "len": len(ids)}
+    return {"input_ids": ids.astype(layout_columns(layout, vocab_size)["input_ids"][8:])}
 
 
 def _local(path: str):
@@ -353,10 +336,6 @@ def test_errors_name_what_is_wrong(tmp_path):
         ints.add({"a": True})
     with pytest.raises(OverflowError):
         ints.add({"a": 1 << 63})
-    with pytest.raises(ValueError, match="do not fit uint16"):
-        layout_sample("compact", 30_522, [70_000])
-    with pytest.raises(ValueError, match="unknown MDS layout"):
-        layout_columns("megatron", 30_522)
 
 
 # --- as mosaicml-streaming reads them ----------------------------------------------------------

@@ -286,19 +286,22 @@ def test_refresh_on_gcs(gcs, corpus):  # noqa: F811
         LATEST_NAME, third["version"]}
 
 
-def test_parquet_versions_refresh_report_changes_and_expire(corpus, tmp_path):
-    """--output_format=parquet through a refresh: each version's Parquet shards
+@pytest.mark.parametrize("output_format, shards", [
+    ("parquet", ["part-00000-of-00002.parquet", "part-00001-of-00002.parquet"]),
+    ("mds", ["part-00000-of-00002", "part-00001-of-00002"])])
+def test_columnar_versions_refresh_report_changes_and_expire(corpus, tmp_path, output_format,
+                                                             shards):
+    """--output_format=parquet or mds through a refresh: each version's shards
     read back, the change report counts documents and bytes, retention keeps
     the newest."""
     from bert_pretraining_data.loaders.manifest import read_manifest
     from bert_pretraining_data.loaders.records import read_instances
 
     root = tmp_path / "root"
-    parquet = "--output_format=parquet"
+    parquet = f"--output_format={output_format}"
     first = refresh(_argv(corpus, root, parquet), now=MONDAY)
     version_dir = root / first["version"]
-    assert sorted(p.name for p in version_dir.glob("part-*")) == [
-        "part-00000-of-00002.parquet", "part-00001-of-00002.parquet"]
+    assert sorted(p.name for p in version_dir.glob("part-*")) == shards
     assert len(list(read_instances(read_manifest(str(version_dir))))) == first[
         "total_instances"] > 0
     with open(corpus / "a.txt", "a") as handle:
@@ -309,6 +312,6 @@ def test_parquet_versions_refresh_report_changes_and_expire(corpus, tmp_path):
     recorded = read_manifest(str(root / changed["version"]))
     assert changed["changes"]["bytes"]["current"] == sum(
         s["bytes"] for s in recorded.content.shards)
-    assert recorded.content.format == "bert-pretraining-parquet/1"
+    assert recorded.content.format == f"bert-pretraining-{output_format}/1"
     assert changed["expired_versions"] == [first["version"]]
     assert _versions(root) == [changed["version"]]

@@ -27,6 +27,51 @@ INSTALL_TIMEOUT = 1800
 RUN_TIMEOUT = 600
 # megatron-core's reader on the CPU: its other needs (numpy, packaging) come with it.
 MEGATRON_CORE = ("megatron-core==0.16.1", "torch==2.13.0")
+# `StreamingDataset`'s imports on a local folder, found by trying: installed
+# with --no-deps, since the library's own requirements pull the cloud SDKs,
+# matplotlib and a torchvision that cannot load beside the CPU torch at hand
+# (its C ops are built for CUDA torch; STREAMING_IMPORTS stands two names in for it).
+MOSAICML_STREAMING = (
+    "--no-deps", "mosaicml-streaming==0.13.0", "numpy==2.1.3",
+    # torch's own imports
+    "torch==2.13.0", "typing-extensions>=4.10", "filelock>=3", "sympy>=1.13", "mpmath>=1.3",
+    # compression and hashing (streaming.base.compression, .hashing)
+    "zstd>=1.5.2.5,<2", "xxhash>=3,<4", "Brotli>=1.0.9", "python-snappy>=0.6.1,<1", "cramjam>=2",
+    # streaming.base.dataloader's BatchEncoding
+    "transformers==4.57.6", "tokenizers==0.22.2", "huggingface-hub==0.36.2", "safetensors>=0.4",
+    "regex>=2022", "pyyaml>=6", "requests>=2.32", "urllib3>=2", "idna>=3", "certifi>=2024",
+    "packaging>=24", "tqdm>=4.64,<5",
+    # the image encodings and the registry of streaming.base
+    "pillow>=10", "catalogue>=2,<3",
+)
+# StreamingDataset's gs:// downloads: google-cloud-storage and what it imports.
+MOSAICML_STREAMING_GCS = (
+    *MOSAICML_STREAMING, "google-cloud-storage==3.17.1", "google-cloud-core==2.8.0",
+    "google-api-core==2.44.0", "google-auth==2.63.0", "google-resumable-media==2.11.0",
+    "google-crc32c==1.9.0", "googleapis-common-protos==1.76.0", "protobuf==6.33.6",
+    "proto-plus==1.29.0", "cachetools==6.2.6", "pyasn1==0.6.5", "pyasn1-modules==0.4.2",
+    "rsa==4.9.1", "charset-normalizer==3.5.3", "cryptography==50.0.2", "cffi==2.1.1",
+    "pycparser==3.12",
+)
+# A client script's first lines, before it imports `streaming`.
+STREAMING_IMPORTS = """
+import importlib.machinery, sys, types
+
+import transformers  # before the stand-in below, which it would take for torchvision
+
+# streaming's top-level package imports its vision datasets, which read no
+# MDS: the two names of torchvision they take stand in for it.
+for name, attribute, value in (("torchvision", None, None),
+                               ("torchvision.datasets", "VisionDataset",
+                                type("VisionDataset", (), {})),
+                               ("torchvision.transforms", None, None),
+                               ("torchvision.transforms.functional", "to_tensor", None)):
+    module = types.ModuleType(name)
+    module.__spec__ = importlib.machinery.ModuleSpec(name, None)
+    if attribute:
+        setattr(module, attribute, value)
+    sys.modules[name] = module
+"""
 
 
 def clients_root() -> pathlib.Path:

@@ -219,8 +219,20 @@ class _WriteShardFn(beam.DoFn):
         name = self._shard_names[shard_index]
         rows = self._rows.rows(*scan_entries(data, source=f"shard {name}"))
         del data
-        stats = write_shard_file(shard_path(self._staging_dir, name), rows.chunks,
-                                 records=rows.records, compression=self._compression)
+        if rows.file_name is None:
+            stats = write_shard_file(shard_path(self._staging_dir, name), rows.chunks,
+                                     records=rows.records, compression=self._compression)
+        else:  # a folder of files: the records' file, then those made after it
+            folder = shard_path(self._staging_dir, name)
+            written = write_shard_file(FileSystems.join(folder, rows.file_name), rows.chunks,
+                                       records=rows.records)
+            files = {rows.file_name: {"bytes": written["bytes"], "sha256": written["sha256"]}}
+            for file_name, content in rows.after(files[rows.file_name]).items():
+                files[file_name] = write_shard_file(FileSystems.join(folder, file_name),
+                                                    [content], records=0)
+                del files[file_name]["records"]
+            stats = {"records": rows.records, "files": files,
+                     "bytes": sum(f["bytes"] for f in files.values())}
         self._records_written.inc(stats["records"])
         yield {"shard": shard_index, "name": name, **stats, **rows.stats}, sorted(bucket_paths)
 

@@ -38,6 +38,9 @@ _UINT16_VOCABULARY_LIMIT = 65500
 def megatron_dtype(vocab_size: int) -> np.dtype:
     """The dtype Megatron's preprocess_data.py picks for this vocabulary, so
     that our files match what its users expect to find."""
+    if vocab_size > 1 << 31:
+        raise ValueError(f"a vocabulary of {vocab_size:,} ids does not fit int32, the widest "
+                         "id type Megatron's preprocess_data.py writes; use a smaller vocabulary")
     return np.dtype(np.uint16 if vocab_size < _UINT16_VOCABULARY_LIMIT else np.int32)
 
 

@@ -31,10 +31,9 @@ import threading
 from typing import Callable, Iterator
 
 import numpy as np
-from numba import njit
 
-from bert_pretraining_data.transforms.handoff.shuffle_entries import ENTRY_HEADER
-from bert_pretraining_data.transforms.instances.instance_bytes import instance_header, read_instance
+from bert_pretraining_data.transforms.write.columns import (UINT16_LIMIT, flat_columns,
+                                                           token_id_dtype, unpadded_features)
 from bert_pretraining_data.transforms.write.rows import (InstanceRows, PackedRows, RowPlan,
                                                         ShardRows)
 from bert_pretraining_data.transforms.write.tf_example import Field
@@ -47,7 +46,6 @@ COMPRESSIONS = ("zstd", "snappy", "gzip", "none")
 # Pieces of file the writer may run ahead of the shard's file by (each about
 # a column's pages of one row group, ~200 KB at 128 tokens).
 PIECES_AHEAD = 8
-UINT16_LIMIT = 1 << 16
 
 
 def polars_installed() -> bool:
@@ -55,61 +53,6 @@ def polars_installed() -> bool:
     from importlib.util import find_spec
 
     return find_spec("polars") is not None
-
-
-@njit(cache=True)
-def _sizes(entries, bounds, members):
-    """Total tokens and predictions of the instances `members`."""
-    tokens = 0
-    predictions = 0
-    for i in members:
-        n, _, k, _ = instance_header(entries, bounds[i] + ENTRY_HEADER)
-        tokens += n
-        predictions += k
-    return tokens, predictions
-
-
-@njit(cache=True)
-def _flatten(entries, bounds, members, member_bounds, tokens, boundary, segments, sequence_of,
-             token_positions, positions, ids, labels, sources, starts, token_offsets,
-             prediction_offsets):
-    """Rows r (instances members[member_bounds[r]:member_bounds[r + 1]], side
-    by side) as Arrow list layouts: each column's values one row after
-    another, row r's tokens at token_offsets[r]:token_offsets[r + 1], its
-    predictions at prediction_offsets[r]:..., its sequences at
-    member_bounds[r]:... (labels, starts; sources where the layout writes
-    them). Per token: the segment, and where the layout writes them (the
-    arrays are not empty) the 1-based sequence index (packed rows'
-    input_mask) and the position in its sequence; positions and starts are
-    row positions, as the TFRecord holds them."""
-    n_at = 0
-    k_at = 0
-    packed = len(sequence_of) > 0
-    with_source = len(sources) > 0
-    for r in range(len(member_bounds) - 1):
-        token_offsets[r] = n_at
-        prediction_offsets[r] = k_at
-        row_start = n_at
-        for j in range(member_bounds[r], member_bounds[r + 1]):
-            n, b_start, k, label, source = read_instance(
-                entries, bounds[members[j]] + ENTRY_HEADER, n_at, tokens, boundary,
-                positions[k_at:], ids[k_at:], with_source)
-            for c in range(k):  # row positions: read_instance gives flat ones
-                positions[k_at + c] -= row_start
-            segments[n_at:n_at + b_start] = 0
-            segments[n_at + b_start:n_at + n] = 1
-            if packed:
-                sequence_of[n_at:n_at + n] = j - member_bounds[r] + 1
-                for t in range(n):
-                    token_positions[n_at + t] = t
-            labels[j] = label
-            if with_source:
-                sources[j] = source
-            starts[j] = n_at - row_start
-            n_at += n
-            k_at += k
-    token_offsets[len(member_bounds) - 1] = n_at
-    prediction_offsets[len(member_bounds) - 1] = k_at
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,9 +70,8 @@ class ParquetRows:
         return self.instances.max_predictions
 
     def columns(self) -> dict[str, Field]:
-        """Column name -> what it holds, in the file's order (the layout's
-        unpadded features)."""
-        return dataclasses.replace(self.instances.layout, padded=False).features()
+        """Column name -> what it holds, in the file's order."""
+        return unpadded_features(self.instances)
 
     def schema(self):
         import pyarrow as pa
@@ -156,45 +98,19 @@ class ParquetRows:
                member_bounds: np.ndarray):
         import pyarrow as pa
 
-        n, k = _sizes(entries, bounds, members)
-        # Per-token arrays narrow (a quarter of int64's fresh pages, and the
-        # id and position columns without a copy): two kernel signatures, by
-        # the ids' type (pipeline.warm_up compiles both); per-prediction ones
-        # are few. Packed rows' per-token columns are filled only for them.
-        per_token = n if self.instances.layout.packed else 0
-        tokens = np.empty(n, np.uint16 if self.vocab_size <= UINT16_LIMIT else np.int32)
-        token_positions, sequence_of = np.empty(per_token, np.uint16), np.empty(per_token,
-                                                                                np.uint16)
-        boundary, segments = np.zeros(n, np.uint8), np.empty(n, np.uint8)
-        positions, ids = np.empty(k, np.int64), np.empty(k, np.int64)
-        labels, starts = np.empty(len(members), np.int64), np.empty(len(members), np.int64)
-        sources = np.empty(len(members) if self.instances.layout.source else 0, np.int64)
-        rows = len(member_bounds) - 1
-        token_offsets, prediction_offsets = np.empty(rows + 1, np.int64), np.empty(rows + 1,
-                                                                                    np.int64)
-        _flatten(entries, bounds, members, member_bounds, tokens, boundary, segments,
-                 sequence_of, token_positions, positions, ids, labels, sources, starts,
-                 token_offsets, prediction_offsets)
-        sequence_offsets = (member_bounds - member_bounds[0]).astype(np.int64)
+        # Two kernel signatures, by the ids' type (pipeline.warm_up compiles both).
+        data = flat_columns(self.instances, token_id_dtype(self.vocab_size), entries, bounds,
+                            members, member_bounds)
 
-        def column(name: str, values: np.ndarray, offsets: np.ndarray):
+        def column(name: str, field: Field):
+            values, offsets, scalar = data[field]
             kind = schema.field(name).type
-            if not pa.types.is_large_list(kind):
+            if scalar:
                 return pa.array(values.astype(kind.to_pandas_dtype(), copy=False), type=kind)
             flat = pa.array(values.astype(kind.value_type.to_pandas_dtype(), copy=False),
                             type=kind.value_type)
             return pa.LargeListArray.from_arrays(pa.array(offsets), flat, type=kind)
-        data = {Field.INPUT_IDS: (tokens, token_offsets),
-                Field.SEGMENT_IDS: (segments, token_offsets),
-                Field.TOKEN_BOUNDARY: (boundary, token_offsets),
-                Field.INPUT_MASK: (sequence_of, token_offsets),
-                Field.POSITIONS: (token_positions, token_offsets),
-                Field.MASKED_LM_POSITIONS: (positions, prediction_offsets),
-                Field.MASKED_LM_IDS: (ids, prediction_offsets),
-                Field.NEXT_SENTENCE_LABELS: (labels, sequence_offsets),
-                Field.SOURCE: (sources, sequence_offsets),
-                Field.NEXT_SENTENCE_POSITIONS: (starts, sequence_offsets)}
-        return pa.Table.from_arrays([column(name, *data[field])
+        return pa.Table.from_arrays([column(name, field)
                                      for name, field in self.columns().items()], schema=schema)
 
     def file_chunks(self, entries: np.ndarray, bounds: np.ndarray, plan: RowPlan

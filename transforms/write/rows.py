@@ -189,11 +189,17 @@ class PackedRows(_Rows):
 class ShardRows:
     """What a row writer makes of a shard: its record count, its framed
     records in chunks (bytes-like, written and hashed without another copy),
-    and statistics for the shard's manifest entry."""
+    and statistics for the shard's manifest entry.
+
+    A shard of several files (an MDS shard set) is a folder: `file_name`
+    names the file the chunks make in it, and `after(written)`, given that
+    file's {"bytes", "sha256"}, the files that follow it (name -> bytes)."""
 
     records: int
     chunks: Iterator[memoryview]
     stats: dict[str, Any] = dataclasses.field(default_factory=dict)
+    file_name: str | None = None
+    after: Callable[[dict[str, Any]], dict[str, bytes]] | None = None
 
 
 class RowWriter(Protocol):
