@@ -40,7 +40,7 @@ from bert_pretraining_data.transforms.instances.mixture import (alpha_weights, d
 from bert_pretraining_data.transforms.instances.units import fan_out_batch
 from bert_pretraining_data.transforms.read.beam import ReadDocuments, ReadDump, ReadTables
 from bert_pretraining_data.transforms.read.documents import DOCUMENTS, PROBLEMS, comma_separated
-from bert_pretraining_data.transforms.read.mixture import Mixture, source_key
+from bert_pretraining_data.transforms.read.mixture import Mixture, source_key, source_of
 from bert_pretraining_data.transforms.split.beam import NEAR_COPIES, SplitDocuments, SplitFigures
 from bert_pretraining_data.transforms.split.held_out import TRAIN, split_seed
 from bert_pretraining_data.transforms.tokenize.beam import TokenizeDocument
@@ -89,12 +89,13 @@ def mixture_weights(tokenized_docs: beam.PCollection, mixture: Mixture):
             mixture.total_tokens)))
 
 
-def source_figures(tokenized_docs: beam.PCollection, entries: beam.PCollection, *,
+def source_figures(tokenized_docs: beam.PCollection, made: beam.PCollection, *,
                    mixture: Mixture, output: OutputPaths, seed: int, copies, planned
                    ) -> dict[str, beam.PCollection]:
     """The staged lists of each source's figures for the manifest: its
     documents, tokens and copies made (`copies`: the weights the copies were
-    drawn with), its planned weight, and its instances and their tokens."""
+    drawn with), its planned weight, and what it made (`made`: (source,
+    (instances or sentences, their tokens)), summed here)."""
     held = (tokenized_docs
             | "CountSources" >> beam.Map(document_figures, copies, seed)
             | "SumSources" >> beam.CombinePerKey(_sum_columns)
@@ -104,15 +105,40 @@ def source_figures(tokenized_docs: beam.PCollection, entries: beam.PCollection, 
                  "weight": weights[source]} for source, (documents, tokens, made) in pairs],
                 planned)
             | "ListSources" >> beam.Map(stage_list, output, MIXTURE_SOURCES_NAME))
-    made = (entries
-            | "CountOutput" >> beam.Map(lambda batch: (entry_source(batch),
-                                                       (len(batch), entry_tokens(batch))))
+    made = (made
             | "SumOutput" >> beam.CombinePerKey(_sum_columns)
             | "CollectOutput" >> beam.combiners.ToList()
             | "ListOutput" >> beam.Map(lambda pairs: stage_list(
                 [{"source": source, "instances": instances, "tokens": tokens}
                  for source, (instances, tokens) in pairs], output, MIXTURE_OUTPUT_NAME)))
     return {"mixture_source_list": held, "mixture_output_list": made}
+
+
+def indexed_sources(tokenized_docs: beam.PCollection, *, config: Config, stages: Stages,
+                    output: OutputPaths, seed: int, mixture: Mixture
+                    ) -> dict[str, beam.PCollection]:
+    """A by_source mixture's tokenized corpus as Megatron-LM's indexed
+    datasets, each source's prefixes in its folder (one copy of each
+    document: a blend weighs them at training time), and the sources'
+    figures, their sentences counted as what they made."""
+    count = len(mixture.sources)
+    parts = tokenized_docs | "BySource" >> beam.Partition(
+        lambda document, count: source_of(document[0]), count)
+    lists, made = [], []
+    for index, (part, source) in enumerate(zip(parts, mixture.sources)):
+        paths, label = output.split(source.name), f"{source.name}-"
+        shards = part | f"{label}WriteIndexed" >> WriteIndexedDatasets(
+            staging_dir=paths.staging_dir, shard_names=paths.shard_names,
+            dtype=stages.indexed_dtype, seed=seed)
+        lists.append(list_shards(shards, paths, label))
+        made.append(shards | f"{label}CountOutput" >> beam.Map(
+            lambda shard, index: (index, (shard["records"], shard["tokens"])), index))
+    figures = source_figures(
+        tokenized_docs, made | "MadeBySources" >> beam.Flatten(), mixture=mixture,
+        output=output, seed=seed, copies=(1.0,) * count,
+        planned=mixture_weights(tokenized_docs, mixture))
+    return {**figures, "shard_list": (lists | "ListedSources" >> beam.Flatten()
+                                      | "CountSourceShards" >> beam.CombineGlobally(sum))}
 
 
 def _sum_columns(rows: Iterable[tuple[int, ...]]) -> tuple[int, ...]:
@@ -146,6 +172,10 @@ def split_instances(documents: beam.PCollection, *, name: str, config: Config, s
             | f"{prefix}ListSplit" >> beam.Map(lambda figures: stage_list([figures], output,
                                                                       SPLIT_NAME)))
     if config.output_format == "megatron":  # the tokenized corpus: no instances
+        if mixture is not None and name == TRAIN:  # by_source: each source's prefixes
+            pcollections.update(indexed_sources(tokenized_docs, config=config, stages=stages,
+                                                output=output, seed=seed, mixture=mixture))
+            return pcollections
         shards = tokenized_docs | f"{prefix}WriteIndexed" >> WriteIndexedDatasets(
             staging_dir=output.staging_dir, shard_names=output.shard_names,
             dtype=stages.indexed_dtype, seed=seed)
@@ -181,7 +211,9 @@ def split_instances(documents: beam.PCollection, *, name: str, config: Config, s
                         progress_dir=progress_dir, stamp_sources=mixture is not None),
         nsp_sample=beam.pvalue.AsSingleton(nsp_sample))
     if mixture is not None and name == TRAIN:
-        pcollections.update(source_figures(tokenized_docs, entries, mixture=mixture,
+        made = entries | "CountOutput" >> beam.Map(
+            lambda batch: (entry_source(batch), (len(batch), entry_tokens(batch))))
+        pcollections.update(source_figures(tokenized_docs, made, mixture=mixture,
                                            output=output, seed=seed, copies=copies,
                                            planned=planned))
     if mixture is not None and config.mixture_layout == "by_source":

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import posixpath
 from typing import Sequence
 
 import numpy as np
@@ -167,8 +168,25 @@ def indexed_text(manifest: Manifest) -> str:
               f"{entry['tokens']:,}")
              for shard, entry in zip(manifest.shards, sorted(manifest.content.shards,
                                                              key=lambda s: s["shard"]))]
-    return "\n".join(["Megatron-LM indexed datasets (read them with megatron-core's "
-                      "IndexedDataset; docs/megatron.md):", *table(rows, left=("prefix",))])
+    lines = ["Megatron-LM indexed datasets (read them with megatron-core's "
+             "IndexedDataset; docs/megatron.md):", *table(rows, left=("prefix",))]
+    if manifest.content.mixture:
+        lines += [mixture_text(manifest.content.mixture),
+                  "Megatron-LM blend of the sources at their weights (--data-path):",
+                  "  " + " ".join(f"{weight:.6g} {prefix}"
+                                  for weight, prefix in megatron_blend(manifest))]
+    return "\n".join(lines)
+
+
+def megatron_blend(manifest: Manifest) -> list[tuple[float, str]]:
+    """A by_source mixture's --data-path: each prefix weighted by its
+    source's planned weight times its tokens, so a blend draws each source's
+    tokens at the share the mixed layout would give it. Prefixes without a
+    sentence are left out (megatron-core cannot open them)."""
+    weights = {source["name"]: source["weight"] for source in manifest.content.mixture["sources"]}
+    entries = sorted(manifest.content.shards, key=lambda s: s["shard"])
+    return [(weights[posixpath.basename(posixpath.dirname(entry["path"]))] * entry["tokens"],
+             shard.path) for shard, entry in zip(manifest.shards, entries) if entry["records"]]
 
 
 def mixture_text(mixture: dict) -> str:

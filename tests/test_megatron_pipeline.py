@@ -11,14 +11,17 @@ few of its documents twice (dedup keeps each once).
 from __future__ import annotations
 
 import collections
+import json
+import pathlib
 
 import pytest
 
-from conftest import UNCASED_VOCAB
+from conftest import DATA, UNCASED_VOCAB
 from helpers.client_venvs import MEGATRON_CORE, client_python, run_client
 from helpers.corpora import web_treebank_documents
 from bert_pretraining_data.loaders.manifest import DatasetError, read_manifest
 from bert_pretraining_data.loaders.records import read_instances
+from bert_pretraining_data.pipeline.inspect_data import report
 from bert_pretraining_data.pipeline.main import main, run
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
 
@@ -83,6 +86,64 @@ def test_megatron_core_reads_each_sentence_of_each_document_once(corpus):
     assert manifest["format"] == "bert-pretraining-megatron/1"
 
 
+_BLEND = """
+import json, sys
+from megatron.core.datasets.indexed_dataset import IndexedDataset
+from megatron.core.datasets.utils import get_blend_from_list
+
+# docs/megatron.md: the blend inspect-pretraining-data prints, as --data-path takes it
+prefixes, weights = get_blend_from_list(sys.argv[1].split())
+sequences = []
+for prefix in prefixes:
+    dataset = IndexedDataset(prefix)
+    sequences.append([dataset[i].tolist() for i in range(len(dataset))])
+print(json.dumps({"weights": weights, "prefixes": prefixes, "sequences": sequences}))
+"""
+
+
+@pytest.mark.slow
+def test_a_by_source_mixture_blends_in_megatron_at_its_weights(corpus, tmp_path):
+    """--mixture_layout=by_source: each source's prefixes hold its documents'
+    sentences, and the blend inspect prints, parsed by megatron-core, draws
+    each source's tokens at w_i T_i / sum_j w_j T_j (T_i: its tokens, counted
+    outside the pipeline), the mixed layout's share."""
+    root, path, documents = corpus
+    weights = {"treebank": 2.0, "sample": 0.5}
+    mixture = tmp_path / "mixture.json"
+    mixture.write_text(json.dumps({"sources": [
+        {"name": "treebank", "input_file": str(path), "weight": weights["treebank"]},
+        {"name": "sample", "input_file": str(DATA / "sample_text.txt"),
+         "weight": weights["sample"]}]}))
+    out = tmp_path / "out"
+    run([f"--mixture={mixture}", f"--output_dir={out}", f"--vocab_file={UNCASED_VOCAB}",
+         "--output_format=megatron", "--mixture_layout=by_source", "--num_shards=2"])
+    blend = report(str(out)).splitlines()[-1].strip()
+    found = run_client(client_python("megatron-core", MEGATRON_CORE), _BLEND, blend)
+    spec = TokenizerSpec(str(UNCASED_VOCAB), True)
+    tokenizer = spec.tokenizer(spec.load_vocabulary())
+
+    def encoded(lines):
+        return [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line)) for line in lines]
+    expected = {"treebank": encoded(line for d in {tuple(d): d for d in documents}.values()
+                                    for line in d),
+                "sample": encoded(line for line in (DATA / "sample_text.txt").read_text(
+                    encoding="utf-8").splitlines() if line.strip())}
+    read = collections.defaultdict(list)
+    mass = collections.Counter()
+    for prefix, weight, sequences in zip(found["prefixes"], found["weights"],
+                                         found["sequences"]):
+        source = pathlib.Path(prefix).parent.name
+        read[source] += sequences
+        mass[source] += weight
+    for source, sentences in expected.items():
+        assert sorted(read[source]) == sorted(sentences), source
+    tokens = {source: sum(map(len, sentences)) for source, sentences in expected.items()}
+    planned = sum(weights[s] * tokens[s] for s in tokens)
+    for source in expected:  # a blend draws from each prefix in proportion to its weight
+        assert mass[source] / sum(mass.values()) == pytest.approx(
+            weights[source] * tokens[source] / planned, rel=1e-4)
+
+
 def test_the_bytes_do_not_depend_on_the_workers(corpus):
     one = _run(corpus, "in-memory", "--direct_running_mode=in_memory")[1]
     two = _run(corpus, "two-workers", "--direct_running_mode=multi_processing",
@@ -119,4 +180,17 @@ def test_flags_megatron_cannot_take_are_one_line(corpus, tmp_path, capsys, flags
     assert exit_.value.code == 2
     error = capsys.readouterr().err.strip()
     assert message in error and "\n" not in error, error
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_mixed_mixture_is_refused_in_one_line(corpus, tmp_path, capsys):
+    _, path, _ = corpus
+    mixture = tmp_path / "mixture.json"
+    mixture.write_text(json.dumps({"sources": [{"name": "treebank", "input_file": str(path),
+                                                "weight": 2}]}))
+    with pytest.raises(SystemExit):
+        main([f"--mixture={mixture}", f"--output_dir={tmp_path / 'out'}",
+              f"--vocab_file={UNCASED_VOCAB}", "--output_format=megatron"])
+    error = capsys.readouterr().err.strip()
+    assert "add --mixture_layout=by_source" in error and "\n" not in error, error
     assert not (tmp_path / "out").exists()

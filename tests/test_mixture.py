@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from conftest import DATA, UNCASED_VOCAB
+from helpers.client_venvs import MOSAICML_STREAMING, STREAMING_IMPORTS, client_python, run_client
 from helpers.corpora import web_treebank_documents
 from bert_pretraining_data.loaders.manifest import read_manifest
 from bert_pretraining_data.loaders.records import read_instances
@@ -270,6 +271,45 @@ def test_interleave_datasets_over_by_source_parquet_gives_the_mixed_shares(sourc
     drawn = collections.Counter(mixed["source"])
     for index, m in enumerate(mass):
         assert drawn[index] / len(mixed) == pytest.approx(m / sum(mass), abs=0.03)
+
+
+_STREAMS = STREAMING_IMPORTS + """
+import json, sys
+
+import numpy as np
+from streaming import Stream, StreamingDataset
+from streaming.base.util import clean_stale_shared_memory
+
+clean_stale_shared_memory()
+out, manifest = sys.argv[1], json.load(open(sys.argv[1] + "/manifest.json"))
+# docs/mixtures.md: a Stream per source folder, repeated by its planned weight
+streams = [Stream(local=f"{out}/{source['name']}", repeat=source["weight"])
+           for source in manifest["mixture"]["sources"]]
+dataset = StreamingDataset(streams=streams, shuffle=False, batch_size=1)
+drawn = list(dataset)  # one epoch
+print(json.dumps([[int(s["source"]), int(s["len"])] for s in drawn]))
+"""
+
+
+@pytest.mark.slow
+def test_streaming_streams_over_by_source_mds_give_the_mixed_shares(sources, once, weighted):
+    """docs/mixtures.md's recipe for MosaicML Streaming: each source's MDS
+    folder a Stream, repeated by its planned weight, draws each source's
+    instances weight times, and so the mixed layout's shares of tokens."""
+    out, manifest = _run(sources, "by-source-mds", "--mixture_layout=by_source",
+                         "--output_format=mds", weights=WEIGHTS)
+    listed = manifest["mixture"]["sources"]
+    drawn = run_client(client_python("mosaicml-streaming", MOSAICML_STREAMING), _STREAMS, out)
+    count = collections.Counter(source for source, _ in drawn)
+    tokens = collections.Counter()
+    for source, length in drawn:
+        tokens[source] += length
+    for index, source in enumerate(listed):  # a fractional repeat draws its fraction's samples
+        assert count[index] == pytest.approx(source["weight"] * source["instances"], abs=1)
+    mixed = _by_name(weighted[1], "share")
+    for index, source in enumerate(listed):
+        assert tokens[index] / sum(tokens.values()) == pytest.approx(mixed[source["name"]],
+                                                                      rel=0.03)
 
 
 def test_held_out_splits_of_a_mixture_name_each_instance_source(sources, tmp_path):
