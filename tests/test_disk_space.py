@@ -43,7 +43,7 @@ def _small_filesystem() -> list[str] | None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("output_format,shuffle", [("tfrecord", "files"),
-                                                   ("parquet", "runner")])
+                                                   ("parquet", "runner"), ("mds", "runner")])
 def test_a_full_disk_ends_the_run_in_one_line_with_nothing_left(tmp_path, output_format,
                                                                 shuffle):
     """The issue's repro, smaller: the CLI on a 256 KB filesystem. Bucket files
@@ -120,7 +120,7 @@ def test_other_errors_pass_through(tmp_path, monkeypatch):
     assert not isinstance(raised.value, PublishError)
 
 
-@pytest.mark.parametrize("output_format", ["tfrecord", "parquet"])
+@pytest.mark.parametrize("output_format", ["tfrecord", "parquet", "mds"])
 def test_the_estimate_from_a_part_of_the_input_is_near_what_the_run_writes(
         tmp_path, monkeypatch, output_format):
     """From a third of the input, extrapolated: the shards' bytes within 15%
