@@ -490,6 +490,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--jsonl", action="store_true",
                         help="also the same documents as JSONL, split into sentences "
                              "(--input_format=jsonl, the default splitter), 1 worker")
+    parser.add_argument("--tokenizer_engines", action="store_true",
+                        help="with --tokenizer_json: each file also with "
+                             "--tokenizer_engine=tokenizers, beside the default auto")
     parser.add_argument("--packed", action="store_true",
                         help="also the same corpus with --pack_sequences, 1 worker")
     parser.add_argument("--parquet", action="store_true",
@@ -540,10 +543,13 @@ def main(argv: list[str] | None = None) -> None:
             print(_row(pieces), flush=True)
             print_ratios(pieces, runs[0])
         for path in args.tokenizer_json:
-            encoded = run_ours(corpus, 1, label=path.stem,
-                               flags=(f"--tokenizer_file={path.resolve()}",))
-            print(_row(encoded), flush=True)
-            print_ratios(encoded, runs[0])
+            engines = ("auto", "tokenizers") if args.tokenizer_engines else ("auto",)
+            for engine in engines:
+                encoded = run_ours(corpus, 1, label=path.stem + (
+                    f" {engine}" if args.tokenizer_engines else ""), flags=(
+                    f"--tokenizer_file={path.resolve()}", f"--tokenizer_engine={engine}"))
+                print(_row(encoded), flush=True)
+                print_ratios(encoded, runs[0])
         if args.jsonl:
             jsonl = run_ours(jsonl_path(corpus), 1, label="jsonl",
                              flags=("--input_format=jsonl",))

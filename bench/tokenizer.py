@@ -41,6 +41,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from helpers.oracle_tokenization import OracleTokenizer  # noqa: E402
 from bert_pretraining_data.transforms.tokenize.chinese_words import ID_BITS  # noqa: E402
+from bert_pretraining_data.transforms.tokenize.engines import (FAST, REFERENCE,  # noqa: E402
+                                                               fast_engine_json)
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec  # noqa: E402
 from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer  # noqa: E402
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary, parse_vocabulary  # noqa: E402
@@ -86,10 +88,12 @@ def _original(reference: str, vocab_path: str, lower: bool) -> Ids:
     return lambda line: original.convert_tokens_to_ids(original.tokenize(line))
 
 
-def _tokenizer_json(path: str, words: bool) -> Callable[[list[str]], list]:
+def _tokenizer_json(path: str, words: bool, engine: str = REFERENCE
+                    ) -> Callable[[list[str]], list]:
     """A tokenizer.json's lines -> ids as the pipeline runs it, ids unmarked;
-    `words`: as a run that groups words (whole-word masking, token_boundary)."""
-    spec = TokenizerSpec(None, tokenizer_file=path, words=words)
+    `words`: as a run that groups words (whole-word masking, token_boundary);
+    `engine`: the library, or fastokens (transforms.tokenize.engines)."""
+    spec = TokenizerSpec(None, tokenizer_file=path, words=words, engine=engine)
     tokenizer = spec.tokenizer()
     return lambda lines: [[i & ID_BITS for i in ids] for ids in tokenizer.lines_to_ids(lines)]
 
@@ -169,10 +173,16 @@ def main(argv: list[str] | None = None) -> None:
     for path in args.tokenizer_json:
         spec = TokenizerSpec(None, tokenizer_file=path)
         same = spec.load_vocabulary().tokens == vocab.tokens
-        for words, how in ((False, "batches"), (True, "batches, words")):
-            measure(f"tokenizer.json ({pathlib.Path(path).stem}), {how}",
-                    lambda: _tokenizer_json(path, words), lines, megabytes, args.passes,
-                    ours if same else None, batch=64)
+        reference = measure(f"tokenizer.json ({pathlib.Path(path).stem}), batches",
+                            lambda: _tokenizer_json(path, False), lines, megabytes,
+                            args.passes, ours if same else None, batch=64)
+        if fast_engine_json(pathlib.Path(path).read_bytes()) is not None:
+            measure(f"tokenizer.json ({pathlib.Path(path).stem}), batches, {FAST}",
+                    lambda: _tokenizer_json(path, False, FAST), lines, megabytes,
+                    args.passes, reference, batch=64)
+        measure(f"tokenizer.json ({pathlib.Path(path).stem}), batches, words",
+                lambda: _tokenizer_json(path, True), lines, megabytes, args.passes,
+                ours if same else None, batch=64)
     if args.reference:
         measure("original FullTokenizer", lambda: _original(args.reference, args.vocab, lower),
                 lines, megabytes, 1, ours)

@@ -154,6 +154,7 @@ class DatasetManifest:
     splits: dict[str, SplitRecord] | None = None  # held-out splits: each split, training first
     decontamination: dict[str, Any] | None = None  # --decontaminate: what was removed
     mixture: dict[str, Any] | None = None  # --mixture: its sources and what each made
+    tokenizer_engine: str | None = None  # --tokenizer_file: what encoded it (tokenizers, fastokens)
 
     def to_json(self) -> dict[str, Any]:
         """The manifest as written: a key per field that is set (a refresh's
@@ -199,7 +200,7 @@ class DatasetManifest:
             splits={name: SplitRecord.from_json(split)
                     for name, split in data["splits"].items()} if "splits" in data else None,
             decontamination=data.get("decontamination"),
-            mixture=data.get("mixture"))
+            mixture=data.get("mixture"), tokenizer_engine=data.get("tokenizer_engine"))
 
     @property
     def split_names(self) -> tuple[str, ...]:

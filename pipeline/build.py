@@ -159,7 +159,7 @@ def split_instances(documents: beam.PCollection, *, name: str, config: Config, s
     prefix = "" if name == TRAIN else name.title()
     seed = split_seed(config.random_seed, name)
     tokenized_docs = documents | f"{prefix}Tokenize" >> beam.ParDo(TokenizeDocument(
-        tokenizer=config.tokenizer, whole_word_segmenter=config.whole_word_segmenter,
+        tokenizer=stages.tokenizer, whole_word_segmenter=config.whole_word_segmenter,
         sentence_splitter=(tuple(source.sentence_splitter for source in mixture.sources)
                            if mixture else config.sentence_splitter),
         progress_dir=progress_dir))

@@ -17,11 +17,10 @@ import errno
 import os
 import shutil
 import zlib
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator
 
 import numpy as np
 from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
 
 from bert_pretraining_data.pipeline.command_line import quiet_beam_logs
 from bert_pretraining_data.pipeline.prepare import Prepared
@@ -30,6 +29,7 @@ from bert_pretraining_data.transforms.handoff.shuffle_entries import EntryBatch
 from bert_pretraining_data.transforms.handoff.tokenized_documents import CompactDocument
 from bert_pretraining_data.transforms.instances.units import (FlatSample, fan_out_batch,
                                                               unit_instances)
+from bert_pretraining_data.transforms.read.beam import sample_lines
 from bert_pretraining_data.transforms.read.documents import split_documents
 from bert_pretraining_data.transforms.tokenize.document import DocumentTokenizer
 from bert_pretraining_data.transforms.write.parquet_rows import ROW_GROUP_ROWS
@@ -37,7 +37,6 @@ from bert_pretraining_data.transforms.write.parquet_rows import ROW_GROUP_ROWS
 # Input bytes the estimate reads: dozens of long articles, and a fraction
 # of a second of tokenizing; in windows of 64 KB spread over the input.
 SAMPLE_BYTES = 1 << 20
-_WINDOWS = 16
 
 # A local run warns below the estimate and this much more: the estimate is
 # 8% low to 2% high on the bench shapes (docs/disk-space.md#how-close-the-estimate-is).
@@ -84,7 +83,7 @@ def estimate_space(prepared: Prepared) -> SpaceEstimate | None:
                    != CompressionTypes.UNCOMPRESSED for path, _ in prepared.inputs)):
         return None
     total = sum(size for _, size in prepared.inputs)
-    lines, sampled = _sample_lines(prepared.inputs, SAMPLE_BYTES)
+    lines, sampled = sample_lines(prepared.inputs, SAMPLE_BYTES)
     if not sampled:
         return None
     documents = _tokenized(prepared, lines)
@@ -116,41 +115,6 @@ def _shard_bytes(prepared: Prepared, entries: np.ndarray, keys: np.ndarray,
     if prepared.config.compression == "gzip":
         return sum(len(zlib.compress(chunk, 6)) for chunk in chunks)
     return sum(map(len, chunks))
-
-
-def _sample_lines(inputs: Sequence[tuple[str, int]], budget: int
-                  ) -> tuple[list[tuple[int, bytes]], int]:
-    """(offset, line) of the whole input when it is at most `budget` bytes,
-    else of _WINDOWS windows spread evenly over it (a corpus sorted by source
-    or length is sampled across its sorts), each from a line start and ended
-    as a document; and the bytes they hold."""
-    total = sum(size for _, size in inputs)
-    if total <= budget:
-        windows = [(path, 0, size) for path, size in inputs]
-    else:
-        width, windows, file_start = budget // _WINDOWS, [], 0
-        starts = iter(int(w * total / _WINDOWS) for w in range(_WINDOWS))
-        start = next(starts)
-        for path, size in inputs:
-            while start is not None and start < file_start + size:
-                local = start - file_start
-                windows.append((path, local, min(width, size - local)))
-                start = next(starts, None)
-            file_start += size
-    lines: list[tuple[int, bytes]] = []
-    sampled = 0
-    for path, start, length in windows:
-        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-            handle.seek(start)
-            data = handle.read(length)
-        if start > 0:  # from the first line that starts in the window
-            data = data[data.find(b"\n") + 1:] if b"\n" in data else b""
-        offset = start
-        for line in data.splitlines(keepends=True) + [b"\n"]:
-            lines.append((offset, line))
-            offset += len(line)
-        sampled += len(data)
-    return lines, sampled
 
 
 def _tokenized(prepared: Prepared, lines: list[tuple[int, bytes]]

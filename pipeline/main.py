@@ -57,9 +57,10 @@ def create_dataset(argv: Sequence[str], *, history: DocumentHistory | None = Non
     check_dataflow_options(config, beam_args)
     prepared = prepare(config, beam_args)
     estimate = functools.cache(lambda: estimate_space(prepared))
-    warning = space_warning(prepared, estimate)  # a local output's: said before the work
-    if warning:
-        print(f"{PROG}: warning: {warning}", file=sys.stderr, flush=True)
+    # a local output's space, and the tokenizer engine's check: said before the work
+    for warning in (space_warning(prepared, estimate), prepared.engine_warning):
+        if warning:
+            print(f"{PROG}: warning: {warning}", file=sys.stderr, flush=True)
     with full_disk_reported(prepared, estimate):
         if config.recipe == "d2l":
             # loads tf.Transform: this recipe only
@@ -93,7 +94,10 @@ def _run_bert(prepared: Prepared, history: DocumentHistory | None) -> DatasetMan
         problems = read_staging_json(output, PROBLEM_LIST_NAME)
     manifest = run_manifest(config, output, vocab_sha256=prepared.vocab.sha256,
                             inputs=prepared.inputs, shards=shards, counters=counters,
-                            input_problems=problems, warnings=dataset_warnings(counters, problems),
+                            input_problems=problems,
+                            warnings=[*dataset_warnings(counters, problems),
+                                      *filter(None, [prepared.engine_warning])],
+                            tokenizer_engine=prepared.stages.tokenizer.engine,
                             max_predictions_per_row=prepared.stages.rows.max_predictions,
                             documents=documents, mixture=prepared.mixture)
     publish(output, manifest, replaces=prepared.replaces, documents=documents)

@@ -9,10 +9,12 @@ in one line (InputError, VocabularyError, ConfigError) before any work starts.
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 from typing import Sequence
 
 import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from bert_pretraining_data.pipeline.beam_options import ConfigError, is_dataflow
@@ -23,13 +25,21 @@ from bert_pretraining_data.pipeline.publish import OutputPaths, prepare_output
 from bert_pretraining_data.pipeline.stages import Stages
 from bert_pretraining_data.transforms.counters import read_counters
 from bert_pretraining_data.transforms.decontaminate.beam import match_benchmarks, read_benchmark
-from bert_pretraining_data.transforms.read.beam import check_parquet_schema, match_inputs
+from bert_pretraining_data.transforms.read.beam import (check_parquet_schema, match_inputs,
+                                                       sample_lines)
 from bert_pretraining_data.transforms.read.documents import InputError, comma_separated
 from bert_pretraining_data.transforms.read.mixture import (INPUT_FLAGS, Mixture, MixtureError,
                                                            parse_mixture)
 from bert_pretraining_data.transforms.read.tables import INPUT_FORMATS
 from bert_pretraining_data.transforms.tokenize.sentences import DEFAULT_SPLITTER, SPLITTERS
+from bert_pretraining_data.transforms.tokenize.engines import (CHECK_LINES, REFERENCE,
+                                                               choose_engine)
+from bert_pretraining_data.transforms.tokenize.tokenizer_json import JsonTokenizer, JsonVocabulary
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
+
+
+# Bytes of the input read for the engine's check: its lines, spread over the input.
+ENGINE_SAMPLE_BYTES = 4 << 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +55,7 @@ class Prepared:
     stages: Stages | None
     benchmarks: list[str] = dataclasses.field(default_factory=list)  # --decontaminate's files
     mixture: Mixture | None = None  # --mixture's sources, read in place of --input_file
+    engine_warning: str | None = None  # the tokenizer engine's check failed (tokenizer_engine)
 
     @property
     def patterns(self) -> list[str]:
@@ -92,13 +103,38 @@ def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:
     for path in benchmarks:  # an empty or unreadable one fails now, in one line
         read_benchmark(path, config.decontaminate_field)
     vocab = config.tokenizer.load_vocabulary(FileSystems.open) if config.recipe != "d2l" else None
-    stages = Stages.of(config, vocab) if vocab else None
+    engine, engine_warning = tokenizer_engine(config, inputs, vocab)
+    stages = Stages.of(config, vocab, engine) if vocab else None
     output, replaces = prepare_output(config, inputs, [
         (source.name, sum(size for _, size in files))
         for source, files in zip(mixture.sources, by_source)] if mixture else ())
     return Prepared(config=config, beam_args=beam_args, inputs=inputs, output=output,
                     replaces=replaces, vocab=vocab, stages=stages, benchmarks=benchmarks,
-                    mixture=mixture)
+                    mixture=mixture, engine_warning=engine_warning)
+
+
+def tokenizer_engine(config: Config, inputs: Sequence[tuple[str, int]],
+                     vocab: Vocabulary | None) -> tuple[str, str | None]:
+    """The engine of a tokenizer.json run (transforms.tokenize.engines), and
+    the warning of a check that failed. The check encodes CHECK_LINES lines
+    of the input, spread over it, with both engines: read from plain text or
+    JSONL files (a dump, Parquet, compressed files or a mixture's sources
+    take the reference)."""
+    spec = config.tokenizer
+    if (not isinstance(vocab, JsonVocabulary) or config.mixture
+            or config.input_format not in ("text", "jsonl")
+            or any(CompressionTypes.detect_compression_type(path)
+                   != CompressionTypes.UNCOMPRESSED for path, _ in inputs)):
+        return REFERENCE, None
+    sampled, _ = sample_lines(inputs, ENGINE_SAMPLE_BYTES)
+    lines = [line.decode("utf-8", "replace").rstrip("\r\n") for _, line in sampled]
+    if config.input_format == "jsonl":
+        lines = [text for line in lines for text in _jsonl_text(line, config.text_field)]
+    lines = [line for line in lines if line.strip()]
+    lines = lines[::max(1, len(lines) // CHECK_LINES)][:CHECK_LINES]
+    reference = JsonTokenizer(vocab, words=False).lines_to_ids
+    return choose_engine(vocab.data, reference, lines, requested=config.tokenizer_engine,
+                         words=spec.words)
 
 
 def read_mixture(config: Config) -> Mixture:
@@ -129,3 +165,14 @@ def run_to_completion(pipeline: beam.Pipeline) -> dict[str, int]:
               file=sys.stderr, flush=True)
     result.wait_until_finish()
     return read_counters(result)
+
+
+def _jsonl_text(line: str, field: str) -> list[str]:
+    """The lines of a JSONL record's text (none for a line that is not one:
+    the run counts those itself)."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return []
+    text = record.get(field) if isinstance(record, dict) else None
+    return text.splitlines() if isinstance(text, str) else []

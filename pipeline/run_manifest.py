@@ -159,7 +159,8 @@ def run_manifest(config: Config, output: OutputPaths, *, vocab_sha256: str,
                  counters: dict[str, int], input_problems: Sequence[dict] = (),
                  warnings: Sequence[str] = (), max_predictions_per_row: int | None = None,
                  documents: DocumentPlan | None = None,
-                 mixture: Mixture | None = None) -> DatasetManifest:
+                 mixture: Mixture | None = None,
+                 tokenizer_engine: str | None = None) -> DatasetManifest:
     """The manifest of a run that finished, before it is published: its
     shards (training's, at their final paths: publish.placed), counters, input
     problems and warnings, and what its pipeline staged beside them (the
@@ -186,7 +187,8 @@ def run_manifest(config: Config, output: OutputPaths, *, vocab_sha256: str,
                  if config.pack_sequences else None),
         splits=split_records(config, output, total_instances, max_predictions_per_row),
         decontamination=_decontamination(config, output),
-        mixture=mixture_section(config, output, mixture, dedup))
+        mixture=mixture_section(config, output, mixture, dedup),
+        tokenizer_engine=tokenizer_engine if config.tokenizer_file else None)
     if documents is None:
         return manifest
     return dataclasses.replace(manifest, refresh=version_record(

@@ -16,6 +16,8 @@ from bert_pretraining_data.transforms.instances.masking import MaskingConfig, ma
 from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
 from bert_pretraining_data.transforms.instances.units import Engine
 from bert_pretraining_data.transforms.pack.plan import prediction_budget
+from bert_pretraining_data.transforms.tokenize.engines import REFERENCE
+from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
 from bert_pretraining_data.transforms.write.megatron import megatron_dtype
 from bert_pretraining_data.transforms.write.mds_rows import MDSRows
@@ -43,6 +45,7 @@ class Stages:
     masking: MaskingConfig
     rows: InstanceRows | PackedRows | ParquetRows | MDSRows  # how the shard writer makes records
     masks_here: bool  # --masking=static: instances are masked as they are made
+    tokenizer: TokenizerSpec  # the workers' tokenizer, with the engine the run chose
     held_out: "Stages | None" = None  # a held-out split's (--validation_fraction, --test_fraction)
     indexed_dtype: str | None = None  # --output_format=megatron: the token ids' numpy dtype
 
@@ -59,9 +62,11 @@ class Stages:
         return Engine.of(self.instances, self.instance_masking, reference=reference)
 
     @classmethod
-    def of(cls, config: Config, vocab: Vocabulary) -> "Stages":
+    def of(cls, config: Config, vocab: Vocabulary, tokenizer_engine: str = REFERENCE
+           ) -> "Stages":
         """Raises ConfigError when the tokenizer cannot frame what the objective
-        writes, or when the output's writer is not installed."""
+        writes, or when the output's writer is not installed. A tokenizer.json
+        is encoded by `tokenizer_engine` (prepare.tokenizer_engine chose it)."""
         check_framing(config, vocab)
         masking = masking_config(
             vocab, masked_lm_prob=config.masked_lm_prob,
@@ -102,9 +107,10 @@ class Stages:
                            or config.tokenizer.marks_continuations),
                 single_segment=config.recipe == "roberta"),
             masking=masking, rows=rows, masks_here=config.masking == "static",
-            held_out=(cls.of(held_out_config(config), vocab)
+            held_out=(cls.of(held_out_config(config), vocab, tokenizer_engine)
                       if config.split_fractions.active else None),
-            indexed_dtype=indexed_dtype)
+            indexed_dtype=indexed_dtype,
+            tokenizer=dataclasses.replace(config.tokenizer, engine=tokenizer_engine))
 
 
 def held_out_config(config: Config) -> Config:

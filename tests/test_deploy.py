@@ -59,7 +59,7 @@ FRACTION_PARAMS = {"validation_fraction", "test_fraction"}
 REFRESH_PARAMS = {"output_root", "keep_versions"}
 # a flag given in another's place
 INSTEAD_OF = {"tokenizer_file": "vocab_file", "mixture": "input_file",
-              "mixture_layout": "input_file"}
+              "mixture_layout": "input_file", "tokenizer_engine": "vocab_file"}
 BASE_FLAGS = ["--input_file=gs://b/in/*.txt", "--vocab_file=gs://b/vocab.txt",
               "--output_dir=gs://b/out"]
 
@@ -127,7 +127,8 @@ NEEDS = {"max_ngram_size": ["--do_whole_word_mask"],
          "max_sequences_per_pack": ["--pack_sequences"],
          "mixture_layout": ["--mixture=gs://b/mixture.json"],
          "parquet_compression": ["--output_format=parquet"],
-         "mds_layout": ["--output_format=mds"], "mds_compression": ["--output_format=mds"]}
+         "mds_layout": ["--output_format=mds"], "mds_compression": ["--output_format=mds"],
+         "tokenizer_engine": ["--tokenizer_file=gs://b/tokenizer.json"]}
 
 
 @pytest.mark.parametrize("name", sorted(PARAMS))

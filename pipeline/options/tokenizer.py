@@ -6,6 +6,7 @@ import dataclasses
 from typing import AbstractSet, Any
 
 from bert_pretraining_data.pipeline.command_line import Check, FlagGroup, flag
+from bert_pretraining_data.transforms.tokenize.engines import CHECK_LINES, ENGINES
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import SENTENCEPIECE, WORDPIECE
 
 
@@ -45,6 +46,13 @@ class TokenizerFlags(FlagGroup):
         "post-processor, padded with its pad token (in place of --vocab_file)",
         type=_path_or_none, default=None)
 
+    tokenizer_engine: str = flag(
+        "with --tokenizer_file: auto encodes byte-level BPE with fastokens where the file "
+        "is one it reproduces and its ids equal the tokenizers library's on "
+        f"{CHECK_LINES:,} lines of this input (checked first, else the run takes "
+        "tokenizers, with a warning); tokenizers always uses the library",
+        choices=list(ENGINES), default="auto", parser_default=None)
+
     @property
     def sentencepiece_flags(self) -> bool:
         """ALBERT's or the Model Garden's flags name a SentencePiece model."""
@@ -73,4 +81,7 @@ class TokenizerFlags(FlagGroup):
             (not (config.tokenizer_file and "do_lower_case" in given),
              "--do_lower_case does not apply to --tokenizer_file: the tokenizer.json's "
              "normalizer decides the case; drop it"),
+            (config.tokenizer_file or "tokenizer_engine" not in given,
+             "--tokenizer_engine applies to --tokenizer_file; add it or drop "
+             "--tokenizer_engine"),
         ]

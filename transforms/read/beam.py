@@ -356,3 +356,42 @@ class ReadDump(beam.PTransform):
 
 # What zlib, gzip and bz2 raise on damaged data, and our own truncation check.
 _DECOMPRESSION_ERRORS = (zlib.error, OSError, EOFError, ValueError)
+
+
+# Windows a sample of the input is read in (sample_lines).
+SAMPLE_WINDOWS = 16
+
+
+def sample_lines(inputs: Sequence[tuple[str, int]], budget: int
+                 ) -> tuple[list[tuple[int, bytes]], int]:
+    """(offset, line) of the whole input when it is at most `budget` bytes,
+    else of SAMPLE_WINDOWS windows spread evenly over it (a corpus sorted by source
+    or length is sampled across its sorts), each from a line start and ended
+    as a document; and the bytes they hold."""
+    total = sum(size for _, size in inputs)
+    if total <= budget:
+        windows = [(path, 0, size) for path, size in inputs]
+    else:
+        width, windows, file_start = budget // SAMPLE_WINDOWS, [], 0
+        starts = iter(int(w * total / SAMPLE_WINDOWS) for w in range(SAMPLE_WINDOWS))
+        start = next(starts)
+        for path, size in inputs:
+            while start is not None and start < file_start + size:
+                local = start - file_start
+                windows.append((path, local, min(width, size - local)))
+                start = next(starts, None)
+            file_start += size
+    lines: list[tuple[int, bytes]] = []
+    sampled = 0
+    for path, start, length in windows:
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+            handle.seek(start)
+            data = handle.read(length)
+        if start > 0:  # from the first line that starts in the window
+            data = data[data.find(b"\n") + 1:] if b"\n" in data else b""
+        offset = start
+        for line in data.splitlines(keepends=True) + [b"\n"]:
+            lines.append((offset, line))
+            offset += len(line)
+        sampled += len(data)
+    return lines, sampled

@@ -21,6 +21,8 @@ from typing import Sequence
 
 from bert_pretraining_data.loaders.files import open_binary
 from bert_pretraining_data.transforms.tokenize.chinese_words import ID_BITS, MARK
+from bert_pretraining_data.transforms.tokenize.engines import (FAST, REFERENCE, fast_engine_json,
+                                                               fast_ids, load_fast_engine)
 from bert_pretraining_data.transforms.tokenize.vocabulary import (Framing, Opener, Vocabulary,
                                                                   VocabularyError,
                                                                   read_vocabulary_file)
@@ -187,7 +189,8 @@ class JsonTokenizer:
     a batch of lines in one call, ids marked where a token continues a word
     when the run groups words (`words`)."""
 
-    def __init__(self, vocabulary: JsonVocabulary, *, words: bool = True) -> None:
+    def __init__(self, vocabulary: JsonVocabulary, *, words: bool = True,
+                 engine: str = REFERENCE) -> None:
         # One thread: a runner already keeps a worker process busy per core,
         # and the library's thread pool, woken for every document's batch,
         # costs more CPU (system time most of all) than it saves
@@ -196,12 +199,18 @@ class JsonTokenizer:
         self.vocabulary = vocabulary
         self._tokenizer = vocabulary.tokenizer()
         self._words = words
+        # The fast engine the run checked (transforms.tokenize.engines); where
+        # a worker cannot load it, the reference gives the same ids.
+        engine_json = fast_engine_json(vocabulary.data) if engine == FAST else None
+        self._fast = load_fast_engine(engine_json) if engine_json and not words else None
 
     def lines_to_ids(self, lines: Sequence[str]) -> list[list[int]]:
         """Each line's ids as the library encodes it alone, in one batch call.
 
         Without `words`, the library's call that works out neither offsets
         nor word ids: the same ids for less CPU (docs/tokenizers.md#speed)."""
+        if self._fast is not None:
+            return fast_ids(self._fast, lines)
         if not self._words:
             return [e.ids for e in self._tokenizer.encode_batch_fast(
                 list(lines), add_special_tokens=False)]

@@ -20,6 +20,7 @@ from bert_pretraining_data.loaders.files import open_binary
 from bert_pretraining_data.transforms.tokenize.sentencepiece_model import load_model, parse_model
 from bert_pretraining_data.transforms.tokenize.sentencepiece_text import (SentencePieceTokenizer,
                                                                           preprocess_text)
+from bert_pretraining_data.transforms.tokenize.engines import REFERENCE
 from bert_pretraining_data.transforms.tokenize.tokenizer_json import (JsonTokenizer,
                                                                       load_tokenizer_json,
                                                                       parse_tokenizer_json)
@@ -60,6 +61,8 @@ class TokenizerSpec:
     # marked from its word ids): only whole-word masking and ALBERT's
     # token_boundary read them, and the library encodes faster without.
     words: bool = True
+    # A tokenizer.json's engine, as the run chose it (transforms.tokenize.engines)
+    engine: str = REFERENCE
 
     @classmethod
     def of(cls, flags: Mapping[str, object]) -> "TokenizerSpec":
@@ -114,7 +117,7 @@ class TokenizerSpec:
         """The tokenizer, over `vocabulary` if it is loaded already."""
         vocabulary = vocabulary or self.load_vocabulary()
         if self.tokenizer_file:
-            return JsonTokenizer(vocabulary, words=self.words)
+            return JsonTokenizer(vocabulary, words=self.words, engine=self.engine)
         if self.sentencepiece:
             return SentencePieceTokenizer(vocabulary, do_lower_case=self.do_lower_case)
         return FullTokenizer(vocabulary, do_lower_case=self.do_lower_case)

@@ -1,0 +1,135 @@
+"""--tokenizer_engine: fastokens encodes a byte-level BPE tokenizer.json only
+where it gives the tokenizers library's ids, checked on the run's own input.
+
+Tokenizers trained here as users train them (RoBERTa's structure: ByteLevel
+without a prefix space and RobertaProcessing; ModernBERT's: a prefix space,
+special tokens added after training, a TemplateProcessing) on the English Web
+Treebank's dev sentences, and a BERT WordPiece tokenizer.json, which fastokens
+cannot express. The ids are compared on corpora the engine was not developed
+on (the treebank's test sentences, Chinese GSD, adversarial lines), a run with
+the fast engine writes the reference run's bytes, and a planted difference
+(two merges swapped in the engine's copy only) sends the run to the reference
+with a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import pytest
+
+from conftest import DATA, UNCASED_VOCAB
+from helpers.tokenizer_files import bert_wordpiece, modernbert_bpe, roberta_bpe
+from bert_pretraining_data.pipeline.main import main, run
+from bert_pretraining_data.transforms.tokenize import engines
+from bert_pretraining_data.transforms.tokenize.engines import FAST, REFERENCE, fast_engine_json
+from bert_pretraining_data.transforms.tokenize.tokenizer_json import (JsonTokenizer,
+                                                                      load_tokenizer_json)
+
+TRAINING = [line for line in (DATA / "en_ewt-ud-dev.sentences.txt").read_text(
+    encoding="utf-8").splitlines() if line.strip()]
+ADVERSARIAL = [
+    "", " ", "   leading and trailing   ", "tabs\tand\r\nCRLF", "digits 1234567890 3.14159",
+    "contractions: it's, don't, we're, they'll, I'd, you've", "emoji 🙂🚀 and ZWJ 👩‍💻",
+    "combining: e\u0301 a\u0308 n\u0303", "non-BMP 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 𐍈", "control \x00\x07\x1b chars",
+    "a" * 500, "<s> </s> <unk> <mask> <pad> [CLS] [SEP] [MASK]", "Ünïcödé ΑΒΓ кириллица עברית",
+    "!!!???...,,,;;;", "mixed中文English混合", "  \u3000full-width space\u3000",
+]
+
+
+def _lines(name: str) -> list[str]:
+    return (DATA / name).read_text(encoding="utf-8").splitlines()
+
+
+CORPUS = (_lines("en_ewt-ud-test.sentences.txt") + _lines("zh_gsd-ud-test.sentences.txt")
+          + ADVERSARIAL)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict[str, pathlib.Path]:
+    root = tmp_path_factory.mktemp("engines")
+    made = {"roberta": root / "roberta.json", "modernbert": root / "modernbert.json",
+            "bert": root / "bert.json"}
+    roberta_bpe(TRAINING, made["roberta"])
+    modernbert_bpe(TRAINING, made["modernbert"])
+    bert_wordpiece(UNCASED_VOCAB, made["bert"])
+    return made
+
+
+@pytest.mark.parametrize("family", ["roberta", "modernbert"])
+def test_fastokens_gives_the_librarys_ids_on_every_line(files, family):
+    vocabulary = load_tokenizer_json(str(files[family]))
+    fast = JsonTokenizer(vocabulary, words=False, engine=FAST)
+    assert fast._fast is not None  # the fast engine, not the reference behind it
+    reference = JsonTokenizer(vocabulary, words=False, engine=REFERENCE)
+    assert fast.lines_to_ids(CORPUS) == reference.lines_to_ids(CORPUS)
+    assert len(CORPUS) > 2500
+
+
+def test_a_file_fastokens_cannot_express_takes_the_reference(files, tmp_path):
+    assert fast_engine_json(files["bert"].read_bytes()) is None
+    corpus = DATA / "en_ewt-ud-test.paragraphs.txt"
+    manifest = run([f"--input_file={corpus}", f"--tokenizer_file={files['bert']}",
+                    f"--output_dir={tmp_path / 'out'}", "--dupe_factor=1"])
+    assert manifest["tokenizer_engine"] == REFERENCE
+
+
+def test_a_run_that_groups_words_takes_the_reference(files, tmp_path):
+    corpus = DATA / "en_ewt-ud-test.paragraphs.txt"
+    manifest = run([f"--input_file={corpus}", f"--tokenizer_file={files['roberta']}",
+                    f"--output_dir={tmp_path / 'out'}", "--dupe_factor=1", "--recipe=roberta",
+                    "--masking=static", "--do_whole_word_mask"])
+    assert manifest["tokenizer_engine"] == REFERENCE
+
+
+def _shards(out: pathlib.Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(out.glob("part-*"))}
+
+
+@pytest.mark.parametrize("family", ["roberta", "modernbert"])
+def test_the_fast_engine_writes_the_reference_runs_bytes(files, tmp_path, family):
+    corpus = DATA / "en_ewt-ud-test.paragraphs.txt"
+    flags = [f"--input_file={corpus}", f"--tokenizer_file={files[family]}",
+             "--recipe=roberta", "--num_shards=2", "--dupe_factor=2"]
+    fast = run([*flags, f"--output_dir={tmp_path / 'fast'}"])
+    reference = run([*flags, f"--output_dir={tmp_path / 'reference'}",
+                     "--tokenizer_engine=tokenizers"])
+    assert (fast["tokenizer_engine"], reference["tokenizer_engine"]) == (FAST, REFERENCE)
+    assert fast["flags"]["tokenizer_engine"] == "auto"
+    assert _shards(tmp_path / "fast") == _shards(tmp_path / "reference") != {}
+
+
+def test_a_planted_difference_sends_the_run_to_the_reference(files, tmp_path, monkeypatch,
+                                                             capsys):
+    """Two merges swapped in fastokens' copy only (the first and the last):
+    words that took the first merge split otherwise,
+    the check finds one, and the whole run takes the reference, saying so."""
+    corpus = DATA / "en_ewt-ud-test.paragraphs.txt"
+    real = engines.fast_engine_json
+
+    def swapped(data: bytes) -> str | None:
+        spec = json.loads(real(data))
+        merges = spec["model"]["merges"]
+        merges[0], merges[-1] = merges[-1], merges[0]  # the first merge, tried last
+        return json.dumps(spec)
+    monkeypatch.setattr(engines, "fast_engine_json", swapped)
+    flags = [f"--input_file={corpus}", f"--tokenizer_file={files['roberta']}",
+             "--recipe=roberta", "--num_shards=2", "--dupe_factor=1"]
+    assert main([*flags, f"--output_dir={tmp_path / 'planted'}"]) in (0, None)
+    warning = capsys.readouterr().err
+    assert "warning: fastokens encodes a line of this input unlike tokenizers (" in warning
+    manifest = json.loads((tmp_path / "planted" / "manifest.json").read_text())
+    assert manifest["tokenizer_engine"] == REFERENCE
+    assert any("fastokens encodes a line" in w for w in manifest["warnings"])
+    monkeypatch.setattr(engines, "fast_engine_json", real)
+    run([*flags, f"--output_dir={tmp_path / 'reference'}", "--tokenizer_engine=tokenizers"])
+    assert _shards(tmp_path / "planted") == _shards(tmp_path / "reference")
+
+
+def test_the_engine_flag_without_a_tokenizer_file_is_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main([f"--input_file={DATA / 'sample_text.txt'}", f"--vocab_file={UNCASED_VOCAB}",
+              f"--output_dir={tmp_path / 'out'}", "--tokenizer_engine=tokenizers"])
+    error = capsys.readouterr().err.strip()
+    assert "--tokenizer_engine applies to --tokenizer_file" in error and "\n" not in error

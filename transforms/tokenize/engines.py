@@ -1,0 +1,92 @@
+"""The engine that encodes a tokenizer.json's lines: the `tokenizers` library
+(the reference), or `fastokens`, a faster engine that reads the same file,
+where it is exact (`--tokenizer_engine=auto`).
+
+fastokens reproduces byte-level BPE (RoBERTa's, GPT-2's, ModernBERT's
+kind): a BPE model behind a ByteLevel pre-tokenizer, with no normalizer.
+Anything else takes the reference. It does not read every post-processor,
+and ids without special tokens never pass one, so its copy of the file has
+none; nor added tokens, whose text the pipeline encodes as text. It gives ids only, no word ids, so a run that groups words (whole-word
+masking, ALBERT's token_boundary) takes the reference too.
+
+Exact is checked, not trusted: before any work, the run encodes a stable
+sample of its own input's lines with both engines, and a single difference
+sends the whole run to the reference, with a warning that names the engine
+and the line (transforms.tokenize.engines.choose_engine).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Callable, Sequence
+
+REFERENCE = "tokenizers"
+FAST = "fastokens"
+ENGINES = ("auto", REFERENCE)  # --tokenizer_engine: what a user may ask for
+# Lines of the run's own input both engines encode before the run uses the
+# fast one: a difference on 1 line in 1,000 is missed with probability
+# 0.999^5000 < 0.7%.
+CHECK_LINES = 5_000
+# fastokens' thread pools: one thread, as the reference runs (a runner keeps
+# a worker process busy per core).
+_THREADS = ("FASTOKENS_BPE_THREADS", "RAYON_NUM_THREADS")
+
+
+def fast_engine_json(data: bytes) -> str | None:
+    """The tokenizer.json fastokens encodes exactly as the file says (its
+    post-processor left out), or None for a file it does not reproduce."""
+    try:
+        spec = json.loads(data)
+    except ValueError:
+        return None
+    model = spec.get("model") or {}
+    pre = spec.get("pre_tokenizer") or {}
+    decoder = spec.get("decoder") or {"type": "ByteLevel"}
+    if (model.get("type") != "BPE" or pre.get("type") != "ByteLevel"
+            or spec.get("normalizer") is not None or decoder.get("type") != "ByteLevel"):
+        return None
+    # The pipeline encodes special tokens' text as text (encode_special_tokens):
+    # the copy has no added tokens to match in it.
+    return json.dumps({**spec, "post_processor": None, "added_tokens": []})
+
+
+def load_fast_engine(engine_json: str) -> Any | None:
+    """fastokens' tokenizer of `engine_json` on one thread, or None where
+    fastokens is not installed or cannot read it."""
+    for name in _THREADS:
+        os.environ.setdefault(name, "1")
+    try:
+        import fastokens
+    except ImportError:
+        return None
+    try:
+        return fastokens.Tokenizer.from_json_str(engine_json)
+    except Exception:  # noqa: BLE001 - any file it cannot read takes the reference
+        return None
+
+
+def fast_ids(engine: Any, lines: Sequence[str]) -> list[list[int]]:
+    """Each line's ids, encoded alone, without special tokens."""
+    return [list(encoding.ids) for encoding in engine.encode_batch(list(lines),
+                                                                    add_special_tokens=False)]
+
+
+def choose_engine(data: bytes, reference: Callable[[Sequence[str]], list[list[int]]],
+                  lines: Sequence[str], *, requested: str, words: bool
+                  ) -> tuple[str, str | None]:
+    """(the engine the run uses, a warning or None). The fast engine only
+    where asked (`auto`), where the file and the run allow it and where its
+    ids equal `reference`'s on every one of `lines` (the run's sample)."""
+    if requested == REFERENCE or words:
+        return REFERENCE, None
+    engine_json = fast_engine_json(data)
+    engine = load_fast_engine(engine_json) if engine_json is not None else None
+    if engine is None or not lines:
+        return REFERENCE, None
+    for line, fast, slow in zip(lines, fast_ids(engine, lines), reference(lines)):
+        if fast != slow:
+            return REFERENCE, (f"{FAST} encodes a line of this input unlike {REFERENCE} "
+                               f"({line[:80]!r}): the run uses {REFERENCE}; "
+                               f"--tokenizer_engine={REFERENCE} skips the check")
+    return FAST, None
