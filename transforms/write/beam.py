@@ -154,6 +154,8 @@ class _ShardBuffersFn(beam.DoFn):
     def __init__(self, *, num_shards: int, max_buffer_bytes: int):
         self._num_shards = num_shards
         self._max_buffer_bytes = max_buffer_bytes
+        # what the entries put through the shuffle (or the bucket files)
+        self._entry_bytes = counter("shuffle_entry_bytes")
 
     def start_bundle(self) -> None:
         self._buffers: dict[int, list[np.ndarray]] = {}
@@ -163,6 +165,7 @@ class _ShardBuffersFn(beam.DoFn):
         for shard_index, entries in split_by_shard(batch, self._num_shards):
             self._buffers.setdefault(shard_index, []).append(entries)
             self._buffered_bytes += len(entries)
+            self._entry_bytes.inc(len(entries))
         if self._buffered_bytes >= self._max_buffer_bytes:
             yield from self._flush()
 
