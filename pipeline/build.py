@@ -298,10 +298,8 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
         cleaned = docs_by_key | "Decontaminate" >> Decontaminate(
             paths=benchmarks, field=config.decontaminate_field, ngram=config.decontaminate_ngram)
         docs_by_key = cleaned[DOCUMENTS]
-        pcollections["decontamination_list"] = (
-            cleaned[MATCHES]
-            | "CollectMatches" >> beam.combiners.ToList()
-            | "ListMatches" >> beam.Map(stage_list, output, AUDIT_NAME))
+        pcollections["decontamination_list"] = cleaned[MATCHES] | "ListMatches" >> beam.Map(
+            stage_list, output, AUDIT_NAME)
         pcollections["decontamination_summary_list"] = cleaned[SUMMARY] | "ListSummary" >> (
             beam.Map(lambda summary: stage_list([summary], output, DECONTAMINATION_NAME)))
     splits = {TRAIN: docs_by_key}

@@ -2,7 +2,7 @@
 
     benchmark paths -> ReadBenchmark (one element per file) -> ToList -> one BenchmarkIndex
     documents -> BatchDocuments -> DropContaminated (index as a side input)
-              -> documents kept, audit records; audit records + index -> summary
+              -> documents kept, audit records -> ToList; that list + index -> summary
 
 The benchmark files are read inside the pipeline and their index travels as a
 side input, so a large benchmark set never enters the job graph (Dataflow
@@ -106,8 +106,8 @@ class _DropContaminated(beam.DoFn):
 
 class Decontaminate(beam.PTransform):
     """(key, lines) documents -> {DOCUMENTS: those holding no n-gram of the
-    benchmark files, MATCHES: the audit records of those dropped, SUMMARY:
-    one dict for the manifest}. The output does not depend on bundles or
+    benchmark files, MATCHES: one list of the audit records of those dropped,
+    SUMMARY: one dict for the manifest}. The output does not depend on bundles or
     workers: each document is looked up on its own n-grams."""
 
     def __init__(self, *, paths: Sequence[str], field: str = DEFAULT_FIELD,
@@ -125,6 +125,7 @@ class Decontaminate(beam.PTransform):
                      | "DropContaminated" >> beam.ParDo(
                          _DropContaminated(), index=beam.pvalue.AsSingleton(index)
                      ).with_outputs(MATCHES, main=DOCUMENTS))
-        matches = looked_up[MATCHES]
-        summarised = index | "Summarise" >> beam.Map(summary, beam.pvalue.AsList(matches))
+        # the audit records, collected once: the summary counts them, the run lists them
+        matches = looked_up[MATCHES] | "CollectMatches" >> beam.combiners.ToList()
+        summarised = index | "Summarise" >> beam.Map(summary, beam.pvalue.AsSingleton(matches))
         return {DOCUMENTS: looked_up[DOCUMENTS], MATCHES: matches, SUMMARY: summarised}
