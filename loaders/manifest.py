@@ -241,11 +241,14 @@ class DatasetManifest:
 
 @dataclasses.dataclass(frozen=True)
 class Manifest:
-    """A read manifest: its path, what it says (`content`) and its shards, resolved."""
+    """A read manifest: its path, what it says to the reader of one split
+    (`content`), its shards, resolved, and the whole manifest (`whole`:
+    every split's figures)."""
 
     path: str
     content: DatasetManifest = dataclasses.field(repr=False)
     shards: tuple[Shard, ...]
+    whole: DatasetManifest = dataclasses.field(repr=False)
 
     @property
     def flags(self) -> dict[str, Any]:
@@ -390,7 +393,7 @@ def read_manifest(location: str, split: str = TRAIN) -> Manifest:
         found = _resolve_shard(entry["path"], base_dir, path, data_file[0])
         shards.append(Shard(found + data_file[1], entry["records"], first))
         first += entry["records"]
-    return Manifest(path=path, content=content, shards=tuple(shards))
+    return Manifest(path=path, content=content, shards=tuple(shards), whole=whole)
 
 
 def read_vocabulary_bytes(manifest: Manifest, vocab_file: str | None = None) -> bytes:

@@ -13,16 +13,14 @@ padding, packing), through `loaders`, without Beam.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import posixpath
 from typing import Sequence
 
 import numpy as np
 
-from bert_pretraining_data.loaders import files
-from bert_pretraining_data.loaders.manifest import (DatasetError, DatasetManifest, Manifest,
-                                                    Packing, read_manifest, read_vocabulary,
+from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, Packing,
+                                                    read_manifest, read_vocabulary,
                                                     read_vocabulary_bytes)
 from bert_pretraining_data.loaders.records import Instance, read_instances
 from bert_pretraining_data.pipeline.command_line import (FlagGroup, OneLineParser, build_parser,
@@ -134,8 +132,7 @@ def summary(manifest: Manifest) -> str:
 def splits_text(manifest: Manifest, shown: str) -> str:
     """A row per split of a dataset with held-out splits: how much of the
     corpus each holds and how it was made, and which one this report reads."""
-    # the whole manifest: `manifest` is one split's view, without training's shards
-    whole = DatasetManifest.from_json(json.loads(files.read_bytes(manifest.path)))
+    whole = manifest.whole  # `content` is one split's view, without training's shards
     header = ("split", "fraction", "documents", "tokens", "instances", "near copies dropped",
               "shards", "masking", "seed")
     rows = [header]
