@@ -3,7 +3,7 @@
 Entries go to shard `key % N`, and each bundle collects them per shard and
 flushes at a byte budget. The blobs reach their shard through the runner's
 GroupByKey (`--shuffle=runner`, the TFDS writer's pattern; Dataflow's Shuffle
-service) or, on the DirectRunner, which holds a GroupByKey's input in memory,
+service, billed by the byte: each blob a zstd frame) or, on the DirectRunner, which holds a GroupByKey's input in memory,
 through temporary bucket files with only (shard, path) grouped
 (`--shuffle=files`). One worker writes each shard, holding its entries, so a
 shard's entries should fit a worker twice. A failed bundle's bucket files are
@@ -21,6 +21,7 @@ from typing import Any
 
 import apache_beam as beam
 import numpy as np
+import zstandard
 from apache_beam.io.filesystem import BeamIOError, CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindows
@@ -40,6 +41,12 @@ _BUCKETS = "buckets"
 
 
 _BUCKET_SUFFIX = ".bucket"
+
+
+# The zstd level of the entries on their way through the runner's shuffle
+# (Dataflow's Shuffle service, billed by the byte): 0.59-0.63x the bytes for
+# ~200 MB/s of a core (bench/shuffle_bytes.py). Bucket files stay raw.
+ENTRY_ZSTD_LEVEL = 3
 
 
 # Bytes a bundle collects before it flushes: each flush is one bucket file per
@@ -151,9 +158,10 @@ class _ShardBuffersFn(beam.DoFn):
     """Collects a bundle's entries per shard; emits (shard, entries) at the
     bundle's end, and early when the buffer passes the byte budget."""
 
-    def __init__(self, *, num_shards: int, max_buffer_bytes: int):
+    def __init__(self, *, num_shards: int, max_buffer_bytes: int, compress: bool):
         self._num_shards = num_shards
         self._max_buffer_bytes = max_buffer_bytes
+        self._compress = compress
         # what the entries put through the shuffle (or the bucket files)
         self._entry_bytes = counter("shuffle_entry_bytes")
 
@@ -161,11 +169,14 @@ class _ShardBuffersFn(beam.DoFn):
         self._buffers: dict[int, list[np.ndarray]] = {}
         self._buffered_bytes = 0
 
+    def setup(self) -> None:
+        self._compressor = (zstandard.ZstdCompressor(level=ENTRY_ZSTD_LEVEL) if self._compress
+                            else None)
+
     def process(self, batch: EntryBatch) -> Iterator[tuple[int, bytes]]:
         for shard_index, entries in split_by_shard(batch, self._num_shards):
             self._buffers.setdefault(shard_index, []).append(entries)
             self._buffered_bytes += len(entries)
-            self._entry_bytes.inc(len(entries))
         if self._buffered_bytes >= self._max_buffer_bytes:
             yield from self._flush()
 
@@ -175,8 +186,12 @@ class _ShardBuffersFn(beam.DoFn):
 
     def _flush(self) -> Iterator[tuple[int, bytes]]:
         buffers, self._buffers, self._buffered_bytes = self._buffers, {}, 0
-        for shard_index in sorted(buffers):  # one copy, into the bytes that move on
-            yield shard_index, b"".join(buffers[shard_index])
+        for shard_index in sorted(buffers):  # one copy (a zstd frame), into what moves on
+            entries = b"".join(buffers[shard_index])
+            if self._compressor is not None:
+                entries = self._compressor.compress(entries)
+            self._entry_bytes.inc(len(entries))
+            yield shard_index, entries
 
 
 class _WriteBucketFn(beam.DoFn):
@@ -213,12 +228,13 @@ class _WriteShardFn(beam.DoFn):
         shard_index, values = element
         bucket_paths = []
         data = bytearray()  # the shard's entries, one copy: a blob is dropped once appended
+        unpack = zstandard.ZstdDecompressor()
         for value in values:
             if isinstance(value, str):
                 bucket_paths.append(value)
                 data += read_file(value)
-            elif value is not None:
-                data += value
+            elif value is not None:  # through the runner's shuffle: a zstd frame
+                data += unpack.decompress(value)
         name = self._shard_names[shard_index]
         rows = self._rows.rows(*scan_entries(data, source=f"shard {name}"))
         del data
@@ -292,7 +308,8 @@ class WriteShards(beam.PTransform):
             entries
             | "GlobalWindow" >> beam.WindowInto(GlobalWindows())
             | "BufferByShard" >> beam.ParDo(_ShardBuffersFn(
-                num_shards=num_shards, max_buffer_bytes=self._max_buffer_bytes)))
+                num_shards=num_shards, max_buffer_bytes=self._max_buffer_bytes,
+                compress=self._shuffle == "runner")))
         if self._shuffle == "files":  # only paths go through the runner's shuffle
             by_shard = by_shard | "WriteBuckets" >> beam.ParDo(
                 _WriteBucketFn(staging_dir=self._staging_dir))
