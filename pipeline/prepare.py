@@ -29,7 +29,7 @@ from bert_pretraining_data.transforms.read.beam import (check_parquet_schema, ma
                                                        sample_lines)
 from bert_pretraining_data.transforms.read.documents import InputError, comma_separated
 from bert_pretraining_data.transforms.read.mixture import (INPUT_FLAGS, Mixture, MixtureError,
-                                                           parse_mixture)
+                                                           Source, parse_mixture)
 from bert_pretraining_data.transforms.read.tables import INPUT_FORMATS
 from bert_pretraining_data.transforms.tokenize.sentences import DEFAULT_SPLITTER, SPLITTERS
 from bert_pretraining_data.transforms.tokenize.engines import (CHECK_LINES, REFERENCE,
@@ -103,7 +103,8 @@ def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:
     for path in benchmarks:  # an empty or unreadable one fails now, in one line
         read_benchmark(path, config.decontaminate_field)
     vocab = config.tokenizer.load_vocabulary(FileSystems.open) if config.recipe != "d2l" else None
-    engine, engine_warning = tokenizer_engine(config, inputs, vocab)
+    engine, engine_warning = tokenizer_engine(
+        config, list(zip(mixture.sources if mixture else (config,), by_source)), vocab)
     stages = Stages.of(config, vocab, engine) if vocab else None
     output, replaces = prepare_output(config, inputs, [
         (source.name, sum(size for _, size in files))
@@ -113,28 +114,33 @@ def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:
                     mixture=mixture, engine_warning=engine_warning)
 
 
-def tokenizer_engine(config: Config, inputs: Sequence[tuple[str, int]],
+def tokenizer_engine(config: Config,
+                     corpora: Sequence[tuple[Config | Source, list[tuple[str, int]]]],
                      vocab: Vocabulary | None) -> tuple[str, str | None]:
     """The engine of a tokenizer.json run (transforms.tokenize.engines), and
-    the warning of a check that failed. The check encodes CHECK_LINES lines
-    of the input, spread over it, with both engines: read from plain text or
-    JSONL files (a dump, Parquet, compressed files or a mixture's sources
-    take the reference)."""
-    spec = config.tokenizer
-    if (not isinstance(vocab, JsonVocabulary) or config.mixture
-            or config.input_format not in ("text", "jsonl")
+    the warning of a check that failed. `corpora`: (the flags or mixture
+    source that says how to read them, its files) for --input_file or each
+    source. The check encodes CHECK_LINES lines of the input, spread over it
+    (each source its share), with both engines: read from plain text or JSONL
+    files (a dump, Parquet or compressed files anywhere take the reference)."""
+    if not isinstance(vocab, JsonVocabulary) or any(
+            corpus.input_format not in ("text", "jsonl")
             or any(CompressionTypes.detect_compression_type(path)
-                   != CompressionTypes.UNCOMPRESSED for path, _ in inputs)):
+                   != CompressionTypes.UNCOMPRESSED for path, _ in files)
+            for corpus, files in corpora):
         return REFERENCE, None
-    sampled, _ = sample_lines(inputs, ENGINE_SAMPLE_BYTES)
-    lines = [line.decode("utf-8", "replace").rstrip("\r\n") for _, line in sampled]
-    if config.input_format == "jsonl":
-        lines = [text for line in lines for text in _jsonl_text(line, config.text_field)]
-    lines = [line for line in lines if line.strip()]
-    lines = lines[::max(1, len(lines) // CHECK_LINES)][:CHECK_LINES]
+    lines = []
+    for corpus, files in corpora:
+        sampled, _ = sample_lines(files, ENGINE_SAMPLE_BYTES // len(corpora))
+        found = [line.decode("utf-8", "replace").rstrip("\r\n") for _, line in sampled]
+        if corpus.input_format == "jsonl":
+            found = [text for line in found for text in _jsonl_text(line, corpus.text_field)]
+        found = [line for line in found if line.strip()]
+        share = CHECK_LINES // len(corpora)
+        lines += found[::max(1, len(found) // share)][:share]
     reference = JsonTokenizer(vocab, words=False).lines_to_ids
     return choose_engine(vocab.data, reference, lines, requested=config.tokenizer_engine,
-                         words=spec.words)
+                         words=config.tokenizer.words)
 
 
 def read_mixture(config: Config) -> Mixture:

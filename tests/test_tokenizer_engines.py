@@ -14,6 +14,7 @@ with a warning.
 
 from __future__ import annotations
 
+import gzip
 import json
 import pathlib
 
@@ -98,6 +99,34 @@ def test_the_fast_engine_writes_the_reference_runs_bytes(files, tmp_path, family
     assert (fast["tokenizer_engine"], reference["tokenizer_engine"]) == (FAST, REFERENCE)
     assert fast["flags"]["tokenizer_engine"] == "auto"
     assert _shards(tmp_path / "fast") == _shards(tmp_path / "reference") != {}
+
+
+def test_a_mixture_of_text_and_jsonl_sources_takes_the_fast_engine(files, tmp_path):
+    """Each source's lines are checked (its share of them), read as it says."""
+    jsonl = tmp_path / "web.jsonl"
+    jsonl.write_text("".join(json.dumps({"body": line}) + "\n"
+                             for line in _lines("zh_gsd-ud-test.paragraphs.txt") if line.strip()),
+                     encoding="utf-8")
+    mixture = tmp_path / "mixture.json"
+    mixture.write_text(json.dumps({"sources": [
+        {"name": "treebank", "input_file": str(DATA / "en_ewt-ud-test.paragraphs.txt")},
+        {"name": "web", "input_file": str(jsonl), "input_format": "jsonl",
+         "text_field": "body"}]}))
+    flags = [f"--mixture={mixture}", f"--tokenizer_file={files['roberta']}", "--recipe=roberta",
+             "--num_shards=2"]
+    fast = run([*flags, f"--output_dir={tmp_path / 'fast'}"])
+    reference = run([*flags, f"--output_dir={tmp_path / 'reference'}",
+                     "--tokenizer_engine=tokenizers"])
+    assert (fast["tokenizer_engine"], reference["tokenizer_engine"]) == (FAST, REFERENCE)
+    assert _shards(tmp_path / "fast") == _shards(tmp_path / "reference") != {}
+
+
+def test_a_compressed_input_takes_the_reference(files, tmp_path):
+    corpus = tmp_path / "treebank.txt.gz"
+    corpus.write_bytes(gzip.compress((DATA / "en_ewt-ud-test.paragraphs.txt").read_bytes()))
+    manifest = run([f"--input_file={corpus}", f"--tokenizer_file={files['roberta']}",
+                    "--recipe=roberta", f"--output_dir={tmp_path / 'out'}", "--dupe_factor=1"])
+    assert manifest["tokenizer_engine"] == REFERENCE and manifest["total_instances"] > 0
 
 
 def test_a_planted_difference_sends_the_run_to_the_reference(files, tmp_path, monkeypatch,
