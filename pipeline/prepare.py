@@ -129,17 +129,20 @@ def tokenizer_engine(config: Config,
                    != CompressionTypes.UNCOMPRESSED for path, _ in files)
             for corpus, files in corpora):
         return REFERENCE, None
-    lines = []
-    for corpus, files in corpora:
-        sampled, _ = sample_lines(files, ENGINE_SAMPLE_BYTES // len(corpora))
-        found = [line.decode("utf-8", "replace").rstrip("\r\n") for _, line in sampled]
-        if corpus.input_format == "jsonl":
-            found = [text for line in found for text in _jsonl_text(line, corpus.text_field)]
-        found = [line for line in found if line.strip()]
-        share = CHECK_LINES // len(corpora)
-        lines += found[::max(1, len(found) // share)][:share]
+
+    def sample() -> list[str]:  # read only when the fast engine could run
+        lines = []
+        for corpus, files in corpora:
+            sampled, _ = sample_lines(files, ENGINE_SAMPLE_BYTES // len(corpora))
+            found = [line.decode("utf-8", "replace").rstrip("\r\n") for _, line in sampled]
+            if corpus.input_format == "jsonl":
+                found = [text for line in found for text in _jsonl_text(line, corpus.text_field)]
+            found = [line for line in found if line.strip()]
+            share = CHECK_LINES // len(corpora)
+            lines += found[::max(1, len(found) // share)][:share]
+        return lines
     reference = JsonTokenizer(vocab, words=False).lines_to_ids
-    return choose_engine(vocab.data, reference, lines, requested=config.tokenizer_engine,
+    return choose_engine(vocab.data, reference, sample, requested=config.tokenizer_engine,
                          words=config.tokenizer.words)
 
 

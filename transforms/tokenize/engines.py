@@ -73,16 +73,18 @@ def fast_ids(engine: Any, lines: Sequence[str]) -> list[list[int]]:
 
 
 def choose_engine(data: bytes, reference: Callable[[Sequence[str]], list[list[int]]],
-                  lines: Sequence[str], *, requested: str, words: bool
+                  sample: Callable[[], Sequence[str]], *, requested: str, words: bool
                   ) -> tuple[str, str | None]:
     """(the engine the run uses, a warning or None). The fast engine only
     where asked (`auto`), where the file and the run allow it and where its
-    ids equal `reference`'s on every one of `lines` (the run's sample)."""
+    ids equal `reference`'s on every line `sample()` gives (the run's
+    sample, read only then)."""
     if requested == REFERENCE or words:
         return REFERENCE, None
     engine_json = fast_engine_json(data)
     engine = load_fast_engine(engine_json) if engine_json is not None else None
-    if engine is None or not lines:
+    lines = sample() if engine is not None else []
+    if not lines:
         return REFERENCE, None
     for line, fast, slow in zip(lines, fast_ids(engine, lines), reference(lines)):
         if fast != slow:
