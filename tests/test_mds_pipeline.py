@@ -284,8 +284,7 @@ class _Huge(Vocabulary):
 
 @pytest.mark.parametrize("flags, size, message", [
     (["--output_format=mds", "--mds_layout=compact"], (1 << 32) + 1,
-     "does not fit uint32, the widest id type of --mds_layout=compact; use "
-     "--mds_layout=modernbert"),
+     "does not fit uint32, the widest id type MDS output holds; use a smaller vocabulary"),
     (["--output_format=megatron", "--dupe_factor=1", "--masking=none"], (1 << 31) + 1,
      "does not fit int32, the widest id type Megatron's preprocess_data.py writes"),
 ])

@@ -83,17 +83,24 @@ def _shape_size(count):
 
 
 @njit(cache=True)
+def _column_size(nbytes, kind, item):
+    """A column's bytes in a sample, its values `nbytes` long: an ndarray's
+    with its header (ndim and shape type) and shape."""
+    if kind == _ARRAY:
+        return nbytes + 1 + _shape_size(nbytes // item)
+    return nbytes
+
+
+@njit(cache=True)
 def _sample_sizes(starts, kinds, items):
-    """Each row's sample size, its columns' bytes at starts[c, r]:starts[c, r + 1]."""
+    """Each row's sample size, its columns' bytes at starts[c, r]:starts[c, r + 1]
+    (a variable column's behind its uint32 size)."""
     sizes = np.zeros(starts.shape[1] - 1, dtype=np.int64)
     for r in range(len(sizes)):
         for c in range(len(kinds)):
-            size = starts[c, r + 1] - starts[c, r]
+            sizes[r] += _column_size(starts[c, r + 1] - starts[c, r], kinds[c], items[c])
             if kinds[c] != _FIXED:
-                size += 4
-            if kinds[c] == _ARRAY:
-                size += 1 + _shape_size(size // items[c])
-            sizes[r] += size
+                sizes[r] += 4
     return sizes
 
 
@@ -106,9 +113,7 @@ def _write_samples(data, starts, kinds, items, out):
     for r in range(starts.shape[1] - 1):
         for c in range(len(kinds)):
             if kinds[c] != _FIXED:
-                size = starts[c, r + 1] - starts[c, r]
-                if kinds[c] == _ARRAY:
-                    size += 1 + _shape_size(size // items[c])
+                size = _column_size(starts[c, r + 1] - starts[c, r], kinds[c], items[c])
                 for b in range(4):
                     out[pos + b] = (size >> (8 * b)) & 0xFF
                 pos += 4
@@ -152,9 +157,9 @@ class MDSRows:
     def _dtypes(self) -> dict[Field, np.dtype]:
         """Each feature's value type in the compact layout (Parquet's, with
         uint32 for wide ids)."""
-        if self.vocab_size > 1 << 32:
+        if self.vocab_size > 1 << 32:  # the columns' flattening holds ids as uint32
             raise ValueError(f"a vocabulary of {self.vocab_size:,} ids does not fit uint32, the "
-                             "widest id type of --mds_layout=compact; use --mds_layout=modernbert")
+                             "widest id type MDS output holds; use a smaller vocabulary")
         ids = token_id_dtype(self.vocab_size, np.uint32)
         mask = np.uint8 if self.instances.max_sequences < 256 else np.uint16
         return {Field.INPUT_IDS: ids, Field.MASKED_LM_IDS: ids, Field.SEGMENT_IDS: np.uint8,
