@@ -243,13 +243,13 @@ class _WriteShardFn(beam.DoFn):
                                      records=rows.records, compression=self._compression)
         else:  # a folder of files: the records' file, then those made after it
             folder = shard_path(self._staging_dir, name)
-            written = write_shard_file(FileSystems.join(folder, rows.file_name), rows.chunks,
-                                       records=rows.records)
-            files = {rows.file_name: {"bytes": written["bytes"], "sha256": written["sha256"]}}
+
+            def written(file_name: str, chunks) -> dict[str, Any]:  # its size and sha256
+                stats = write_shard_file(FileSystems.join(folder, file_name), chunks, records=0)
+                return {"bytes": stats["bytes"], "sha256": stats["sha256"]}
+            files = {rows.file_name: written(rows.file_name, rows.chunks)}
             for file_name, content in rows.after(files[rows.file_name]).items():
-                files[file_name] = write_shard_file(FileSystems.join(folder, file_name),
-                                                    [content], records=0)
-                del files[file_name]["records"]
+                files[file_name] = written(file_name, [content])
             stats = {"records": rows.records, "files": files,
                      "bytes": sum(f["bytes"] for f in files.values())}
         self._records_written.inc(stats["records"])
