@@ -211,6 +211,14 @@ class _WriteBucketFn(beam.DoFn):
         yield shard_index, path
 
 
+def _file_written(folder: str, name: str, chunks: Iterable[bytes | memoryview]
+                  ) -> dict[str, Any]:
+    """Writes one file of a shard set; returns its size and sha256. (Outside
+    the DoFn: Beam warns of a `return` in a `process` that yields.)"""
+    stats = write_shard_file(FileSystems.join(folder, name), chunks, records=0)
+    return {"bytes": stats["bytes"], "sha256": stats["sha256"]}
+
+
 class _WriteShardFn(beam.DoFn):
     """Writes one shard from its grouped values: entries (`runner`), bucket
     file paths (`files`), and the None marker every shard gets."""
@@ -243,13 +251,9 @@ class _WriteShardFn(beam.DoFn):
                                      records=rows.records, compression=self._compression)
         else:  # a folder of files: the records' file, then those made after it
             folder = shard_path(self._staging_dir, name)
-
-            def written(file_name: str, chunks) -> dict[str, Any]:  # its size and sha256
-                stats = write_shard_file(FileSystems.join(folder, file_name), chunks, records=0)
-                return {"bytes": stats["bytes"], "sha256": stats["sha256"]}
-            files = {rows.file_name: written(rows.file_name, rows.chunks)}
+            files = {rows.file_name: _file_written(folder, rows.file_name, rows.chunks)}
             for file_name, content in rows.after(files[rows.file_name]).items():
-                files[file_name] = written(file_name, [content])
+                files[file_name] = _file_written(folder, file_name, [content])
             stats = {"records": rows.records, "files": files,
                      "bytes": sum(f["bytes"] for f in files.values())}
         self._records_written.inc(stats["records"])
