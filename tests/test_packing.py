@@ -305,7 +305,8 @@ def test_a_row_of_more_than_127_sequences_numbers_them_all():
     for i in range(150):  # [CLS] t [SEP], one prediction each
         out = np.zeros(64, dtype=np.uint8)
         end = put_instance(out, 0, np.array([101, 2000 + i, 102], dtype=np.int32), 3, i % 2,
-                           np.array([1]), np.array([7]), np.zeros(3, np.uint8), False)
+                           np.array([1]), np.array([7]), np.zeros(3, np.uint8), False,
+                           103)
         entries.append((i, out[:end].tobytes()))
     batch = EntryBatch.of(entries)
     rows = PackedRows(RecordLayout(packed=True), 512, 150, 200)

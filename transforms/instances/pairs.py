@@ -123,7 +123,7 @@ def emit(mt, instance, segment_b_start, random_next, key, s, w, entries, stats):
     start = entries.end + ENTRY_HEADER
     end = put_instance(entries.data, start, w.output[:n], segment_b_start,
                        1 if random_next else 0, w.masking.chosen[:k], w.masking.labels[:k],
-                       w.boundary, s.token_boundary)
+                       w.boundary, s.token_boundary, s.masking.mask_id)
     stats[Stat.INSTANCES] += 1
     return commit_entry(entries, key, end - start)
 

@@ -44,8 +44,8 @@ _BUCKET_SUFFIX = ".bucket"
 
 
 # The zstd level of the entries on their way through the runner's shuffle
-# (Dataflow's Shuffle service, billed by the byte): 0.59-0.63x the bytes for
-# ~200 MB/s of a core (bench/shuffle_bytes.py). Bucket files stay raw.
+# (Dataflow's Shuffle service, billed by the byte): 0.53-0.57x the bytes for
+# ~240 MB/s of a core (bench/shuffle_bytes.py). Bucket files stay raw.
 ENTRY_ZSTD_LEVEL = 3
 
 
