@@ -187,14 +187,15 @@ def split_instances(documents: beam.PCollection, *, name: str, config: Config, s
         max_tokens_per_document=SAMPLE_DOCUMENT_SEQUENCES * config.max_seq_length)
     # In batches: the runner's work per element would cost more than a short
     # document's own. Through the runner's shuffle (Dataflow), the batches are
-    # spread over workers before the fan-out multiplies the work. Not on the
-    # DirectRunner (`--shuffle=files`): its GroupByKey holds its input decoded
-    # in memory, the tokenized corpus as Python objects (the cost:
-    # docs/design-notes.md, pipeline.build), and the batches are materialized
-    # anyway, since CreateInstances' side input (the sample) needs all of them
-    # first; its workers share that buffer as they share a shuffle's.
+    # spread over workers, zstd-compressed on the way (BatchDocuments), before
+    # the fan-out multiplies the work. Not on the DirectRunner
+    # (`--shuffle=files`): its GroupByKey holds its input decoded in memory,
+    # the tokenized corpus as Python objects (the cost: docs/design-notes.md,
+    # pipeline.build), and the batches are materialized anyway, since
+    # CreateInstances' side input (the sample) needs all of them first; its
+    # workers share that buffer as they share a shuffle's.
     spread = tokenized_docs | f"{prefix}BatchDocuments" >> beam.ParDo(
-        BatchDocuments(by_source=mixture is not None))
+        BatchDocuments(by_source=mixture is not None, compress=config.shuffle == "runner"))
     if config.shuffle == "runner":
         spread = spread | f"{prefix}SpreadDocuments" >> beam.Reshuffle()
     weighted = mixture is not None and name == TRAIN and config.mixture_layout == "mixed"
@@ -290,7 +291,7 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
             mode=config.dedup, ngram=config.dedup_ngram, threshold=config.dedup_threshold,
             partitions=dedup_partitions(input_bytes),
             unique_keys=all(source.input_format == "text" for source in sources),
-            by_source=mixture is not None))
+            by_source=mixture is not None), compress=config.shuffle == "runner")
         docs_by_key = deduped[DOCUMENTS]
         pcollections["dedup_list"] = deduped[SUMMARY] | "ListDedup" >> beam.Map(
             lambda summary: stage_list([summary], output, DEDUP_NAME))

@@ -14,28 +14,17 @@ import operator
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 
+from bert_pretraining_data.transforms.handoff.varints import varint
+
 _FAST_VARINT_LIMIT = 1 << 15
 _VARINT_CACHE_LIMIT = 1 << 18
-
-
-def _varint(value: int) -> bytes:
-    """Protobuf varint of an int64 (negatives as 10-byte two's complement)."""
-    if not -(1 << 63) <= value < (1 << 63):
-        raise ValueError(f"value {value} does not fit in int64")
-    value &= 0xFFFFFFFFFFFFFFFF
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 # Varint bytes of the ids that occur in practice: every BERT vocabulary but the
 # multilingual one fits below 2**15 (a small table); larger ids are added as they are
 # seen. A dict, not a list, so that a negative id misses instead of silently
 # indexing from the end.
-_VARINT: dict[int, bytes] = {i: _varint(i) for i in range(_FAST_VARINT_LIMIT)}
+_VARINT: dict[int, bytes] = {i: varint(i) for i in range(_FAST_VARINT_LIMIT)}
 
 
 # Wire tags (field_number << 3 | wire_type 2 = length-delimited).
@@ -64,14 +53,14 @@ def _uncommon_varint(value: int) -> bytes:
     encoded = _VARINT.get(value)
     if encoded is None:
         value = operator.index(value)
-        encoded = _varint(value)
+        encoded = varint(value)
         if len(_VARINT) < _VARINT_CACHE_LIMIT:
             _VARINT[value] = encoded
     return encoded
 
 
 def _varint_size_prefix(size: int) -> bytes:
-    return _VARINT[size] if size < _FAST_VARINT_LIMIT else _varint(size)
+    return _VARINT[size] if size < _FAST_VARINT_LIMIT else varint(size)
 
 
 def _make_header(key: str, list_tag: bytes, size: int) -> bytes:

@@ -8,8 +8,9 @@
     ExactGroups + near clusters -> Decide -> Decisions (a side input)
     batches + Decisions -> DropCopies -> documents, each text once
 
-Rows travel in per-bundle numpy batches per partition and shingle sets only
-for candidate texts, so what is shuffled and held stays bounded by the
+Rows travel as one compact element per bundle and partition, shingle sets
+only for candidate texts, and the batches of documents zstd-compressed when
+the runner encodes them, so what is shuffled and held stays bounded by the
 partition sizes (docs/design-notes.md, transforms.dedup.beam).
 """
 
@@ -23,10 +24,10 @@ import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 
 from bert_pretraining_data.transforms.counters import counter
-from bert_pretraining_data.transforms.dedup.clusters import (CandidateIndex, ExactGroups, KeySet,
-                                                             Node, PairShingles, digest_array,
-                                                             digest_words, near_clusters,
-                                                             verified_pairs)
+from bert_pretraining_data.transforms.dedup.clusters import (BandRows, CandidateIndex, ExactGroups,
+                                                             ExactRows, KeySet, Node, PairShingles,
+                                                             digest_array, digest_words,
+                                                             near_clusters, verified_pairs)
 from bert_pretraining_data.transforms.dedup.decisions import (BATCH_CHARACTERS, DOCUMENTS, SUMMARY,
                                                               BatchedDocument, Decisions,
                                                               Fingerprints, decide, find_candidates,
@@ -34,10 +35,14 @@ from bert_pretraining_data.transforms.dedup.decisions import (BATCH_CHARACTERS, 
                                                               index_candidates, merge_groups)
 from bert_pretraining_data.transforms.dedup.minhash import distinct_shingles
 from bert_pretraining_data.transforms.dedup.normalise import normalised_text
+from bert_pretraining_data.transforms.handoff.compressed import CompressedList
 from bert_pretraining_data.transforms.worker_memory import tune_worker_memory
 
 _EXACT, _BANDS, _REPEATED = "exact", "bands", "repeated"
-
+_ROWS = {_EXACT: ExactRows, _BANDS: BandRows}
+# A worker holds a bundle's rows up to this many bytes (16 and the key's
+# characters a document, 24 a band) before it emits them.
+ROW_BUFFER_BYTES = 16 << 20
 
 
 class BatchByCharacters(beam.DoFn):
@@ -62,21 +67,50 @@ class BatchByCharacters(beam.DoFn):
 
 
 class FingerprintDocuments(beam.DoFn):
-    """A batch of (key, lines) -> the batch with digests (main output), and
-    one element of rows per partition (`exact`, `bands`)."""
+    """A batch of (key, lines) -> the batch with digests (main output; with
+    `compress`, --shuffle=runner, a CompressedList: the runner materializes
+    it for DropCopies), and the
+    bundle's rows (`exact`, `bands`) as one encoded element per partition,
+    emitted at the bundle's end and whenever they pass `max_buffer_bytes`:
+    with hundreds of partitions, an element per batch and partition would
+    hold one or two documents and cost more than their rows."""
 
-    def __init__(self, *, fingerprints: Fingerprints) -> None:
+    def __init__(self, *, fingerprints: Fingerprints, compress: bool = False,
+                 max_buffer_bytes: int = ROW_BUFFER_BYTES) -> None:
         self._fingerprints = fingerprints
+        self._batch = CompressedList if compress else list
+        self._max_buffer_bytes = max_buffer_bytes
+        self._shuffled = counter("dedup_shuffle_bytes")  # the encoded rows
 
     def setup(self) -> None:
         tune_worker_memory()
 
+    def start_bundle(self) -> None:
+        self._rows: dict[tuple[str, int], list[ExactRows | BandRows]] = {}
+        self._buffered = 0
+
     def process(self, documents: list[tuple[str, list[str]]]) -> Iterator[object]:
         batch, exact, bands = fingerprint_batch(documents, self._fingerprints)
-        yield batch
+        yield self._batch(batch)
         for tag, rows in ((_EXACT, exact), (_BANDS, bands)):
             for partition, part in rows.items():
-                yield beam.pvalue.TaggedOutput(tag, (partition, part))
+                self._rows.setdefault((tag, partition), []).append(part)
+                self._buffered += part.nbytes
+        if self._buffered >= self._max_buffer_bytes:
+            yield from self._flush()
+
+    def finish_bundle(self) -> Iterator[object]:
+        for rows in self._flush():
+            yield beam.pvalue.TaggedOutput(rows.tag, GlobalWindows.windowed_value(rows.value))
+
+    def _flush(self) -> Iterator[beam.pvalue.TaggedOutput]:
+        buffered, self._rows, self._buffered = self._rows, {}, 0
+        emitted = 0
+        for (tag, partition), parts in sorted(buffered.items()):
+            data = _ROWS[tag].concatenate(parts).encoded()
+            emitted += len(data)
+            yield beam.pvalue.TaggedOutput(tag, (partition, data))
+        self._shuffled.inc(emitted)
 
 
 class ShareShingles(beam.DoFn):
@@ -159,18 +193,20 @@ class Deduplicate(beam.PTransform):
     """(key, lines) documents -> {DOCUMENTS: each text once, SUMMARY: one
     dict for the manifest}."""
 
-    def __init__(self, *, fingerprints: Fingerprints) -> None:
+    def __init__(self, *, fingerprints: Fingerprints, compress: bool = False) -> None:
         super().__init__()
         if fingerprints.mode not in ("exact", "near"):
             raise ValueError(f"Deduplicate needs mode exact or near, got {fingerprints.mode!r}")
         self._fingerprints = fingerprints
+        self._compress = compress
 
     def expand(self, documents):
         fingerprints = self._fingerprints
         fingerprinted = (documents
                          | "BatchDocuments" >> beam.ParDo(BatchByCharacters())
                          | "FingerprintDocuments" >> beam.ParDo(
-                             FingerprintDocuments(fingerprints=fingerprints)).with_outputs(
+                             FingerprintDocuments(fingerprints=fingerprints,
+                                                  compress=self._compress)).with_outputs(
                                  _EXACT, _BANDS, main=DOCUMENTS))
         batches = fingerprinted[DOCUMENTS]
         # Global combines without defaults: Beam would otherwise pass each

@@ -21,6 +21,9 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 
 from bert_pretraining_data.transforms.dedup.minhash import jaccards, ragged_positions
+from bert_pretraining_data.transforms.dedup.normalise import DIGEST_BYTES
+from bert_pretraining_data.transforms.handoff.compressed import compress, decompress
+from bert_pretraining_data.transforms.handoff.varints import read_varints, varint
 from bert_pretraining_data.transforms.read.mixture import source_of
 
 ALL_PAIRS_LIMIT = 8
@@ -33,6 +36,34 @@ class ExactRows:
     digests: np.ndarray
     keys: list[str]
 
+    @classmethod
+    def concatenate(cls, parts: Sequence["ExactRows"]) -> "ExactRows":
+        return cls(np.concatenate([part.digests for part in parts]),
+                   [key for part in parts for key in part.keys])
+
+    @property
+    def nbytes(self) -> int:
+        """What the rows hold: 16 bytes and the key's characters a document."""
+        return self.digests.nbytes + sum(map(len, self.keys))
+
+    def encoded(self) -> bytes:
+        """The rows as the shuffle carries them (_framed): the digests, each
+        key's length in characters (varints), then the keys in UTF-8."""
+        return _framed(len(self.keys), b"".join((
+            self.digests.tobytes(), b"".join(map(varint, map(len, self.keys))),
+            "".join(self.keys).encode("utf-8", "surrogatepass"))))
+
+    @classmethod
+    def decoded(cls, data: bytes) -> "ExactRows":
+        """The rows that `encoded` gave `data` for."""
+        count, body = _unframed(data)
+        end = count * DIGEST_BYTES
+        lengths, start = read_varints(body, end, count)
+        text = body[start:].decode("utf-8", "surrogatepass")
+        bounds = [0, *itertools.accumulate(lengths)]
+        return cls(np.frombuffer(body, dtype=np.uint8, count=end).reshape(count, DIGEST_BYTES),
+                   [text[first:last] for first, last in zip(bounds, bounds[1:])])
+
 
 @dataclasses.dataclass(frozen=True)
 class BandRows:
@@ -40,6 +71,47 @@ class BandRows:
 
     keys: np.ndarray
     digests: np.ndarray
+
+    @classmethod
+    def concatenate(cls, parts: Sequence["BandRows"]) -> "BandRows":
+        return cls(np.concatenate([part.keys for part in parts]),
+                   np.concatenate([part.digests for part in parts]))
+
+    @property
+    def nbytes(self) -> int:
+        return self.keys.nbytes + self.digests.nbytes
+
+    def encoded(self) -> bytes:
+        """The rows as the shuffle carries them (_framed): the keys (uint64
+        little-endian), then the digests."""
+        return _framed(len(self.keys), self.keys.astype("<u8").tobytes() + self.digests.tobytes())
+
+    @classmethod
+    def decoded(cls, data: bytes) -> "BandRows":
+        """The rows that `encoded` gave `data` for."""
+        count, body = _unframed(data)
+        digests = np.frombuffer(body, dtype=np.uint8, offset=8 * count)
+        return cls(np.frombuffer(body, dtype="<u8", count=count),
+                   digests.reshape(count, DIGEST_BYTES))
+
+
+def _framed(count: int, body: bytes) -> bytes:
+    """Rows on their way through the shuffle: a varint of count * 2 + 1 and
+    the body as one zstd frame, or of count * 2 and the body as it is, when
+    zstd would not make it smaller (a partition's one or two documents).
+    A bundle's rows of a partition travel as one such element, ~20-60 bytes
+    a document (bench/document_shuffle_bytes.py)."""
+    packed = compress(body)
+    if len(packed) < len(body):
+        return varint(count << 1 | 1) + packed
+    return varint(count << 1) + body
+
+
+def _unframed(data: bytes) -> tuple[int, bytes]:
+    """(count, body) of _framed's bytes."""
+    (header,), start = read_varints(data, 0, 1)
+    body = data[start:]
+    return header >> 1, decompress(body) if header & 1 else body
 
 
 def digest_array(digests: Sequence[bytes]) -> np.ndarray:

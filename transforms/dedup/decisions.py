@@ -93,22 +93,11 @@ def fingerprint_batch(documents: list[tuple[str, list[str]]], fingerprints: Fing
     return batch, exact, bands
 
 
-def _exact_rows(parts: Iterable[ExactRows]) -> ExactRows:
-    parts = list(parts)
-    return ExactRows(np.concatenate([p.digests for p in parts]),
-                     [key for p in parts for key in p.keys])
-
-
-def _band_rows(parts: Iterable[BandRows]) -> BandRows:
-    parts = list(parts)
-    return BandRows(np.concatenate([p.keys for p in parts]),
-                    np.concatenate([p.digests for p in parts]))
-
-
-def group_copies(element: tuple[int, Iterable[ExactRows]], by_source: bool = False
+def group_copies(element: tuple[int, Iterable[bytes]], by_source: bool = False
                  ) -> ExactGroups:
-    """One partition's exact groups."""
-    return exact_groups(_exact_rows(element[1]), by_source)
+    """One partition's exact groups, from its encoded ExactRows."""
+    return exact_groups(ExactRows.concatenate([ExactRows.decoded(data) for data in element[1]]),
+                        by_source)
 
 
 def merge_groups(parts: Iterable[ExactGroups]) -> ExactGroups:
@@ -124,9 +113,9 @@ def merge_groups(parts: Iterable[ExactGroups]) -> ExactGroups:
     return merged
 
 
-def find_candidates(element: tuple[int, Iterable[BandRows]]) -> set[Pair]:
-    """One partition's candidate pairs, as one element."""
-    return candidate_pairs(_band_rows(element[1]))
+def find_candidates(element: tuple[int, Iterable[bytes]]) -> set[Pair]:
+    """One partition's candidate pairs, as one element, from its encoded BandRows."""
+    return candidate_pairs(BandRows.concatenate([BandRows.decoded(data) for data in element[1]]))
 
 
 def index_candidates(parts: Iterable[set[Pair]], partitions: int) -> CandidateIndex:

@@ -35,6 +35,7 @@ from numba import njit
 
 from bert_pretraining_data.transforms.handoff.shuffle_entries import (ENTRY_HEADER,
                                                                       ENTRY_KEY_SIZE, EntryBatch)
+from bert_pretraining_data.transforms.handoff.varints import get_varint, put_varint
 
 HEADER_SIZE = 14
 SOURCE_SIZE = 2
@@ -55,14 +56,16 @@ def max_instance_size(tokens: int, predictions: int) -> int:
 
 
 @njit(cache=True, inline="always")
-def _put(out, pos, value, width):
+def put_le(out, pos, value, width):
+    """Writes `value` as `width` little-endian bytes at out[pos:]; returns the end."""
     for b in range(width):
         out[pos + b] = (value >> (8 * b)) & 0xFF
     return pos + width
 
 
 @njit(cache=True, inline="always")
-def _get(data, pos, width):
+def get_le(data, pos, width):
+    """The `width` little-endian bytes at data[pos:] as an int64."""
     value = 0
     for b in range(width):
         value |= np.int64(data[pos + b]) << (8 * b)
@@ -94,25 +97,19 @@ def put_instance(out, pos, tokens, b_start, label, positions, labels, boundary,
     width = 4 if wide else 2
     out[pos] = (_WIDE if wide else 0) | (_BOUNDARY if with_boundary else 0)
     out[pos + 1] = label
-    pos = _put(out, pos + 2, n, 4)
-    pos = _put(out, pos, b_start, 4)
-    pos = _put(out, pos, k, 4)
+    pos = put_le(out, pos + 2, n, 4)
+    pos = put_le(out, pos, b_start, 4)
+    pos = put_le(out, pos, k, 4)
     if k:
-        pos = _put(out, pos, mask_id, width)
+        pos = put_le(out, pos, mask_id, width)
     ids = pos
     for t in range(n):
-        pos = _put(out, pos, tokens[t], width)
+        pos = put_le(out, pos, tokens[t], width)
     previous = -1
     for c in range(k):  # the unmasked id in place, and the gap
-        _put(out, ids + width * positions[c], labels[c], width)
-        gap = positions[c] - previous - 1
+        put_le(out, ids + width * positions[c], labels[c], width)
+        pos = put_varint(out, pos, positions[c] - previous - 1)
         previous = positions[c]
-        while gap >= 0x80:
-            out[pos] = (gap & 0x7F) | 0x80
-            gap >>= 7
-            pos += 1
-        out[pos] = gap
-        pos += 1
     for c in range(k):
         made = tokens[positions[c]]
         out[pos + c] = MASKED if made == mask_id else KEPT if made == labels[c] else REPLACED
@@ -120,7 +117,7 @@ def put_instance(out, pos, tokens, b_start, label, positions, labels, boundary,
     pos += k
     for c in range(k):
         if out[actions + c] == REPLACED:
-            pos = _put(out, pos, tokens[positions[c]], width)
+            pos = put_le(out, pos, tokens[positions[c]], width)
     if with_boundary:
         out[pos:pos + n] = boundary[:n]
         pos += n
@@ -130,8 +127,18 @@ def put_instance(out, pos, tokens, b_start, label, positions, labels, boundary,
 @njit(cache=True)
 def instance_header(data, pos):
     """(n, b_start, k, label) of the instance at data[pos:], without reading it."""
-    return (_get(data, pos + 2, 4), _get(data, pos + 6, 4), _get(data, pos + 10, 4),
+    return (get_le(data, pos + 2, 4), get_le(data, pos + 6, 4), get_le(data, pos + 10, 4),
             np.int64(data[pos + 1]))
+
+
+@njit(cache=True)
+def ids_span(data, pos):
+    """(start, n, width) of the unmasked ids of the instance at data[pos:]:
+    ids[t] is the `width`-byte value at data[start + width * t]."""
+    n, _, k, _ = instance_header(data, pos)
+    width = 4 if data[pos] & _WIDE else 2
+    start = pos + HEADER_SIZE + (SOURCE_SIZE if data[pos] & _SOURCE else 0)
+    return start + (width if k else 0), n, width
 
 
 @njit(cache=True)
@@ -143,31 +150,19 @@ def read_instance(data, pos, offset, tokens, boundary, positions, ids, with_sour
     source), b_start relative to it, source -1 when it carries none: a
     ValueError `with_source` (for records that have the feature)."""
     n, b_start, k, label = instance_header(data, pos)
-    width = 4 if data[pos] & _WIDE else 2
-    at = pos + HEADER_SIZE
+    at, _, width = ids_span(data, pos)
     source = -1
     if data[pos] & _SOURCE:
-        source = _get(data, at, SOURCE_SIZE)
-        at += SOURCE_SIZE
+        source = get_le(data, pos + HEADER_SIZE, SOURCE_SIZE)
     elif with_source:
         raise ValueError("an instance without a source id (stamp_source) in records with one")
-    mask_id = 0
-    if k:
-        mask_id = _get(data, at, width)
-        at += width
+    mask_id = get_le(data, at - width, width) if k else 0
     for t in range(n):
-        tokens[offset + t] = _get(data, at, width)
+        tokens[offset + t] = get_le(data, at, width)
         at += width
     previous = -1
     for c in range(k):
-        gap = 0
-        shift = 0
-        while data[at] & 0x80:
-            gap |= np.int64(data[at] & 0x7F) << shift
-            shift += 7
-            at += 1
-        gap |= np.int64(data[at]) << shift
-        at += 1
+        gap, at = get_varint(data, at)
         previous += gap + 1
         positions[c] = offset + previous
         ids[c] = tokens[offset + previous]
@@ -177,7 +172,7 @@ def read_instance(data, pos, offset, tokens, boundary, positions, ids, with_sour
         if action == MASKED:
             tokens[positions[c]] = mask_id
         elif action == REPLACED:
-            tokens[positions[c]] = _get(data, replaced, width)
+            tokens[positions[c]] = get_le(data, replaced, width)
             replaced += width
     at = replaced
     if data[pos] & _BOUNDARY:

@@ -22,6 +22,8 @@ import enum
 import numpy as np
 from numba import njit
 
+from bert_pretraining_data.transforms.handoff.varints import put_varint, varint_size
+
 _TAG_1 = 0x0A  # Example.features, Features.feature, map key, *List.value
 _TAG_MAP_VALUE = 0x12  # map entry value (field 2)
 _TAG_FLOAT_LIST = 0x12  # Feature.float_list (field 2)
@@ -112,31 +114,12 @@ def scratch_size(max_seq_length: int, max_predictions: int, max_sequences: int =
 
 
 @njit(cache=True)
-def _varint_size(value: int) -> int:
-    size = 1
-    while value > 0x7F:
-        value >>= 7
-        size += 1
-    return size
-
-
-@njit(cache=True)
-def _put_varint(out, pos: int, value: int) -> int:
-    while value > 0x7F:
-        out[pos] = (value & 0x7F) | 0x80
-        value >>= 7
-        pos += 1
-    out[pos] = value
-    return pos + 1
-
-
-@njit(cache=True)
 def _entry_sizes(name_length: int, size: int):
     """(values field size, feature size, entry body size) of one map entry;
     an empty packed field is omitted, as protobuf does."""
-    values = 1 + _varint_size(size) + size if size else 0
-    feature = 1 + _varint_size(values) + values
-    entry = 1 + _varint_size(name_length) + name_length + 1 + _varint_size(feature) + feature
+    values = 1 + varint_size(size) + size if size else 0
+    feature = 1 + varint_size(values) + values
+    entry = 1 + varint_size(name_length) + name_length + 1 + varint_size(feature) + feature
     return values, feature, entry
 
 
@@ -145,18 +128,18 @@ def _put_entry(out, pos, name, list_tag, packed):
     size = len(packed)
     values, feature, entry = _entry_sizes(len(name), size)
     out[pos] = _TAG_1
-    pos = _put_varint(out, pos + 1, entry)
+    pos = put_varint(out, pos + 1, entry)
     out[pos] = _TAG_1
-    pos = _put_varint(out, pos + 1, len(name))
+    pos = put_varint(out, pos + 1, len(name))
     out[pos:pos + len(name)] = name
     pos += len(name)
     out[pos] = _TAG_MAP_VALUE
-    pos = _put_varint(out, pos + 1, feature)
+    pos = put_varint(out, pos + 1, feature)
     out[pos] = list_tag
-    pos = _put_varint(out, pos + 1, values)
+    pos = put_varint(out, pos + 1, values)
     if size:
         out[pos] = _TAG_1
-        pos = _put_varint(out, pos + 1, size)
+        pos = put_varint(out, pos + 1, size)
         out[pos:pos + size] = packed
         pos += size
     return pos
@@ -166,7 +149,7 @@ def _put_entry(out, pos, name, list_tag, packed):
 def _pack_varints(scratch, values, pad) -> int:
     pos = 0
     for k in range(len(values)):
-        pos = _put_varint(scratch, pos, values[k])
+        pos = put_varint(scratch, pos, values[k])
     scratch[pos:pos + pad] = 0
     return pos + pad
 
@@ -179,7 +162,7 @@ def _pack_ids(scratch, tokens, pad, pad_id) -> int:
         scratch[pos:pos + pad] = 0
         return pos + pad
     for _ in range(pad):
-        pos = _put_varint(scratch, pos, pad_id)
+        pos = put_varint(scratch, pos, pad_id)
     return pos
 
 
@@ -232,14 +215,14 @@ def _pack_field(scratch, field, tokens, boundary, starts, b_starts, labels, sour
                 pos += end - starts[s]
             else:
                 for _ in range(end - starts[s]):
-                    pos = _put_varint(scratch, pos, s + 1)
+                    pos = put_varint(scratch, pos, s + 1)
         elif field == 2:  # SEGMENT_IDS
             scratch[pos:pos + b_starts[s] - starts[s]] = 0
             scratch[pos + b_starts[s] - starts[s]:pos + end - starts[s]] = 1
             pos += end - starts[s]
         else:  # POSITIONS
             for t in range(end - starts[s]):
-                pos = _put_varint(scratch, pos, t)
+                pos = put_varint(scratch, pos, t)
     scratch[pos:pos + token_pad] = 0
     return pos + token_pad
 
@@ -273,9 +256,9 @@ def encode(out, pos, names, name_bounds, fields, padded, tokens, boundary, start
             positions, ids, token_pad, prediction_pad, sequence_pad, pad_id)
         _, _, entry = _entry_sizes(name_bounds[f + 1] - name_bounds[f],
                                    field_starts[f + 1] - start)
-        body += 1 + _varint_size(entry) + entry
+        body += 1 + varint_size(entry) + entry
     out[pos] = _TAG_1
-    pos = _put_varint(out, pos + 1, body)
+    pos = put_varint(out, pos + 1, body)
     for f in range(len(fields)):
         tag = _TAG_FLOAT_LIST if fields[f] == 5 or fields[f] == 10 else _TAG_INT64_LIST
         pos = _put_entry(out, pos, names[name_bounds[f]:name_bounds[f + 1]], tag,
