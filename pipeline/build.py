@@ -62,7 +62,8 @@ def write_shards(entries: beam.PCollection, *, config: Config, stages: Stages,
     their staged list)."""
     shards = entries | f"{prefix}WriteShards" >> WriteShards(
         staging_dir=output.staging_dir, shard_names=output.shard_names,
-        compression=config.compression, shuffle=config.shuffle, rows=stages.rows)
+        compression=config.compression, shuffle=config.shuffle, rows=stages.rows,
+        codebook=stages.entry_codebook)
     return shards, list_shards(shards, output, prefix)
 
 

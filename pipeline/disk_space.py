@@ -20,18 +20,12 @@ import zlib
 from typing import Callable, Iterator
 
 import numpy as np
-from apache_beam.io.filesystem import CompressionTypes
 
 from bert_pretraining_data.pipeline.command_line import quiet_beam_logs
+from bert_pretraining_data.pipeline.input_sample import sample_documents, sample_entries
 from bert_pretraining_data.pipeline.prepare import Prepared
 from bert_pretraining_data.pipeline.publish import PublishError, remove_tree
 from bert_pretraining_data.transforms.handoff.shuffle_entries import EntryBatch
-from bert_pretraining_data.transforms.handoff.tokenized_documents import CompactDocument
-from bert_pretraining_data.transforms.instances.units import (FlatSample, fan_out_batch,
-                                                              unit_instances)
-from bert_pretraining_data.transforms.read.beam import sample_lines
-from bert_pretraining_data.transforms.read.documents import split_documents
-from bert_pretraining_data.transforms.tokenize.document import DocumentTokenizer
 from bert_pretraining_data.transforms.write.parquet_rows import ROW_GROUP_ROWS
 
 # Input bytes the estimate reads: dozens of long articles, and a fraction
@@ -76,18 +70,16 @@ def estimate_space(prepared: Prepared) -> SpaceEstimate | None:
     """The run's output and temporary bytes, or None where the input's text
     size is unknown before it is read (compressed files, tables, dumps), the
     recipe is d2l (its vocabulary is learned by the run) or the run is a
-    mixture (each source's copies are its own, alpha's decided by the run)."""
+    mixture (each source's copies are its own, alpha's decided by the run):
+    pipeline.input_sample."""
     config = prepared.config
-    if (prepared.stages is None or config.input_format != "text" or config.mixture
-            or any(CompressionTypes.detect_compression_type(path)
-                   != CompressionTypes.UNCOMPRESSED for path, _ in prepared.inputs)):
+    sampled = sample_documents(config, prepared.stages, prepared.vocab, prepared.inputs,
+                               SAMPLE_BYTES)
+    if sampled is None:
         return None
+    documents, sample_bytes = sampled
     total = sum(size for _, size in prepared.inputs)
-    lines, sampled = sample_lines(prepared.inputs, SAMPLE_BYTES)
-    if not sampled:
-        return None
-    documents = _tokenized(prepared, lines)
-    batches = _batches(prepared, documents, 0, 1)
+    batches = sample_entries(config, prepared.stages, documents, 0, 1)
     # A compressed format's copies of the sample, up to a row group's rows:
     # it compresses a few hundred rows worse than a shard's (a small input
     # has no more). A TFRecord's bytes a record do not depend on the count.
@@ -96,16 +88,16 @@ def estimate_space(prepared: Prepared) -> SpaceEstimate | None:
     per_copy = sum(len(batch.keys) for batch in batches)
     copies = min(config.dupe_factor, -(-ROW_GROUP_ROWS // max(1, per_copy))) if compressed else 1
     if copies > 1:
-        batches += _batches(prepared, documents, 1, copies)
+        batches += sample_entries(config, prepared.stages, documents, 1, copies)
     entries, keys, bounds = _joined(batches)
     written = _shard_bytes(prepared, entries, keys, bounds)
     # A file's own bytes (Parquet's footer and schema) are paid once a shard.
     fixed = _shard_bytes(prepared, entries[:0], keys[:0], bounds[:1])
-    scale = total / sampled * config.dupe_factor / copies
+    scale = total / sample_bytes * config.dupe_factor / copies
     return SpaceEstimate(output_bytes=int((written - fixed) * scale
                                           + fixed * len(prepared.output.shard_names)),
                          bucket_bytes=int(entries.nbytes * scale) if config.shuffle == "files"
-                         else 0, sample_bytes=sampled)
+                         else 0, sample_bytes=sample_bytes)
 
 
 def _shard_bytes(prepared: Prepared, entries: np.ndarray, keys: np.ndarray,
@@ -115,32 +107,6 @@ def _shard_bytes(prepared: Prepared, entries: np.ndarray, keys: np.ndarray,
     if prepared.config.compression == "gzip":
         return sum(len(zlib.compress(chunk, 6)) for chunk in chunks)
     return sum(map(len, chunks))
-
-
-def _tokenized(prepared: Prepared, lines: list[tuple[int, bytes]]
-               ) -> list[tuple[str, CompactDocument]]:
-    """The sample's documents as the Tokenize stage makes them."""
-    config = prepared.config
-    tokenize = DocumentTokenizer.of(config.tokenizer.tokenizer(prepared.vocab),
-                                    segmenter=config.whole_word_segmenter,
-                                    splitter=config.sentence_splitter)
-    documents = []
-    for number, (_, text) in enumerate(split_documents(lines)):
-        document = tokenize(text).compact()
-        if document is not None:
-            documents.append((f"sample:{number}", document))
-    return documents
-
-
-def _batches(prepared: Prepared, documents: list[tuple[str, CompactDocument]], first: int,
-             stop: int) -> list[EntryBatch]:
-    """The shuffle entries of copies first..stop-1 of every document, as
-    CreateInstances makes them (the sample's documents its own random-next
-    sample)."""
-    config, engine = prepared.config, prepared.stages.engine()
-    sample = FlatSample.of(documents[:config.nsp_sample_size])
-    return [unit_instances(unit, sample=sample, engine=engine, seed=config.random_seed)[0]
-            for unit in fan_out_batch(documents, stop, first)]
 
 
 def _joined(batches: list[EntryBatch]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

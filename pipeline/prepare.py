@@ -19,6 +19,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from bert_pretraining_data.pipeline.beam_options import ConfigError, is_dataflow
 from bert_pretraining_data.pipeline.changes import DocumentHistory, DocumentPlan
+from bert_pretraining_data.pipeline.input_sample import sample_documents, sample_entries
 from bert_pretraining_data.pipeline.local_runner import new_pipeline
 from bert_pretraining_data.pipeline.options import Config
 from bert_pretraining_data.pipeline.publish import OutputPaths, prepare_output
@@ -36,10 +37,14 @@ from bert_pretraining_data.transforms.tokenize.engines import (CHECK_LINES, REFE
                                                                choose_engine)
 from bert_pretraining_data.transforms.tokenize.tokenizer_json import JsonTokenizer, JsonVocabulary
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
+from bert_pretraining_data.transforms.write.entry_frames import EntryCodebook, entry_codebook
 
 
 # Bytes of the input read for the engine's check: its lines, spread over the input.
 ENGINE_SAMPLE_BYTES = 4 << 20
+# Input bytes whose instances the shuffle frames' codebook is learned from
+# (bench/README.md, shuffle_bytes.py).
+CODEBOOK_SAMPLE_BYTES = 1 << 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,12 +111,26 @@ def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:
     engine, engine_warning = tokenizer_engine(
         config, list(zip(mixture.sources if mixture else (config,), by_source)), vocab)
     stages = Stages.of(config, vocab, engine) if vocab else None
+    if stages is not None and config.shuffle == "runner":
+        stages = stages.with_entry_codebook(entry_codebook_of(config, stages, vocab, inputs))
     output, replaces = prepare_output(config, inputs, [
         (source.name, sum(size for _, size in files))
         for source, files in zip(mixture.sources, by_source)] if mixture else ())
     return Prepared(config=config, beam_args=beam_args, inputs=inputs, output=output,
                     replaces=replaces, vocab=vocab, stages=stages, benchmarks=benchmarks,
                     mixture=mixture, engine_warning=engine_warning)
+
+
+def entry_codebook_of(config: Config, stages: Stages, vocab: Vocabulary,
+                      inputs: Sequence[tuple[str, int]]) -> EntryCodebook | None:
+    """The codebook of the runner's shuffle frames (transforms.write.entry_frames),
+    learned from the instances of CODEBOOK_SAMPLE_BYTES of the input, each
+    document once; None where the input cannot be sampled
+    (pipeline.input_sample) or gives too few instances."""
+    sampled = sample_documents(config, stages, vocab, inputs, CODEBOOK_SAMPLE_BYTES)
+    if sampled is None:
+        return None
+    return entry_codebook(sample_entries(config, stages, sampled[0], 0, 1))
 
 
 def tokenizer_engine(config: Config,

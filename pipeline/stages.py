@@ -19,6 +19,7 @@ from bert_pretraining_data.transforms.pack.plan import prediction_budget
 from bert_pretraining_data.transforms.tokenize.engines import REFERENCE
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
+from bert_pretraining_data.transforms.write.entry_frames import EntryCodebook
 from bert_pretraining_data.transforms.write.megatron import megatron_dtype
 from bert_pretraining_data.transforms.write.mds_rows import MDSRows
 from bert_pretraining_data.transforms.write.parquet_rows import ParquetRows, polars_installed
@@ -48,6 +49,7 @@ class Stages:
     tokenizer: TokenizerSpec  # the workers' tokenizer, with the engine the run chose
     held_out: "Stages | None" = None  # a held-out split's (--validation_fraction, --test_fraction)
     indexed_dtype: str | None = None  # --output_format=megatron: the token ids' numpy dtype
+    entry_codebook: EntryCodebook | None = None  # the runner's shuffle frames' (prepare)
 
     @property
     def instance_masking(self) -> MaskingConfig | None:
@@ -60,6 +62,12 @@ class Stages:
         stages that make instances outside Beam (the disk estimate; with
         `reference`, --reference_compatible's run)."""
         return Engine.of(self.instances, self.instance_masking, reference=reference)
+
+    def with_entry_codebook(self, codebook: EntryCodebook | None) -> "Stages":
+        """These stages, and a held-out split's, with the shuffle frames'
+        codebook (transforms.write.entry_frames)."""
+        held_out = self.held_out.with_entry_codebook(codebook) if self.held_out else None
+        return dataclasses.replace(self, entry_codebook=codebook, held_out=held_out)
 
     @classmethod
     def of(cls, config: Config, vocab: Vocabulary, tokenizer_engine: str = REFERENCE

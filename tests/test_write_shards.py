@@ -411,7 +411,8 @@ def test_a_retried_shard_write_and_cleanup_give_the_same_result(tmp_path):
         with FileSystems.create(paths[-1]) as handle:
             handle.write(entries(pairs))
     write = _WriteShardFn(staging_dir=staging_dir, shard_names=["s0", "s1"], compression=None,
-                          rows=RawRecords())
+                          rows=RawRecords(), codebook=None)
+    write.setup()
     first = list(write.process((0, [paths[0], None, paths[1]])))
     second = list(write.process((0, [None, paths[1], paths[0]])))
     assert first == second

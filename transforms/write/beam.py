@@ -3,9 +3,9 @@
 Entries go to shard `key % N`, and each bundle collects them per shard and
 flushes at a byte budget. The blobs reach their shard through the runner's
 GroupByKey (`--shuffle=runner`, the TFDS writer's pattern; Dataflow's Shuffle
-service, billed by the byte: each blob a zstd frame) or, on the DirectRunner, which holds a GroupByKey's input in memory,
-through temporary bucket files with only (shard, path) grouped
-(`--shuffle=files`). One worker writes each shard, holding its entries, so a
+service, billed by the byte: each blob a zstd frame, transforms.write.entry_frames)
+or, on the DirectRunner, which holds a GroupByKey's input in memory, through
+temporary bucket files with only (shard, path) grouped (`--shuffle=files`). One worker writes each shard, holding its entries, so a
 shard's entries should fit a worker twice. A failed bundle's bucket files are
 never emitted; each shard's are swept after a Reshuffle (a checkpoint), so a
 retried shard write still finds them. Under `staging_dir`:
@@ -21,7 +21,6 @@ from typing import Any
 
 import apache_beam as beam
 import numpy as np
-import zstandard
 from apache_beam.io.filesystem import BeamIOError, CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindows
@@ -31,6 +30,7 @@ from bert_pretraining_data.transforms.handoff.shuffle_entries import (SHUFFLES, 
                                                                       scan_entries, split_by_shard)
 from bert_pretraining_data.transforms.handoff.tokenized_documents import compact_arrays
 from bert_pretraining_data.transforms.tokenize.chinese_words import MARK
+from bert_pretraining_data.transforms.write.entry_frames import EntryCodebook, EntryFrames
 from bert_pretraining_data.transforms.write.megatron import IndexedDatasetWriter
 from bert_pretraining_data.transforms.write.rows import RawRecords, RowWriter
 from bert_pretraining_data.transforms.write.tfrecord import read_records
@@ -43,19 +43,11 @@ _BUCKETS = "buckets"
 _BUCKET_SUFFIX = ".bucket"
 
 
-# The zstd level of the entries on their way through the runner's shuffle
-# (Dataflow's Shuffle service, billed by the byte): 0.53-0.57x the bytes for
-# ~240 MB/s of a core (bench/shuffle_bytes.py). Bucket files stay raw.
-ENTRY_ZSTD_LEVEL = 3
-
-
 # Bytes a bundle collects before it flushes: each flush is one bucket file per
-# shard (`files`), or one GroupByKey value per shard (`runner`, where only
-# memory and the number of values count).
-FILES_BUFFER_BYTES = 64 << 20
-
-
-RUNNER_BUFFER_BYTES = 16 << 20
+# shard (`files`), or one GroupByKey value, a zstd frame, per shard (`runner`,
+# where memory and the frames' sizes count: at 64 MiB a 750 GB job's 55,880
+# shards get frames of ~1.2 KB, two to twelve instances; transforms.write.entry_frames).
+BUFFER_BYTES = 64 << 20
 
 
 _COMPRESSION = {None: CompressionTypes.UNCOMPRESSED, "gzip": CompressionTypes.GZIP}
@@ -158,10 +150,12 @@ class _ShardBuffersFn(beam.DoFn):
     """Collects a bundle's entries per shard; emits (shard, entries) at the
     bundle's end, and early when the buffer passes the byte budget."""
 
-    def __init__(self, *, num_shards: int, max_buffer_bytes: int, compress: bool):
+    def __init__(self, *, num_shards: int, max_buffer_bytes: int, compress: bool,
+                 codebook: EntryCodebook | None):
         self._num_shards = num_shards
         self._max_buffer_bytes = max_buffer_bytes
         self._compress = compress
+        self._codebook = codebook
         # what the entries put through the shuffle (or the bucket files)
         self._entry_bytes = counter("shuffle_entry_bytes")
 
@@ -170,8 +164,7 @@ class _ShardBuffersFn(beam.DoFn):
         self._buffered_bytes = 0
 
     def setup(self) -> None:
-        self._compressor = (zstandard.ZstdCompressor(level=ENTRY_ZSTD_LEVEL) if self._compress
-                            else None)
+        self._frames = EntryFrames(self._codebook) if self._compress else None
 
     def process(self, batch: EntryBatch) -> Iterator[tuple[int, bytes]]:
         for shard_index, entries in split_by_shard(batch, self._num_shards):
@@ -188,8 +181,8 @@ class _ShardBuffersFn(beam.DoFn):
         buffers, self._buffers, self._buffered_bytes = self._buffers, {}, 0
         for shard_index in sorted(buffers):  # one copy (a zstd frame), into what moves on
             entries = b"".join(buffers[shard_index])
-            if self._compressor is not None:
-                entries = self._compressor.compress(entries)
+            if self._frames is not None:
+                entries = self._frames.compress(entries)
             self._entry_bytes.inc(len(entries))
             yield shard_index, entries
 
@@ -224,25 +217,28 @@ class _WriteShardFn(beam.DoFn):
     file paths (`files`), and the None marker every shard gets."""
 
     def __init__(self, *, staging_dir: str, shard_names: Sequence[str],
-                 compression: str | None, rows: RowWriter):
+                 compression: str | None, rows: RowWriter, codebook: EntryCodebook | None):
         self._staging_dir = staging_dir
         self._shard_names = tuple(shard_names)
         self._compression = compression
         self._rows = rows
+        self._codebook = codebook
         self._records_written = counter("records_written")
+
+    def setup(self) -> None:
+        self._frames = EntryFrames(self._codebook)
 
     def process(self, element: tuple[int, Iterable[bytes | str | None]]
                 ) -> Iterator[tuple[dict[str, Any], list[str]]]:
         shard_index, values = element
         bucket_paths = []
         data = bytearray()  # the shard's entries, one copy: a blob is dropped once appended
-        unpack = zstandard.ZstdDecompressor()
         for value in values:
             if isinstance(value, str):
                 bucket_paths.append(value)
                 data += read_file(value)
             elif value is not None:  # through the runner's shuffle: a zstd frame
-                data += unpack.decompress(value)
+                data += self._frames.decompress(value)
         name = self._shard_names[shard_index]
         rows = self._rows.rows(*scan_entries(data, source=f"shard {name}"))
         del data
@@ -288,7 +284,8 @@ class WriteShards(beam.PTransform):
 
     def __init__(self, *, staging_dir: str, shard_names: Sequence[str],
                  compression: str | None = None, shuffle: str = "files",
-                 max_buffer_bytes: int | None = None, rows: RowWriter | None = None):
+                 max_buffer_bytes: int | None = None, rows: RowWriter | None = None,
+                 codebook: EntryCodebook | None = None):
         super().__init__()
         shard_names = tuple(shard_names)
         if not shard_names:
@@ -303,8 +300,8 @@ class WriteShards(beam.PTransform):
         self._compression = compression
         self._shuffle = shuffle
         self._rows = rows or RawRecords()
-        self._max_buffer_bytes = max_buffer_bytes or (
-            FILES_BUFFER_BYTES if shuffle == "files" else RUNNER_BUFFER_BYTES)
+        self._codebook = codebook  # the runner's frames' (transforms.write.entry_frames)
+        self._max_buffer_bytes = max_buffer_bytes or BUFFER_BYTES
 
     def expand(self, entries: beam.PCollection) -> beam.PCollection:
         num_shards = len(self._shard_names)
@@ -313,7 +310,7 @@ class WriteShards(beam.PTransform):
             | "GlobalWindow" >> beam.WindowInto(GlobalWindows())
             | "BufferByShard" >> beam.ParDo(_ShardBuffersFn(
                 num_shards=num_shards, max_buffer_bytes=self._max_buffer_bytes,
-                compress=self._shuffle == "runner")))
+                compress=self._shuffle == "runner", codebook=self._codebook)))
         if self._shuffle == "files":  # only paths go through the runner's shuffle
             by_shard = by_shard | "WriteBuckets" >> beam.ParDo(
                 _WriteBucketFn(staging_dir=self._staging_dir))
@@ -328,7 +325,8 @@ class WriteShards(beam.PTransform):
             | "GroupByShard" >> beam.GroupByKey()
             | "WriteShard" >> beam.ParDo(_WriteShardFn(
                 staging_dir=self._staging_dir, shard_names=self._shard_names,
-                compression=self._compression, rows=self._rows)))
+                compression=self._compression, rows=self._rows,
+                codebook=self._codebook)))
         if self._shuffle == "runner":
             return written | "Results" >> beam.Map(lambda written_shard: written_shard[0])
         return (written

@@ -1,0 +1,63 @@
+"""What the run's own stages make of a sample of its input, on the driver
+before any work: the disk estimate's shards (pipeline.disk_space) and the
+shuffle frames' codebook (transforms.write.entry_frames) come from it.
+
+The sample is windows spread over the input (transforms.read.beam.sample_lines),
+read only from uncompressed text files outside a mixture: elsewhere the
+input's text is not at hand before it is read (compressed files, tables,
+dumps), or each source's copies are decided by the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from apache_beam.io.filesystem import CompressionTypes
+
+from bert_pretraining_data.pipeline.options import Config
+from bert_pretraining_data.pipeline.stages import Stages
+from bert_pretraining_data.transforms.handoff.shuffle_entries import EntryBatch
+from bert_pretraining_data.transforms.handoff.tokenized_documents import CompactDocument
+from bert_pretraining_data.transforms.instances.units import (FlatSample, fan_out_batch,
+                                                              unit_instances)
+from bert_pretraining_data.transforms.read.beam import sample_lines
+from bert_pretraining_data.transforms.read.documents import split_documents
+from bert_pretraining_data.transforms.tokenize.document import DocumentTokenizer
+from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
+
+SampledDocuments = list[tuple[str, CompactDocument]]
+
+
+def sample_documents(config: Config, stages: Stages | None, vocab: Vocabulary | None,
+                     inputs: Sequence[tuple[str, int]], budget: int
+                     ) -> tuple[SampledDocuments, int] | None:
+    """About `budget` bytes of the input as the Tokenize stage makes its
+    documents, and the input bytes read; None where the input cannot be
+    sampled (see the module's docstring) or the recipe has no stages (d2l)."""
+    if (stages is None or vocab is None or config.input_format != "text" or config.mixture
+            or any(CompressionTypes.detect_compression_type(path)
+                   != CompressionTypes.UNCOMPRESSED for path, _ in inputs)):
+        return None
+    lines, sampled = sample_lines(inputs, budget)
+    if not sampled:
+        return None
+    tokenize = DocumentTokenizer.of(config.tokenizer.tokenizer(vocab),
+                                    segmenter=config.whole_word_segmenter,
+                                    splitter=config.sentence_splitter)
+    documents = []
+    for number, (_, text) in enumerate(split_documents(lines)):
+        document = tokenize(text).compact()
+        if document is not None:
+            documents.append((f"sample:{number}", document))
+    return documents, sampled
+
+
+def sample_entries(config: Config, stages: Stages, documents: SampledDocuments, first: int,
+                   stop: int) -> list[EntryBatch]:
+    """The shuffle entries of copies first..stop-1 of every sampled document,
+    as CreateInstances makes them (the sample's documents its own
+    random-next sample)."""
+    engine = stages.engine()
+    sample = FlatSample.of(documents[:config.nsp_sample_size])
+    return [unit_instances(unit, sample=sample, engine=engine, seed=config.random_seed)[0]
+            for unit in fan_out_batch(documents, stop, first)]

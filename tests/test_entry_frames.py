@@ -1,0 +1,114 @@
+"""The frames that carry shuffle entries through the runner's shuffle
+(transforms.write.entry_frames): a codebook learned on the driver from the
+run's own instances, frames that give back exactly what went in, and a lone
+instance's frame much smaller with the codebook than without, on documents
+the codebook never saw."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+
+import numpy as np
+import pytest
+
+from bert_pretraining_data.pipeline.input_sample import sample_documents, sample_entries
+from bert_pretraining_data.pipeline.options import parse_args
+from bert_pretraining_data.pipeline.prepare import prepare
+from bert_pretraining_data.transforms.handoff.shuffle_entries import EntryBatch, scan_entries
+from bert_pretraining_data.transforms.instances.instance_bytes import (max_instance_size,
+                                                                      put_instance, stamp_source)
+from bert_pretraining_data.transforms.write.entry_frames import (DICTIONARY_BYTES,
+                                                                 MIN_CODEBOOK_SAMPLES,
+                                                                 EntryFrames, entry_codebook)
+from conftest import DATA, UNCASED_VOCAB
+
+WIKITEXT = DATA / "wikitext2_valid.txt"
+
+
+def _prepared(tmp_path, corpus=WIKITEXT, *flags):
+    config, beam_args = parse_args([f"--input_file={corpus}", f"--vocab_file={UNCASED_VOCAB}",
+                                    f"--output_dir={tmp_path / 'out'}", *flags])
+    return prepare(config, beam_args)
+
+
+@pytest.fixture(scope="module")
+def sampled(tmp_path_factory):
+    """WikiText-2 valid's instances as the driver makes them for the dictionary."""
+    prepared = _prepared(tmp_path_factory.mktemp("sampled"), WIKITEXT, "--shuffle=runner")
+    config, stages = prepared.config, prepared.stages
+    documents, _ = sample_documents(config, stages, prepared.vocab, prepared.inputs, 1 << 20)
+    batches = sample_entries(config, stages, documents, 0, 1)
+    entries = [batch.entries[batch.bounds[i]:batch.bounds[i + 1]].tobytes()
+               for batch in batches for i in range(len(batch))]
+    return prepared, batches, entries
+
+
+def test_a_runner_run_learns_its_codebook_and_its_splits_share_it(tmp_path, sampled):
+    prepared = _prepared(tmp_path, WIKITEXT, "--shuffle=runner", "--validation_fraction=0.01")
+    codebook = prepared.stages.entry_codebook
+    assert codebook is not None and 0 < len(codebook.dictionary) <= DICTIONARY_BYTES
+    ranks = codebook.frequent_ids
+    assert len(set(ranks.tolist())) == len(ranks) and ranks.max() < len(prepared.vocab)
+    assert prepared.stages.held_out.entry_codebook is codebook
+    assert sampled[0].stages.entry_codebook is not None
+
+
+def test_bucket_files_and_inputs_it_cannot_sample_go_without(tmp_path):
+    assert _prepared(tmp_path, WIKITEXT, "--shuffle=files").stages.entry_codebook is None
+    packed = tmp_path / "wikitext.txt.gz"
+    with open(WIKITEXT, "rb") as plain, gzip.open(packed, "wb") as out:
+        shutil.copyfileobj(plain, out)
+    assert _prepared(tmp_path, packed, "--shuffle=runner").stages.entry_codebook is None
+
+
+def _batch(entries: list[bytes]) -> EntryBatch:
+    """Whole shuffle entries (key, length, instance) as a batch."""
+    data, keys, bounds = scan_entries(b"".join(entries))
+    return EntryBatch(keys=keys, entries=data, bounds=bounds)
+
+
+def _wide_and_stamped(entries: list[bytes]) -> list[bytes]:
+    """Instances with 4-byte ids (one id over 65,535) and source ids: every
+    layout the frames' rank coding must walk."""
+    rng = np.random.default_rng(0)
+    made = []
+    for i in range(40):
+        n, k = int(rng.integers(6, 60)), int(rng.integers(0, 6))
+        tokens = rng.integers(0, 70_000 if i % 2 else 30_000, n)
+        positions = np.sort(rng.choice(n, size=k, replace=False))
+        out = np.zeros(max_instance_size(n, k), dtype=np.uint8)
+        end = put_instance(out, 0, tokens, n // 2, i % 2, positions, tokens[positions] + 1,
+                           np.ones(n, np.uint8), i % 3 == 0, 103)
+        made.append((i, out[:end].tobytes()))
+    stamped = stamp_source(EntryBatch.of(made), 5)
+    return entries[:50] + [stamped.entries[stamped.bounds[i]:stamped.bounds[i + 1]].tobytes()
+                           for i in range(len(stamped))]
+
+
+def test_frames_give_back_what_went_in(sampled):
+    _, batches, entries = sampled
+    codebook = entry_codebook(batches)
+    entries = _wide_and_stamped(entries)
+    for frames in (EntryFrames(None), EntryFrames(codebook)):
+        for size in (1, 7, 300):
+            for at in range(0, 2 * size, size):
+                data = b"".join(entries[at:at + size])
+                assert frames.decompress(frames.compress(data)) == data
+        assert frames.decompress(frames.compress(b"")) == b""
+
+
+def test_a_lone_instance_frame_is_much_smaller_with_the_codebook(sampled):
+    _, _, entries = sampled
+    half = len(entries) // 2  # learned from one half's documents, measured on the other's
+    codebook = entry_codebook([_batch(entries[:half])])
+    measured = entries[half:]
+    with_codebook = sum(len(EntryFrames(codebook).compress(e)) for e in measured)
+    without = sum(len(EntryFrames(None).compress(e)) for e in measured)
+    assert with_codebook < 0.8 * without < 0.8 * sum(map(len, measured))
+
+
+def test_too_few_instances_make_no_codebook(sampled):
+    _, _, entries = sampled
+    assert entry_codebook([_batch(entries[:MIN_CODEBOOK_SAMPLES - 1])]) is None
+    assert entry_codebook([_batch(entries[:MIN_CODEBOOK_SAMPLES])]) is not None

@@ -1,0 +1,214 @@
+"""The zstd frames that carry shuffle entries through the runner's shuffle
+(Dataflow Shuffle, billed by the byte).
+
+A bundle's entries for one shard travel as one frame. On a large job a frame
+holds few instances: a bundle's buffer is spread over tens of thousands of
+shards, so a 750 GB job's frames hold one to a few instances each, of
+unrelated documents, and zstd cannot learn token ids' statistics from so
+little. So the driver learns them from the run's own instances (a sample of
+its input through its tokenizer and kernels, pipeline/input_sample.py) into a
+codebook every worker holds: the ids by frequency, so that an instance's ids
+travel as their ranks (varints: one byte for the 128 most frequent), and a
+zstd dictionary of instances so written. On documents the codebook never saw,
+a 750 GB job's frames (two to twelve instances) take 0.53-0.58x of the bytes
+of the layout before issue 45 with it and 0.64-0.74x without
+(bench/shuffle_bytes.py). Frames are lean (no magic number, content size,
+checksum or dictionary id): at these sizes those are 3-5% of a frame, and a
+frame is read only by the run that wrote it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+import numpy as np
+import zstandard
+from numba import njit
+
+from bert_pretraining_data.transforms.handoff.shuffle_entries import (ENTRY_HEADER,
+                                                                      ENTRY_KEY_SIZE, EntryBatch)
+from bert_pretraining_data.transforms.handoff.varints import get_varint, put_varint
+from bert_pretraining_data.transforms.instances.instance_bytes import get_le, ids_span, put_le
+
+# Level 2: with the codebook it compresses ~1.7x as fast as level 3 for 1-2%
+# more bytes, about even at Dataflow's prices (bench/README.md, shuffle_bytes.py).
+ENTRY_ZSTD_LEVEL = 2
+
+# The dictionary's size: 64 KiB took 8-10% fewer bytes than 16 KiB in small
+# frames (bench/README.md, shuffle_bytes.py); the workers hold it once.
+DICTIONARY_BYTES = 64 << 10
+
+# Fewer sampled instances than this make no codebook (zstd needs some
+# hundreds to train on; a run this small has frames of many instances anyway).
+MIN_CODEBOOK_SAMPLES = 256
+
+
+@dataclasses.dataclass(frozen=True)
+class EntryCodebook:
+    """What every worker's frames are written with: the ids seen in the
+    sample, most frequent first (id frequent_ids[r] travels as rank r, an id
+    not among them as len(frequent_ids) + id), and a zstd dictionary of
+    instances written so."""
+
+    frequent_ids: np.ndarray  # int64
+    dictionary: bytes
+
+
+def entry_codebook(batches: Iterable[EntryBatch]) -> EntryCodebook | None:
+    """The codebook of these instances' entries, or None when they are too
+    few (or too alike) for zstd to train a dictionary on."""
+    batches = list(batches)
+    if sum(map(len, batches)) < MIN_CODEBOOK_SAMPLES:
+        return None
+    counts = np.bincount(np.concatenate([_instance_ids(b.entries, b.bounds) for b in batches]))
+    frequent = np.argsort(-counts, kind="stable")[:np.count_nonzero(counts)].astype(np.int64)
+    rank_of = _rank_of(frequent)
+    samples = []
+    for batch in batches:
+        ranked, starts = _ranked(batch.entries, batch.bounds, rank_of, len(frequent))
+        samples += [ranked[start:end].tobytes() for start, end in zip(starts, starts[1:])]
+    try:
+        dictionary = zstandard.train_dictionary(DICTIONARY_BYTES, samples,
+                                                level=ENTRY_ZSTD_LEVEL).as_bytes()
+    except zstandard.ZstdError:
+        return None
+    return EntryCodebook(frequent_ids=frequent, dictionary=dictionary)
+
+
+class EntryFrames:
+    """Compresses a shard's entries into a frame and back, with the run's
+    codebook (or none: plain zstd). Its zstd contexts are made on first use,
+    so it is built in a DoFn's setup, once per worker thread."""
+
+    def __init__(self, codebook: EntryCodebook | None) -> None:
+        self._codebook = codebook
+        self._dictionary = (zstandard.ZstdCompressionDict(codebook.dictionary)
+                            if codebook is not None else None)
+        self._rank_of = _rank_of(codebook.frequent_ids) if codebook is not None else None
+        self._compressor: zstandard.ZstdCompressor | None = None
+        self._decompressor: zstandard.ZstdDecompressor | None = None
+
+    def compress(self, entries: bytes) -> bytes:
+        """One lean frame of `entries` (whole shuffle entries of instances)."""
+        if self._compressor is None:
+            parameters = zstandard.ZstdCompressionParameters.from_level(
+                ENTRY_ZSTD_LEVEL, format=zstandard.FORMAT_ZSTD1_MAGICLESS,
+                write_content_size=False, write_checksum=False, write_dict_id=False)
+            self._compressor = zstandard.ZstdCompressor(dict_data=self._dictionary,
+                                                        compression_params=parameters)
+        if self._codebook is not None:
+            data = np.frombuffer(entries, dtype=np.uint8)
+            entries = _ranked_blob(data, self._rank_of, len(self._codebook.frequent_ids))
+        return self._compressor.compress(entries)
+
+    def decompress(self, frame: bytes) -> bytes:
+        """The entries `compress` made `frame` of."""
+        if self._decompressor is None:
+            self._decompressor = zstandard.ZstdDecompressor(
+                dict_data=self._dictionary, format=zstandard.FORMAT_ZSTD1_MAGICLESS)
+        entries = self._decompressor.decompressobj().decompress(frame)
+        if self._codebook is None:
+            return entries
+        return _unranked_blob(np.frombuffer(entries, dtype=np.uint8),
+                              self._codebook.frequent_ids).tobytes()
+
+
+def _rank_of(frequent: np.ndarray) -> np.ndarray:
+    """rank_of[id]: frequent ids their rank, the others len(frequent) + id."""
+    size = int(frequent.max()) + 1 if len(frequent) else 0
+    rank_of = np.arange(size, dtype=np.int64) + len(frequent)
+    rank_of[frequent] = np.arange(len(frequent), dtype=np.int64)
+    return rank_of
+
+
+@njit(cache=True)
+def _instance_ids(entries, bounds):
+    """Every unmasked id of the entries' instances, one after another."""
+    total = 0
+    for i in range(len(bounds) - 1):
+        total += ids_span(entries, bounds[i] + ENTRY_HEADER)[1]
+    ids = np.empty(total, dtype=np.int64)
+    at = 0
+    for i in range(len(bounds) - 1):
+        start, n, width = ids_span(entries, bounds[i] + ENTRY_HEADER)
+        for t in range(n):
+            ids[at] = get_le(entries, start + width * t, width)
+            at += 1
+    return ids
+
+
+@njit(cache=True)
+def _rank_entry(data, pos, out, o, rank_of, seen):
+    """Copies the entry at data[pos:] to out[o:] with its ids as rank
+    varints and its length field to match; returns (its end in data, in out)."""
+    payload = pos + ENTRY_HEADER
+    end = payload + get_le(data, pos + ENTRY_KEY_SIZE, 4)
+    start, n, width = ids_span(data, payload)
+    at = o + (start - pos)
+    out[o:at] = data[pos:start]
+    for t in range(n):
+        token = get_le(data, start + width * t, width)
+        at = put_varint(out, at, rank_of[token] if token < len(rank_of) else seen + token)
+    tail = end - (start + width * n)
+    out[at:at + tail] = data[end - tail:end]
+    at += tail
+    put_le(out, o + ENTRY_KEY_SIZE, at - (o + ENTRY_HEADER), 4)
+    return end, at
+
+
+@njit(cache=True)
+def _ranked_blob(data, rank_of, seen):
+    """Concatenated entries with their ids as ranks (a rank takes at most
+    1.5x its id's bytes: 3 bytes for a 2-byte id, 5 for a 4-byte one)."""
+    out = np.empty(len(data) + len(data) // 2 + 16, dtype=np.uint8)
+    pos = o = 0
+    while pos < len(data):
+        pos, o = _rank_entry(data, pos, out, o, rank_of, seen)
+    return out[:o]
+
+
+@njit(cache=True)
+def _ranked(entries, bounds, rank_of, seen):
+    """A batch's entries with their ids as ranks, and where each starts (the
+    dictionary's training samples)."""
+    out = np.empty(len(entries) + len(entries) // 2 + 16, dtype=np.uint8)
+    starts = np.zeros(len(bounds), dtype=np.int64)
+    o = 0
+    for i in range(len(bounds) - 1):
+        _, o = _rank_entry(entries, bounds[i], out, o, rank_of, seen)
+        starts[i + 1] = o
+    return out[:o], starts
+
+
+@njit(cache=True)
+def _unranked_blob(data, frequent):
+    """The entries `_ranked_blob` gave `data` for."""
+    seen = len(frequent)
+    size = 0
+    pos = 0
+    while pos < len(data):  # sizes first: a rank may take fewer bytes than its id
+        end = pos + ENTRY_HEADER + get_le(data, pos + ENTRY_KEY_SIZE, 4)
+        start, n, width = ids_span(data, pos + ENTRY_HEADER)
+        at = start
+        for _ in range(n):
+            _, at = get_varint(data, at)
+        size += (start - pos) + width * n + (end - at)
+        pos = end
+    out = np.empty(size, dtype=np.uint8)
+    pos = o = 0
+    while pos < len(data):
+        end = pos + ENTRY_HEADER + get_le(data, pos + ENTRY_KEY_SIZE, 4)
+        start, n, width = ids_span(data, pos + ENTRY_HEADER)
+        head = start - pos
+        out[o:o + head] = data[pos:start]
+        write = o + head
+        at = start
+        for _ in range(n):
+            rank, at = get_varint(data, at)
+            write = put_le(out, write, frequent[rank] if rank < seen else rank - seen, width)
+        out[write:write + end - at] = data[at:end]
+        write += end - at
+        put_le(out, o + ENTRY_KEY_SIZE, write - (o + ENTRY_HEADER), 4)
+        o, pos = write, end
+    return out
