@@ -71,12 +71,14 @@ from bench.dedup_eval import deduplicate  # noqa: E402
 from bench.dedup_rates import dump_documents  # noqa: E402
 from bert_pretraining_data.pipeline.build import SAMPLE_DOCUMENT_SEQUENCES  # noqa: E402
 from bert_pretraining_data.pipeline.options import parse_args  # noqa: E402
+from bert_pretraining_data.pipeline.prepare import tokenizer_engine  # noqa: E402
 from bert_pretraining_data.pipeline.stages import Stages  # noqa: E402
 from bert_pretraining_data.transforms.instances.sample import (  # noqa: E402
     bound_sample, cap_document, sample_rank)
 from bert_pretraining_data.transforms.handoff.shuffle_entries import (  # noqa: E402
     scan_entries, split_by_shard)
 from bert_pretraining_data.transforms.instances.beam import BatchDocuments, CreateInstances
+from bert_pretraining_data.transforms.read.beam import match_inputs  # noqa: E402
 from bert_pretraining_data.transforms.tokenize.beam import TokenizeDocument
 from bert_pretraining_data.transforms.instances.units import fan_out_batch
 
@@ -121,6 +123,7 @@ class Run:
     usage: Usage
     output_bytes: int = 0  # the shards' bytes, from the manifest
     tokens: int = 0  # the tokenized corpus's tokens (the manifest's counter)
+    counters: dict[str, int] = dataclasses.field(default_factory=dict)  # the manifest's
 
     @property
     def cpu(self) -> float:
@@ -234,7 +237,7 @@ def run_ours(corpus: pathlib.Path, workers: int, *, checkout: pathlib.Path = ROO
     return Run(f"{label}, {workers} worker{'s' * (workers > 1)}", _shape(corpus),
                corpus.stat().st_size / MB, manifest["total_instances"], usage,
                sum(shard["bytes"] for shard in manifest["shards"]),
-               manifest["counters"].get("tokens", 0))
+               manifest["counters"].get("tokens", 0), manifest["counters"])
 
 
 def kept_corpus(corpus: pathlib.Path, mode: str) -> tuple[pathlib.Path, int, int]:
@@ -384,8 +387,10 @@ def stage_breakdown(corpus: pathlib.Path, *, flags: tuple[str, ...] = ()) -> Bre
     start = clock()
     config, _ = parse_args([f"--input_file={corpus}", "--output_dir=unused",
                             *_tokenizer_flags(flags), *flags])
-    stages = Stages.of(config, config.tokenizer.load_vocabulary())
-    tokenize = TokenizeDocument(tokenizer=config.tokenizer)
+    vocab = config.tokenizer.load_vocabulary()
+    engine, _ = tokenizer_engine(config, [(config, match_inputs(config.input_file))], vocab)
+    stages = Stages.of(config, vocab, engine)  # the engine a run chooses (a tokenizer.json's)
+    tokenize = TokenizeDocument(tokenizer=stages.tokenizer)
     tokenize.setup()
     records_fn = CreateInstances(
         instances=stages.instances, masking=stages.instance_masking, seed=config.random_seed)

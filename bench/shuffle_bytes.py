@@ -24,7 +24,12 @@ documents, and its sentences each a document), the codebook learned from the
 first half of the documents, the frames made of the second half's instances
 (three copies each), as the jobs above frame them.
 
+With --baseline DIR (another checkout, e.g. `git worktree add /tmp/old <commit>`),
+table 3: the whole run's CPU on the runner's shuffle, with --dedup=exact (both
+shuffles of this issue), this checkout beside that one, in turns.
+
     python bench/shuffle_bytes.py [--size 5] [--shapes wikitext,web,short,tiny]
+    python bench/shuffle_bytes.py --baseline /tmp/old --repeat 3
 """
 
 from __future__ import annotations
@@ -32,12 +37,14 @@ from __future__ import annotations
 import argparse
 import pathlib
 import random
+import statistics
 import sys
 import tempfile
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from corpus import corpus_path  # noqa: E402
+sys.path[:0] = [str(pathlib.Path(__file__).resolve().parents[1])]  # for bench.*
+from bench.corpus import corpus_path  # noqa: E402
+from bench.pipeline import run_ours  # noqa: E402
 from bert_pretraining_data.pipeline import prepare as prepare_module  # noqa: E402
 from bert_pretraining_data.pipeline.input_sample import (sample_documents,  # noqa: E402
                                                          sample_entries)
@@ -149,17 +156,19 @@ def framed(entries: list[bytes], per_frame: int, codebook: EntryCodebook | None)
                for at in range(0, len(order), per_frame)) / len(entries)
 
 
-def unseen(files: tuple[pathlib.Path, ...], lines_are_documents: bool, length: int
+def unseen(files: tuple[pathlib.Path, ...], lines_are_documents: bool, length: int,
+           tokenizer: tuple[str, ...] = (f"--vocab_file={VOCAB}",)
            ) -> tuple[list[bytes], EntryCodebook | None]:
     """(the second half's instances, three copies of each document; the
-    codebook learned from the first half's) of real text read once."""
+    codebook learned from the first half's) of real text read once
+    (`tokenizer`: the run's flags for it)."""
     with tempfile.TemporaryDirectory() as folder:
         corpus = pathlib.Path(folder) / "corpus.txt"
         text = "\n".join(path.read_text(encoding="utf-8") for path in files)
         if lines_are_documents:
             text = "\n\n".join(line for line in text.splitlines() if line.strip())
         corpus.write_text(text, encoding="utf-8")
-        config, beam_args = parse_args([f"--input_file={corpus}", f"--vocab_file={VOCAB}",
+        config, beam_args = parse_args([f"--input_file={corpus}", *tokenizer,
                                         f"--output_dir={folder}/out",
                                         f"--max_seq_length={length}",
                                         f"--max_predictions_per_seq={round(length * 0.15)}"])
@@ -187,13 +196,35 @@ def _job_rows(name: str, length: int, entries: list[bytes], codebook: EntryCodeb
               f"{old:>12.0f}{today:>7.0f}{plain:>9.0f}{book:>6.0f}{book / old:>7.3f}", flush=True)
 
 
+def cpu_beside(baseline: pathlib.Path, shapes: list[str], size: float, repeat: int) -> None:
+    """Table 3: a whole run's CPU, this checkout and `baseline`, in turns."""
+    print(f"\n3. a run's CPU seconds on the runner's shuffle, --dedup=exact, dupe 10, 128, "
+          f"1 worker, median of {repeat}, this checkout beside {baseline}")
+    print(f"{'shape':<10}{'MB':>5}{'this':>8}{'baseline':>10}{'ratio':>8}")
+    flags = ("--shuffle=runner", "--dedup=exact")
+    for shape in shapes:
+        corpus = corpus_path(size, shape=shape, seed=0)
+        runs: dict[str, list[float]] = {"this": [], "baseline": []}
+        for _ in range(repeat):
+            runs["this"].append(run_ours(corpus, 1, flags=flags).cpu)
+            runs["baseline"].append(run_ours(corpus, 1, checkout=baseline, flags=flags).cpu)
+        this, base = (statistics.median(runs[name]) for name in ("this", "baseline"))
+        print(f"{shape:<10}{size:>5g}{this:>8.1f}{base:>10.1f}{this / base:>8.3f}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=float, default=5)
     parser.add_argument("--shapes", type=lambda text: text.split(","), default=list(SHAPES))
     parser.add_argument("--jobs-shards", type=lambda text: [int(n) for n in text.split(",")],
                         default=[1193, 55880])
+    parser.add_argument("--baseline", type=pathlib.Path,
+                        help="another checkout: table 3 only, its CPU beside this one's")
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    if args.baseline:
+        cpu_beside(args.baseline, args.shapes, args.size, args.repeat)
+        return
     header = (f"{'length':>7}{'frames of':>18}{'instances':>11}{'a frame':>9}{'old layout':>12}"
               f"{'today':>7}{'none':>9}{'book':>6}{'/ old':>7}")
     print("1. the bench shapes (each run's codebook learned from a sample of its own corpus)")

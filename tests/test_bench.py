@@ -140,6 +140,25 @@ def test_scale_model_splits_cpu_by_what_it_grows_with():
     assert parquet_split["instances"] == pytest.approx(split["instances"])
 
 
+def test_shuffle_is_billed_by_dataflows_tiers():
+    from bench.scale_model import PRICE_SHUFFLE_GB, shuffle_cost
+
+    # Google's Dataflow training demo: 3.91 GB processed, 1,001 MB billed.
+    assert shuffle_cost(3.91) / PRICE_SHUFFLE_GB == pytest.approx(0.9775)
+    assert shuffle_cost(1024) / PRICE_SHUFFLE_GB == pytest.approx(250 * 0.25 + 774 * 0.5)
+    assert shuffle_cost(6120) / PRICE_SHUFFLE_GB == pytest.approx(62.5 + 2435 + 1000)
+
+
+def test_scale_model_prices_each_tokenizer_from_its_own_rates():
+    from bench.scale_model import RATES_BY_TOKENIZER, Job, model
+
+    job = dict(gigabytes=100, mean_document_bytes=3000, dupe_factor=1, max_seq_length=512)
+    runs = {name: model(Job(**job, tokenizer=name))["runner"] for name in RATES_BY_TOKENIZER}
+    assert set(runs) == {"wordpiece", "byte-level-bpe"}
+    assert runs["wordpiece"]["work vCPU-hours"] != runs["byte-level-bpe"]["work vCPU-hours"]
+    assert all(run["Shuffle GB"] > 0 and run["cost $"] > 0 for run in runs.values())
+
+
 @pytest.mark.slow
 def test_worker_timeline_times_the_runners_stages_and_its_workers(tmp_path: pathlib.Path):
     corpus = corpus_path(0.05, seed=0, cache_dir=tmp_path / "cache")
