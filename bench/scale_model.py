@@ -61,7 +61,7 @@ class ShapeRates:
 # run's codebook, documents compressed through the shuffle, dedup's CPU): the check's output
 # is in bench/README.md.
 RATES = (
-ShapeRates(mean_document_bytes=18315, input_us_per_mb=52637, dedup_us_per_mb=45931,
+    ShapeRates(mean_document_bytes=18315, input_us_per_mb=52637, dedup_us_per_mb=45931,
                runner_us_per_mb=21428, instances_per_mb={128: 2389, 512: 756},
                instance_us={128: 3.05, 512: 7.96}, runner_ns_per_entry_byte=13.73,
                output_us_per_row={'tfrecord': 1.471, 'parquet': 1.152},
@@ -100,7 +100,7 @@ ShapeRates(mean_document_bytes=18315, input_us_per_mb=52637, dedup_us_per_mb=459
 )
 # ... and with `--tokenizer-json` a byte-level BPE tokenizer.json (fastokens), the same day.
 BPE_RATES = (
-ShapeRates(mean_document_bytes=18315, input_us_per_mb=40220, dedup_us_per_mb=56683,
+    ShapeRates(mean_document_bytes=18315, input_us_per_mb=40220, dedup_us_per_mb=56683,
                runner_us_per_mb=38910, instances_per_mb={128: 2247, 512: 708},
                instance_us={128: 2.97, 512: 7.69}, runner_ns_per_entry_byte=11.91,
                output_us_per_row={'tfrecord': 1.484, 'parquet': 0.986},

@@ -185,7 +185,7 @@ def test_a_shard_streams_out_as_it_is_written(uncased_vocab, monkeypatch):
 
     from bert_pretraining_data.pipeline.options import parse_args
     from bert_pretraining_data.pipeline.stages import Stages
-    from bert_pretraining_data.transforms.instances.units import Engine, FlatSample, unit_instances
+    from bert_pretraining_data.transforms.instances.units import FlatSample, unit_instances
     from bert_pretraining_data.transforms.handoff.tokenized_documents import compact_document
     from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
     from bert_pretraining_data.transforms.write import parquet_rows
