@@ -115,6 +115,13 @@ def close_entry(out, pos, key, length):
     returns the entry's end. Entries are written this way (commit_entry)."""
     for b in range(ENTRY_KEY_SIZE):
         out[pos + b] = (key >> (8 * b)) & 0xFF
+    return set_entry_length(out, pos, length)
+
+
+@njit(cache=True)
+def set_entry_length(out, pos, length):
+    """Sets the payload length of the entry at out[pos:] (its payload
+    re-encoded in place, transforms.write.entry_frames); returns its end."""
     for b in range(4):
         out[pos + ENTRY_KEY_SIZE + b] = (length >> (8 * b)) & 0xFF
     return pos + ENTRY_HEADER + length
@@ -160,18 +167,18 @@ def _scan_entries(data):
     count = 0
     pos = 0
     while pos < len(data):  # count them, then read them
-        pos = _next_entry(data, pos)
+        pos = entry_end(data, pos)
         count += 1
     keys = np.empty(count, dtype=np.int64)
     bounds = np.zeros(count + 1, dtype=np.int64)
     for i in range(count):
         keys[i] = _uint64_at(data, bounds[i]) if bounds[i] + ENTRY_KEY_SIZE <= len(data) else 0
-        bounds[i + 1] = _next_entry(data, bounds[i])
+        bounds[i + 1] = entry_end(data, bounds[i])
     return keys, bounds
 
 
 @njit(cache=True)
-def _next_entry(data, pos):
+def entry_end(data, pos):
     """Where the entry at `pos` ends, from its length field."""
     if pos + ENTRY_HEADER > len(data):
         return pos + ENTRY_HEADER  # a truncated header: past the end

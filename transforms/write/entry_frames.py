@@ -26,8 +26,8 @@ import numpy as np
 import zstandard
 from numba import njit
 
-from bert_pretraining_data.transforms.handoff.shuffle_entries import (ENTRY_HEADER,
-                                                                      ENTRY_KEY_SIZE, EntryBatch)
+from bert_pretraining_data.transforms.handoff.shuffle_entries import (ENTRY_HEADER, EntryBatch,
+                                                                      entry_end, set_entry_length)
 from bert_pretraining_data.transforms.handoff.varints import get_varint, put_varint
 from bert_pretraining_data.transforms.instances.instance_bytes import get_le, ids_span, put_le
 
@@ -66,8 +66,8 @@ def entry_codebook(batches: Iterable[EntryBatch]) -> EntryCodebook | None:
     rank_of = _rank_of(frequent)
     samples = []
     for batch in batches:
-        ranked, starts = _ranked(batch.entries, batch.bounds, rank_of, len(frequent))
-        samples += [ranked[start:end].tobytes() for start, end in zip(starts, starts[1:])]
+        ranked, ends = _ranked(batch.entries, rank_of, len(frequent))
+        samples += [ranked[start:end].tobytes() for start, end in zip([0, *ends[:-1]], ends)]
     try:
         dictionary = zstandard.train_dictionary(DICTIONARY_BYTES, samples,
                                                 level=ENTRY_ZSTD_LEVEL).as_bytes()
@@ -99,7 +99,7 @@ class EntryFrames:
                                                         compression_params=parameters)
         if self._codebook is not None:
             data = np.frombuffer(entries, dtype=np.uint8)
-            entries = _ranked_blob(data, self._rank_of, len(self._codebook.frequent_ids))
+            entries = _ranked(data, self._rank_of, len(self._codebook.frequent_ids))[0]
         return self._compressor.compress(entries)
 
     def decompress(self, frame: bytes) -> bytes:
@@ -110,7 +110,7 @@ class EntryFrames:
         entries = self._decompressor.decompressobj().decompress(frame)
         if self._codebook is None:
             return entries
-        return _unranked_blob(np.frombuffer(entries, dtype=np.uint8),
+        return _unranked(np.frombuffer(entries, dtype=np.uint8),
                               self._codebook.frequent_ids).tobytes()
 
 
@@ -142,9 +142,8 @@ def _instance_ids(entries, bounds):
 def _rank_entry(data, pos, out, o, rank_of, seen):
     """Copies the entry at data[pos:] to out[o:] with its ids as rank
     varints and its length field to match; returns (its end in data, in out)."""
-    payload = pos + ENTRY_HEADER
-    end = payload + get_le(data, pos + ENTRY_KEY_SIZE, 4)
-    start, n, width = ids_span(data, payload)
+    end = entry_end(data, pos)
+    start, n, width = ids_span(data, pos + ENTRY_HEADER)
     at = o + (start - pos)
     out[o:at] = data[pos:start]
     for t in range(n):
@@ -152,43 +151,31 @@ def _rank_entry(data, pos, out, o, rank_of, seen):
         at = put_varint(out, at, rank_of[token] if token < len(rank_of) else seen + token)
     tail = end - (start + width * n)
     out[at:at + tail] = data[end - tail:end]
-    at += tail
-    put_le(out, o + ENTRY_KEY_SIZE, at - (o + ENTRY_HEADER), 4)
-    return end, at
+    return end, set_entry_length(out, o, at + tail - (o + ENTRY_HEADER))
 
 
 @njit(cache=True)
-def _ranked_blob(data, rank_of, seen):
-    """Concatenated entries with their ids as ranks (a rank takes at most
-    1.5x its id's bytes: 3 bytes for a 2-byte id, 5 for a 4-byte one)."""
+def _ranked(data, rank_of, seen):
+    """Concatenated entries with their ids as ranks, and where each ranked
+    entry ends (a rank takes at most 1.5x its id's bytes: 3 bytes for a
+    2-byte id, 5 for a 4-byte one)."""
     out = np.empty(len(data) + len(data) // 2 + 16, dtype=np.uint8)
+    ends = []
     pos = o = 0
     while pos < len(data):
         pos, o = _rank_entry(data, pos, out, o, rank_of, seen)
-    return out[:o]
+        ends.append(o)
+    return out[:o], ends
 
 
 @njit(cache=True)
-def _ranked(entries, bounds, rank_of, seen):
-    """A batch's entries with their ids as ranks, and where each starts (the
-    dictionary's training samples)."""
-    out = np.empty(len(entries) + len(entries) // 2 + 16, dtype=np.uint8)
-    starts = np.zeros(len(bounds), dtype=np.int64)
-    o = 0
-    for i in range(len(bounds) - 1):
-        _, o = _rank_entry(entries, bounds[i], out, o, rank_of, seen)
-        starts[i + 1] = o
-    return out[:o], starts
-
-
-@njit(cache=True)
-def _unranked_blob(data, frequent):
-    """The entries `_ranked_blob` gave `data` for."""
+def _unranked(data, frequent):
+    """The entries `_ranked` gave `data` for."""
     seen = len(frequent)
     size = 0
     pos = 0
     while pos < len(data):  # sizes first: a rank may take fewer bytes than its id
-        end = pos + ENTRY_HEADER + get_le(data, pos + ENTRY_KEY_SIZE, 4)
+        end = entry_end(data, pos)
         start, n, width = ids_span(data, pos + ENTRY_HEADER)
         at = start
         for _ in range(n):
@@ -198,7 +185,7 @@ def _unranked_blob(data, frequent):
     out = np.empty(size, dtype=np.uint8)
     pos = o = 0
     while pos < len(data):
-        end = pos + ENTRY_HEADER + get_le(data, pos + ENTRY_KEY_SIZE, 4)
+        end = entry_end(data, pos)
         start, n, width = ids_span(data, pos + ENTRY_HEADER)
         head = start - pos
         out[o:o + head] = data[pos:start]
@@ -208,7 +195,6 @@ def _unranked_blob(data, frequent):
             rank, at = get_varint(data, at)
             write = put_le(out, write, frequent[rank] if rank < seen else rank - seen, width)
         out[write:write + end - at] = data[at:end]
-        write += end - at
-        put_le(out, o + ENTRY_KEY_SIZE, write - (o + ENTRY_HEADER), 4)
-        o, pos = write, end
+        o = set_entry_length(out, o, write + end - at - (o + ENTRY_HEADER))
+        pos = end
     return out
