@@ -6,9 +6,9 @@ only with its shard (transforms.write.rows): no padding, no feature names,
 parsing an Example. Its masking travels as what it decided, not what it
 made: the unmasked ids, each prediction's gap from the one before and one
 byte of what replaced it ([MASK], itself, or a random id, which follows).
-Under zstd (transforms.write.beam) that is 0.47-0.52x the bytes of the
-masked ids with positions and labels, against 0.60-0.63x
-(bench/shuffle_bytes.py), and the same records.
+In the shuffle's frames, with the run's codebook (transforms.write.entry_frames),
+that is 0.45-0.58x the bytes of the masked ids with positions and labels on
+text the codebook never saw (bench/shuffle_bytes.py), and the same records.
 
 Layout of one instance (little-endian):
   flags    uint8   bit 0: ids are 4 bytes (else 2);
