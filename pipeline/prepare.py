@@ -111,7 +111,10 @@ def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:
     engine, engine_warning = tokenizer_engine(
         config, list(zip(mixture.sources if mixture else (config,), by_source)), vocab)
     stages = Stages.of(config, vocab, engine) if vocab else None
-    if stages is not None and config.shuffle == "runner":
+    # Only runs whose instances cross the runner's shuffle use it: not the
+    # reference run (one process) nor Megatron's (the tokenized corpus, no instances).
+    if (stages is not None and config.shuffle == "runner" and not config.reference_compatible
+            and config.output_format != "megatron"):
         stages = stages.with_entry_codebook(entry_codebook_of(config, stages, vocab, inputs))
     output, replaces = prepare_output(config, inputs, [
         (source.name, sum(size for _, size in files))

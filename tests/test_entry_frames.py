@@ -54,12 +54,19 @@ def test_a_runner_run_learns_its_codebook_and_its_splits_share_it(tmp_path, samp
     assert sampled[0].stages.entry_codebook is not None
 
 
-def test_bucket_files_and_inputs_it_cannot_sample_go_without(tmp_path):
+def test_bucket_files_inputs_it_cannot_sample_and_runs_without_shards_go_without(tmp_path):
     assert _prepared(tmp_path, WIKITEXT, "--shuffle=files").stages.entry_codebook is None
     packed = tmp_path / "wikitext.txt.gz"
     with open(WIKITEXT, "rb") as plain, gzip.open(packed, "wb") as out:
         shutil.copyfileobj(plain, out)
     assert _prepared(tmp_path, packed, "--shuffle=runner").stages.entry_codebook is None
+    # instances that never cross the runner's shuffle: no codebook to learn
+    megatron = _prepared(tmp_path, WIKITEXT, "--shuffle=runner", "--output_format=megatron")
+    assert megatron.stages.entry_codebook is None
+    config, beam_args = parse_args([f"--input_file={WIKITEXT}", f"--vocab_file={UNCASED_VOCAB}",
+                                    f"--output_file={tmp_path / 'reference.tfrecord'}",
+                                    "--reference_compatible", "--shuffle=runner"])
+    assert prepare(config, beam_args).stages.entry_codebook is None
 
 
 def _batch(entries: list[bytes]) -> EntryBatch:
