@@ -11,9 +11,10 @@ limits its size).
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from typing import Iterator, Literal, Sequence
 
 import apache_beam as beam
+from apache_beam.pvalue import TaggedOutput
 from apache_beam.io.filesystems import FileSystems
 
 from bert_pretraining_data.transforms.counters import counter
@@ -90,7 +91,8 @@ class _DropContaminated(beam.DoFn):
     def __init__(self) -> None:
         self._dropped = counter("decontaminated_documents")
 
-    def process(self, batch: list[Document], index: BenchmarkIndex) -> Iterator[object]:
+    def process(self, batch: list[Document], index: BenchmarkIndex
+                ) -> Iterator[Document | TaggedOutput[Literal["matches"], dict]]:
         dropped = 0
         found_in = index.batch_matches([document[1] for document in batch])
         for (key, lines), found in zip(batch, found_in):
@@ -99,7 +101,7 @@ class _DropContaminated(beam.DoFn):
                 continue
             dropped += 1
             for record in audit_records(index, key, lines, found):
-                yield beam.pvalue.TaggedOutput(MATCHES, record)
+                yield TaggedOutput(MATCHES, record)
         if dropped:
             self._dropped.inc(dropped)
 

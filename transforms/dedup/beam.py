@@ -17,10 +17,11 @@ partition sizes (docs/design-notes.md, transforms.dedup.beam).
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Literal
 
 import apache_beam as beam
 import numpy as np
+from apache_beam.pvalue import TaggedOutput
 from apache_beam.transforms.window import GlobalWindows
 
 from bert_pretraining_data.transforms.counters import counter
@@ -35,7 +36,8 @@ from bert_pretraining_data.transforms.dedup.decisions import (BATCH_CHARACTERS, 
                                                               index_candidates, merge_groups)
 from bert_pretraining_data.transforms.dedup.minhash import distinct_shingles
 from bert_pretraining_data.transforms.dedup.normalise import normalised_text
-from bert_pretraining_data.transforms.handoff.compressed import CompressedList
+from bert_pretraining_data.transforms.handoff.compressed import Batch, CompressedList
+from bert_pretraining_data.transforms.read.documents import Document
 from bert_pretraining_data.transforms.worker_memory import tune_worker_memory
 
 _EXACT, _BANDS, _REPEATED = "exact", "bands", "repeated"
@@ -89,7 +91,7 @@ class FingerprintDocuments(beam.DoFn):
         self._rows: dict[tuple[str, int], list[ExactRows | BandRows]] = {}
         self._buffered = 0
 
-    def process(self, documents: list[tuple[str, list[str]]]) -> Iterator[object]:
+    def process(self, documents: list[tuple[str, list[str]]]) -> Iterator[Batch]:
         batch, exact, bands = fingerprint_batch(documents, self._fingerprints)
         yield self._batch(batch)
         for tag, rows in ((_EXACT, exact), (_BANDS, bands)):
@@ -101,15 +103,15 @@ class FingerprintDocuments(beam.DoFn):
 
     def finish_bundle(self) -> Iterator[object]:
         for rows in self._flush():
-            yield beam.pvalue.TaggedOutput(rows.tag, GlobalWindows.windowed_value(rows.value))
+            yield TaggedOutput(rows.tag, GlobalWindows.windowed_value(rows.value))
 
-    def _flush(self) -> Iterator[beam.pvalue.TaggedOutput]:
+    def _flush(self) -> Iterator[TaggedOutput]:
         buffered, self._rows, self._buffered = self._rows, {}, 0
         emitted = 0
         for (tag, partition), parts in sorted(buffered.items()):
             data = _ROWS[tag].concatenate(parts).encoded()
             emitted += len(data)
-            yield beam.pvalue.TaggedOutput(tag, (partition, data))
+            yield TaggedOutput(tag, (partition, data))
         self._shuffled.inc(emitted)
 
 
@@ -161,14 +163,15 @@ class DropCopies(beam.DoFn):
     """A batch -> its documents but those to drop; a kept key that identical
     copies share goes to `repeated`, where one of them is kept."""
 
-    def process(self, batch: list[BatchedDocument], decisions: "Decisions") -> Iterator[object]:
+    def process(self, batch: list[BatchedDocument], decisions: Decisions
+                ) -> Iterator[Document | TaggedOutput[Literal["repeated"], Document]]:
         keys = [key for key, _, _ in batch]
         dropped, repeated = decisions.drops.holds(keys), decisions.repeated.holds(keys)
         for (key, lines, _), drop, shared in zip(batch, dropped, repeated):
             if drop:
                 continue
             if shared:
-                yield beam.pvalue.TaggedOutput(_REPEATED, (key, lines))
+                yield TaggedOutput(_REPEATED, (key, lines))
             else:
                 yield key, lines
 

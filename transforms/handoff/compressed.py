@@ -18,10 +18,17 @@ from __future__ import annotations
 
 import pickle
 import threading
+from typing import Any
 
 import zstandard
 
 ZSTD_LEVEL = 3
+# What a step that makes batches (lists, or CompressedLists through the
+# runner's shuffle) says it yields: Any, whose coder pickles a CompressedList
+# whole, compressing it. Beam picks a PCollection's coder from the step's
+# annotations (from Beam 2.78), and for list[...] it would pick a ListCoder,
+# which encodes the items one by one, uncompressed.
+Batch = Any
 # zstandard's contexts are not thread-safe, and an SDK harness runs bundles
 # in threads: one compressor and decompressor per thread, reused.
 _contexts = threading.local()

@@ -12,7 +12,7 @@ import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
 from bert_pretraining_data.transforms.counters import BundleCounters, CountingDoFn
-from bert_pretraining_data.transforms.handoff.compressed import CompressedList
+from bert_pretraining_data.transforms.handoff.compressed import Batch, CompressedList
 from bert_pretraining_data.transforms.handoff.shuffle_entries import EntryBatch
 from bert_pretraining_data.transforms.handoff.tokenized_documents import (CompactDocument,
                                                                           compact_token_count)
@@ -46,8 +46,7 @@ class BatchDocuments(beam.DoFn):
         self._batches: dict[int, list[tuple[str, CompactDocument]]] = {}
         self._tokens: dict[int, int] = {}
 
-    def process(self, element: tuple[str, CompactDocument]
-                ) -> Iterator[list[tuple[str, CompactDocument]]]:
+    def process(self, element: tuple[str, CompactDocument]) -> Iterator[Batch]:
         group = source_of(element[0]) if self._by_source else 0
         self._batches.setdefault(group, self._batch()).append(element)
         self._tokens[group] = self._tokens.get(group, 0) + compact_token_count(element[1])

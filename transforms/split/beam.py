@@ -13,9 +13,10 @@ per byte of held-out text (bench/held_out.py).
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Literal
 
 import apache_beam as beam
+from apache_beam.pvalue import TaggedOutput
 
 from bert_pretraining_data.transforms.counters import counter
 from bert_pretraining_data.transforms.dedup.beam import BatchByCharacters
@@ -38,7 +39,7 @@ def _assign_splits(batch: list[Document], fractions: SplitFractions) -> Iterator
         batches[fractions.split_of(text_digest(text) if text else None)].append(document)
     for name, documents in batches.items():
         if documents:
-            yield documents if name == TRAIN else beam.pvalue.TaggedOutput(name, documents)
+            yield documents if name == TRAIN else TaggedOutput(name, documents)
 
 
 class _DropNearCopies(beam.DoFn):
@@ -48,14 +49,15 @@ class _DropNearCopies(beam.DoFn):
     def __init__(self) -> None:
         self._dropped = counter("held_out_near_copies")
 
-    def process(self, batch: list[Document], held_out: HeldOutShingles) -> Iterator[object]:
+    def process(self, batch: list[Document], held_out: HeldOutShingles
+                ) -> Iterator[Document | TaggedOutput[Literal["near_copies"], int]]:
         if not len(held_out):
             yield from batch
             return
         near = held_out.near_copies([normalised_text(lines) for _, lines in batch])
         if near.any():
             self._dropped.inc(int(near.sum()))
-            yield beam.pvalue.TaggedOutput(NEAR_COPIES, int(near.sum()))
+            yield TaggedOutput(NEAR_COPIES, int(near.sum()))
         for document, drop in zip(batch, near):
             if not drop:
                 yield document
@@ -75,8 +77,9 @@ class SplitDocuments(beam.PTransform):
         held_out = self._fractions.held_out
         batches = (documents
                    | "BatchDocuments" >> beam.ParDo(BatchByCharacters())
-                   | "AssignSplits" >> beam.FlatMap(_assign_splits, self._fractions).with_outputs(
-                       *held_out, main=TRAIN))
+                   | "AssignSplits" >> beam.FlatMap(_assign_splits, self._fractions)
+                   .with_output_types(list[Document], **dict.fromkeys(held_out, list[Document]))
+                   .with_outputs(*held_out, main=TRAIN))
         ngram, threshold = self._ngram, self._threshold
         empty = HeldOutShingles.of([], ngram=ngram, threshold=threshold)
         index = (tuple(batches[name] for name in held_out)

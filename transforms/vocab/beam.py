@@ -18,7 +18,7 @@ import apache_beam as beam
 from bert_pretraining_data.transforms.tokenize.sentencepiece_text import preprocess_text
 from bert_pretraining_data.transforms.tokenize.vocabulary import parse_vocabulary
 from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
-from bert_pretraining_data.transforms.vocab.sentencepiece import below_threshold, sample_threshold
+from bert_pretraining_data.transforms.vocab.sentencepiece import in_sample
 from bert_pretraining_data.transforms.vocab.word_counts import (WordCount, document_word_counts,
                                                                 is_held_out, sum_stats)
 from bert_pretraining_data.transforms.vocab.wordpiece import (TokenizationStats, vocabulary_bytes,
@@ -120,7 +120,6 @@ class SampleSentences(beam.PTransform):
 
     def expand(self, docs):
         lines = docs | "Sentences" >> beam.FlatMap(_sentences)
-        threshold = (lines
-                     | "CountSentences" >> beam.combiners.Count.Globally()
-                     | "Threshold" >> beam.Map(sample_threshold, self._size))
-        return lines | "BelowThreshold" >> beam.Filter(below_threshold, beam.pvalue.AsSingleton(threshold))
+        total = lines | "CountSentences" >> beam.combiners.Count.Globally()
+        return lines | "InSample" >> beam.Filter(in_sample, beam.pvalue.AsSingleton(total),
+                                                 self._size)

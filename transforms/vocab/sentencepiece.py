@@ -136,8 +136,11 @@ def line_stats(tokenizer: SentencePieceTokenizer, lines: Iterable[str]) -> Token
     return stats
 
 
-def below_threshold(line: str, threshold: int) -> bool:
-    """Whether a line is in the sample of this threshold (sample_threshold)."""
-    return sample_key(line) < threshold
+def in_sample(line: str, total: int, size: int) -> bool:
+    """Whether a line is in the sample of `size` of a corpus of `total`
+    sentences: its key is below sample_threshold. The count, not the
+    threshold, is what a runner passes along: the threshold reaches 2^64,
+    beyond the signed 64 bits of the coder Beam gives an int."""
+    return sample_key(line) < sample_threshold(total, size)
 
 
