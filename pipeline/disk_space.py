@@ -151,9 +151,11 @@ def is_full_disk(err: BaseException) -> bool:
     """Whether `err` is a full disk or quota, raised here or carried as text
     in the runner's exception (a worker's OSError comes back as a message)."""
     seen: BaseException | None = err
-    while seen is not None:
+    walked: set[int] = set()  # a chain can loop: an error raised while handling its own cause
+    while seen is not None and id(seen) not in walked:
         if isinstance(seen, OSError) and seen.errno in _FULL_DISK:
             return True
+        walked.add(id(seen))
         seen = seen.__cause__ or seen.__context__
     return _names_full_disk(str(err))
 

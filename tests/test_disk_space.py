@@ -178,3 +178,13 @@ def test_a_run_to_exact_files_warns_about_their_folder(tmp_path, monkeypatch, ca
     assert line.startswith(f"create-pretraining-data: warning: {tmp_path} has 1.0 KB free")
     assert seen == [str(tmp_path)]
     assert (tmp_path / "a.tfrecord").stat().st_size > 0
+
+
+def test_an_error_chain_that_loops_is_walked_once():
+    """An error raised while handling its own cause (as a runner's can be)
+    links back to itself: the walk stops, and still finds a full disk in it."""
+    outer, inner = RuntimeError("the run failed"), ValueError("a worker failed")
+    outer.__context__, inner.__context__ = inner, outer
+    assert not disk_space.is_full_disk(outer)
+    inner.__cause__ = OSError(errno.ENOSPC, "No space left on device")
+    assert disk_space.is_full_disk(outer)
