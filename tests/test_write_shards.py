@@ -12,6 +12,7 @@ import sys
 import apache_beam as beam
 import pytest
 import tensorflow as tf
+from hypothesis import given, settings, strategies as st
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics.metric import MetricsFilter
@@ -41,16 +42,51 @@ def tf_read(path: str, compression_type: str = "") -> list[bytes]:
 # --- TFRecord framing ----------------------------------------------------------------
 
 
-def test_the_compiled_crc32c_is_the_librarys_and_the_tables_are_too():
+# Lengths at the instruction kernel's edges: its three streams take 384 bytes
+# (3 x 128) and 3,072 (3 x 1,024) at a time, then 8 bytes an instruction, then 1.
+EDGES = [0, 1, 7, 8, 9, 383, 384, 385, 391, 392, 767, 768, 3071, 3072, 3073, 3456, 3463,
+         6144 + 384 + 7, 9000]
+
+
+def test_frame_checksums_with_the_cpus_crc32_instruction():
+    """CI's machine and Dataflow's workers are x86-64 with SSE 4.2."""
+    assert tfrecord._crc32c is tfrecord._crc32c_instruction
+
+
+def _check_kernels(data: bytes, start: int) -> None:
     import google_crc32c
     import numpy as np
+
+    array = np.frombuffer(data, dtype=np.uint8)
+    expected = google_crc32c.value(data[start:])
+    assert tfrecord._crc32c_instruction(array, start, len(array)) == expected
+    assert tfrecord._crc32c_tables(array, start, len(array)) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=10_000), st.integers(0, 9))
+def test_both_crc32c_kernels_are_google_crc32cs(data, start):
+    _check_kernels(data, min(start, len(data)))
+
+
+def test_both_crc32c_kernels_hold_at_the_streams_edges():
     rng = random.Random(7)
-    data = np.frombuffer(bytes(rng.getrandbits(8) for _ in range(3000)), dtype=np.uint8)
-    assert tfrecord._crc32c is tfrecord._crc32c_library  # the wheel's library loaded here
-    for start, end in [(0, 0), (0, 1), (3, 10), (5, 13), (1, 760), (0, 3000), (999, 2998)]:
-        expected = google_crc32c.value(data[start:end].tobytes())
-        assert tfrecord._crc32c_library(data, start, end) == expected
-        assert tfrecord._crc32c_tables(data, start, end) == expected
+    for length in EDGES:
+        for start in (0, 3):
+            _check_kernels(rng.randbytes(start + length), start)
+
+
+@pytest.mark.slow
+def test_the_kernels_hold_for_numbas_generic_cpu_too(tmp_path):
+    """The Flex Template image compiles for NUMBA_CPU_NAME=generic, which knows
+    no SSE 4.2: the instruction is inline assembly, which holds there too."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import test_write_shards as t; t.test_frame_checksums_with_the_"
+         "cpus_crc32_instruction(); t.test_both_crc32c_kernels_hold_at_the_streams_edges()"],
+        capture_output=True, text=True, timeout=600, cwd=os.path.dirname(__file__),
+        env=dict(os.environ, NUMBA_CPU_NAME="generic", NUMBA_CACHE_DIR=str(tmp_path),
+                 PYTHONPATH=os.path.dirname(__file__)))
+    assert done.returncode == 0, done.stderr
 
 
 def test_write_record_is_read_by_tf_data(tmp_path):

@@ -4,24 +4,26 @@
 workers need TensorFlow for nothing else; framing by hand lets the shard
 writer use `apache_beam.io.filesystems` and hash the bytes as it writes. A
 record is: uint64 little-endian length, masked crc32c of those 8 bytes, the
-data, masked crc32c of the data. `frame` (compiled) uses the crc32c of the C
-library google_crc32c's wheel bundles, the CPU's instruction, where it is
-there (docs/design-notes.md, transforms.write.tfrecord); readers verify
-every record.
+data, masked crc32c of the data. `frame` (compiled) takes crc32c from the
+CPU's crc32 instruction on x86-64 (SSE 4.2), written as inline assembly so that
+it holds for numba's generic CPU too, elsewhere from slicing-by-8 tables
+(docs/design-notes.md, transforms.write.tfrecord); readers verify every record
+with google-crc32c, which the tests hold both kernels to.
 """
 
 from __future__ import annotations
 
 import functools
-import pathlib
+import platform
 import struct
 from collections.abc import Iterator
 from typing import BinaryIO
 
 import google_crc32c
 import numpy as np
-from llvmlite import binding
+from llvmlite import binding, ir
 from numba import njit, types
+from numba.extending import intrinsic
 
 _LENGTH = struct.Struct("<Q")
 _CRC = struct.Struct("<I")
@@ -78,32 +80,117 @@ def _crc32c_tables(data: np.ndarray, start: int, end: int) -> int:
     return np.int64(crc ^ np.uint32(0xFFFFFFFF))
 
 
-def _load_crc32c_library() -> bool:
-    """Loads the crc32c library of google_crc32c's wheel (it dispatches to the
-    CPU's crc32 instruction) so that compiled code can call it by name;
-    false where there is none (a source build, another platform)."""
-    package = pathlib.Path(google_crc32c.__file__).parent
-    for path in sorted(package.parent.glob("google_crc32c.libs/libcrc32c*.so*")):
-        try:
-            binding.load_library_permanently(str(path))
-        except RuntimeError:
-            continue
-        return True
-    return False
+def _crc32_instruction(mnemonic: str, crc_bits: int, data_bits: int):
+    """A numba intrinsic: the x86-64 instruction `mnemonic` folds a data word
+    of `data_bits` into a crc32c held in `crc_bits` (no inversions)."""
+    crc_type, data_type = types.Integer(f"uint{crc_bits}"), types.Integer(f"uint{data_bits}")
+
+    def typer(typingctx, crc, data):
+        def codegen(context, builder, signature, args):
+            function = ir.FunctionType(ir.IntType(crc_bits),
+                                       [ir.IntType(crc_bits), ir.IntType(data_bits)])
+            return builder.asm(function, f"{mnemonic} $2, $0", "=r,0,r", args,
+                               side_effect=False, name=mnemonic)
+        return crc_type(crc_type, data_type), codegen
+
+    typer.__name__ = f"_{mnemonic}"
+    return intrinsic(typer)
 
 
-# crc32c_extend(crc, data pointer, length) of crc32c/crc32c.h; the pointer
-# passed as the address it is (numba's arrays give theirs as an integer).
-_extend = types.ExternalFunction("crc32c_extend",
-                                 types.uint32(types.uint32, types.uintp, types.uintp))
+_crc32_u64 = _crc32_instruction("crc32q", 64, 64)  # 8 bytes, little-endian
+_crc32_u8 = _crc32_instruction("crc32b", 32, 8)  # one byte
+
+
+@intrinsic
+def _load_u64(typingctx, data, index):
+    """The 8 bytes of a uint8 array at `index`, as one unaligned little-endian load."""
+    def codegen(context, builder, signature, args):
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        address = builder.bitcast(builder.gep(array.data, [args[1]]),
+                                  ir.IntType(64).as_pointer())
+        return builder.load(address, align=1)
+    return types.uint64(data, index), codegen
+
+
+def _shift_tables(block: int) -> np.ndarray:
+    """Tables that carry a raw crc32c (no inversions) past `block` zero bytes:
+    the crc is linear in its bits, so the shifted crc is the xor of four
+    lookups, one a byte: table k is [256 * k, 256 * (k + 1))."""
+    step = _TABLES[:256].tolist()
+    columns = []
+    for bit in range(32):  # where each bit of the crc goes
+        crc = 1 << bit
+        for _ in range(block):
+            crc = step[crc & 0xFF] ^ (crc >> 8)
+        columns.append(crc)
+    tables = np.zeros(1024, dtype=np.uint32)
+    for k in range(4):
+        for byte in range(256):
+            for bit in range(8):
+                if byte >> bit & 1:
+                    tables[256 * k + byte] ^= columns[8 * k + bit]
+    return tables
+
+
+# Blocks of the three streams the instruction kernel runs side by side: a crc32q
+# takes three cycles and the CPU starts one a cycle, so three independent
+# streams run at three times one's speed; their crcs are then joined by
+# shifting (8 lookups a join). Records of 384 bytes and up take streams.
+_LONG, _SHORT = 1024, 128
+_LONG_SHIFT, _SHORT_SHIFT = _shift_tables(_LONG), _shift_tables(_SHORT)
+_U64_BYTE = np.uint64(0xFF)
+
+
+@njit(cache=True, inline="always")
+def _shifted(crc: np.uint64, tables: np.ndarray) -> np.uint64:
+    return np.uint64(tables[crc & _U64_BYTE] ^ tables[256 + ((crc >> np.uint64(8)) & _U64_BYTE)]
+                     ^ tables[512 + ((crc >> np.uint64(16)) & _U64_BYTE)]
+                     ^ tables[768 + (crc >> np.uint64(24))])
+
+
+@njit(cache=True, inline="always")
+def _three_streams(data: np.ndarray, i: int, end: int, crc: np.uint64, block: int,
+                   shift: np.ndarray) -> tuple[int, np.uint64]:
+    """The raw crc onto each whole 3 * `block` bytes from i: three streams,
+    joined; returns where it stopped and the crc."""
+    while i + 3 * block <= end:
+        first, second, third = crc, np.uint64(0), np.uint64(0)
+        for j in range(i, i + block, 8):
+            first = _crc32_u64(first, _load_u64(data, j))
+            second = _crc32_u64(second, _load_u64(data, j + block))
+            third = _crc32_u64(third, _load_u64(data, j + 2 * block))
+        crc = _shifted(_shifted(first, shift) ^ second, shift) ^ third
+        i += 3 * block
+    return i, crc
 
 
 @njit(cache=True)
-def _crc32c_library(data: np.ndarray, start: int, end: int) -> int:
-    return np.int64(_extend(np.uint32(0), data.ctypes.data + start, end - start))
+def _crc32c_instruction(data: np.ndarray, start: int, end: int) -> int:
+    """crc32c of data[start:end] (uint8): three streams while there are
+    blocks for them, then eight bytes an instruction."""
+    i, crc = _three_streams(data, start, end, np.uint64(0xFFFFFFFF), _LONG, _LONG_SHIFT)
+    i, crc = _three_streams(data, i, end, crc, _SHORT, _SHORT_SHIFT)
+    while i + 8 <= end:
+        crc = _crc32_u64(crc, _load_u64(data, i))
+        i += 8
+    tail = np.uint32(crc)
+    while i < end:
+        tail = _crc32_u8(tail, data[i])
+        i += 1
+    return np.int64(tail ^ np.uint32(0xFFFFFFFF))
 
 
-_crc32c = _crc32c_library if _load_crc32c_library() else _crc32c_tables
+def _has_crc32_instruction() -> bool:
+    """Whether this CPU runs the crc32 instruction: x86-64 with SSE 4.2, as
+    every x86-64 processor since 2008 (Dataflow's included) is."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    # numba initializes LLVM's target and printer; inline assembly needs its parser too
+    binding.initialize_native_asmparser()
+    return bool(binding.get_host_cpu_features().get("sse4.2"))
+
+
+_crc32c = _crc32c_instruction if _has_crc32_instruction() else _crc32c_tables
 
 
 @njit(cache=True)
