@@ -12,8 +12,11 @@ sentencepiece).
 `[pipeline]` adds what building the data needs (Apache Beam, TensorFlow, the
 corpus libraries); `[torch]` adds PyTorch for the PyTorch and d2l loaders.
 Dataflow workers that install this package through `--setup_file` get no
-extras; the job passes them `pipeline/worker_requirements.txt`, the one list of
-the pipeline's dependencies besides Beam (pipeline/beam_options.py).
+extras; the job passes them the workers' lock of its Python
+(`pipeline/locks/workers-py3XX.txt`, pipeline/beam_options.py). The extras keep
+ranges, from `pipeline/worker_requirements.txt`, the one list of the
+pipeline's dependencies besides Beam; the locks (make lock) pin what the
+.venv/, CI, the workers and the Flex Template image install.
 
 The base install and the `[torch]`, `[tf]`, `[gcs]` extras run on every CPython
 their dependencies publish wheels for, 3.10 and up; the pipeline only where
@@ -66,7 +69,8 @@ setuptools.setup(
     python_requires=">=3.10",
     packages=packages(),
     package_dir={f"{NAMESPACE}.{folder}": folder for folder in FOLDERS},
-    package_data={f"{NAMESPACE}.pipeline": [WORKER_REQUIREMENTS.name]},
+    # the ranges the extras are built from, and the workers' locks a Dataflow job sends
+    package_data={f"{NAMESPACE}.pipeline": [WORKER_REQUIREMENTS.name, "locks/workers-*.txt"]},
     install_requires=BASE,
     extras_require={
         "pipeline": PIPELINE,
@@ -89,13 +93,15 @@ setuptools.setup(
         # torch: the CPU build CI uses, pinned.
         # datasets: the Hugging Face client that reads --output_format=parquet shards.
         # duckdb: a dataset's statistics in one SQL query over its Parquet shards.
+        # pip: the .venv/'s installer, locked with what it installs (make lock).
         # transformers: tiny HF models (BERT on packed rows; RoBERTa and ModernBERT on
         # tokenizer.json datasets) train on the loaders' batches.
         "test": PIPELINE + PLOT + [
             "pytest>=8,<10", "pytest-xdist>=3.5,<4", "hypothesis>=6.100,<7",
             "gcp-storage-emulator>=2026.7.19,<2027",
             "torch==2.13.0", "psutil>=5.9,<8", "gcsfs>=2024.2,<2028",
-            "transformers>=5,<6", "datasketch>=2,<3", "datasets>=3,<6", "duckdb>=1.1,<3"],
+            "transformers>=5,<6", "datasketch>=2,<3", "datasets>=3,<6", "duckdb>=1.1,<3",
+            "pip>=25"],
     },
     entry_points={
         "console_scripts": [

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import argparse
 import pathlib
+import sys
 from typing import Sequence
 
-# The pipeline's dependencies besides Beam; setup.py's [pipeline] extra is built from it.
+# The pipeline's dependencies besides Beam, as ranges; setup.py's [pipeline] extra is built from it.
 WORKER_REQUIREMENTS = pathlib.Path(__file__).with_name("worker_requirements.txt")
+# The locks (make lock): per Python, the exact versions the .venv/ holds
+# (venv-py3XX.txt) and, of those, what a Dataflow worker installs (workers-py3XX.txt).
+LOCKS = pathlib.Path(__file__).with_name("locks")
 
 
 class ConfigError(ValueError):
@@ -51,6 +55,28 @@ def requirement_lines(text: str) -> list[str]:
             if line.split("#")[0].strip()]
 
 
+def lock_path(kind: str, python: Sequence[int] = sys.version_info[:2]) -> pathlib.Path:
+    """The lock of `kind` ("venv" or "workers") for a Python (major, minor)."""
+    return LOCKS / f"{kind}-py{python[0]}{python[1]}.txt"
+
+
+def locked_versions(path: pathlib.Path, python: Sequence[int] = sys.version_info[:2]
+                    ) -> dict[str, str]:
+    """A lock's pins, {canonical name: version}, for a Python (its markers applied)."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    version = f"{python[0]}.{python[1]}"
+    environment = {"python_version": version, "python_full_version": f"{version}.0"}
+    pins = {}
+    for line in requirement_lines(path.read_text(encoding="utf-8")):
+        requirement = Requirement(line)
+        if requirement.marker is None or requirement.marker.evaluate(environment):
+            (specifier,) = requirement.specifier
+            pins[canonicalize_name(requirement.name)] = specifier.version
+    return pins
+
+
 def with_worker_requirements(beam_args: Sequence[str]) -> list[str]:
     """The Beam flags, plus this package's worker dependencies when workers
     install it from `--setup_file`.
@@ -58,32 +84,39 @@ def with_worker_requirements(beam_args: Sequence[str]) -> list[str]:
     Beam's workers pip-install the `--setup_file` package without extras, and
     the pipeline's dependencies sit behind the `[pipeline]` extra (so that a
     training environment can install the loaders alone). They travel as
-    `--requirements_file=WORKER_REQUIREMENTS` instead, installed by each worker
-    from PyPI (`--requirements_cache=skip`: not downloaded here and uploaded
-    with the job). A container image (`--sdk_container_image`) has them already.
+    `--requirements_file=` the workers' lock of this Python instead, installed by
+    each worker from PyPI (`--requirements_cache=skip`: not downloaded here and
+    uploaded with the job): the versions CI tested, as the Flex Template image
+    has them. A container image (`--sdk_container_image`) has them already.
 
     Raises:
         ConfigError: a `--requirements_file` of the user's lacks one of them.
     """
     from apache_beam.options.pipeline_options import (PipelineOptions, SetupOptions,
                                                       WorkerOptions)
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
 
     options = PipelineOptions(list(beam_args))
     setup = options.view_as(SetupOptions)
     if not setup.setup_file or options.view_as(WorkerOptions).sdk_container_image:
         return list(beam_args)
-    ours = requirement_lines(WORKER_REQUIREMENTS.read_text())
+    lock = lock_path("workers")
     if setup.requirements_file:
         with open(setup.requirements_file, encoding="utf-8") as f:
-            missing = set(ours) - set(requirement_lines(f.read()))
+            theirs = {canonicalize_name(Requirement(line).name)
+                      for line in requirement_lines(f.read())}
+        missing = [Requirement(line).name
+                   for line in requirement_lines(WORKER_REQUIREMENTS.read_text())
+                   if canonicalize_name(Requirement(line).name) not in theirs]
         if missing:
             raise ConfigError(
-                f"--requirements_file={setup.requirements_file} lacks {sorted(missing)[0]}: "
-                "with --setup_file, workers get this package's dependencies from it; add "
-                f"the lines of {WORKER_REQUIREMENTS}")
+                f"--requirements_file={setup.requirements_file} lacks {missing[0]}: with "
+                "--setup_file, workers get this package's dependencies from it; add the "
+                f"lines of {lock}")
         return list(beam_args)
     cache = [] if setup.requirements_cache else ["--requirements_cache=skip"]
-    return [*beam_args, f"--requirements_file={WORKER_REQUIREMENTS}", *cache]
+    return [*beam_args, f"--requirements_file={lock}", *cache]
 
 
 def runner_name(beam_args: Sequence[str]) -> str:

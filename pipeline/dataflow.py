@@ -23,7 +23,8 @@ from apache_beam.options.pipeline_options_validator import PipelineOptionsValida
 from apache_beam.runners.runner import PipelineResult
 
 from bert_pretraining_data.loaders.manifest import DatasetManifest
-from bert_pretraining_data.pipeline.beam_options import ConfigError, is_dataflow
+from bert_pretraining_data.pipeline.beam_options import (ConfigError, is_dataflow, lock_path,
+                                                         locked_versions)
 from bert_pretraining_data.pipeline.build import build_pipeline
 from bert_pretraining_data.pipeline.changes import DocumentHistory, DocumentPlan
 from bert_pretraining_data.pipeline.options import Config, parse_args
@@ -119,6 +120,14 @@ def dataflow_option_errors(config: Config, beam_args: Sequence[str]) -> list[str
     if config.reference_compatible:
         errors.append("--reference_compatible runs in this process, not on Dataflow; "
                       "drop it or use the DirectRunner")
+    lock = lock_path("workers")
+    if setup.requirements_file == str(lock):  # the workers' lock, sent by with_worker_requirements
+        locked_beam = locked_versions(lock)["apache-beam"]
+        if beam.__version__ != locked_beam:  # Dataflow starts workers on the launcher's
+            errors.append(f"this launcher runs apache-beam {beam.__version__}, the "
+                          f"workers' lock {lock} pins {locked_beam}: install the lock here "
+                          f"(pip install -r {lock}), or pass --sdk_container_image or a "
+                          "--requirements_file of your own")
     return errors
 
 

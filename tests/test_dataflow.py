@@ -5,16 +5,19 @@ before Beam or Dataflow would."""
 from __future__ import annotations
 
 import importlib.metadata
+import sys
 
+import apache_beam
 import pytest
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from conftest import DATA, UNCASED_VOCAB
 from helpers.gcs_emulator import gcs  # noqa: F401  (fixture)
 from bert_pretraining_data.pipeline.dataflow import check_dataflow_options, is_dataflow, launch
 from bert_pretraining_data.pipeline.main import main, run
-from bert_pretraining_data.pipeline.beam_options import (WORKER_REQUIREMENTS, ConfigError,
-                                                         requirement_lines,
+from bert_pretraining_data.pipeline.beam_options import (ConfigError, lock_path,
+                                                         locked_versions,
                                                          with_worker_requirements)
 from bert_pretraining_data.pipeline.options import parse_args
 from bert_pretraining_data.pipeline.refresh import refresh
@@ -48,6 +51,7 @@ def _environment(job):
 
 
 @pytest.mark.slow
+@pytest.mark.locked_venv  # the workers' lock is sent from a launcher on its Beam
 def test_dry_run_job_has_every_stage_and_stages_setup_py(gcs, paths):  # noqa: F811
     result = launch(_dataflow_flags(paths, "--setup_file=./setup.py", "--num_workers=2",
                                     "--max_num_workers=8", "--job_name=bert-data-test"))
@@ -74,6 +78,7 @@ def test_dry_run_job_has_every_stage_and_stages_setup_py(gcs, paths):  # noqa: F
 
 
 @pytest.mark.slow
+@pytest.mark.locked_venv  # the workers' lock is sent from a launcher on its Beam
 def test_dry_run_from_the_cli_prints_the_job_and_exits_0(gcs, paths, capsys):  # noqa: F811
     main(_dataflow_flags(paths, "--setup_file=./setup.py", "--max_num_workers=8",
                          "--job_name=bert-data-cli"))
@@ -82,7 +87,7 @@ def test_dry_run_from_the_cli_prints_the_job_and_exits_0(gcs, paths, capsys):  #
     for stage in ["ReadDocuments", "CreateInstances", "WriteShards", "Publish"]:
         assert stage in out
     assert "to 8 workers" in out
-    assert f"setup file ./setup.py with requirements {WORKER_REQUIREMENTS}" in out
+    assert f"setup file ./setup.py with requirements {lock_path('workers')}" in out
     assert gcs.names("df/out") == []
 
 
@@ -147,33 +152,43 @@ def test_ways_to_ship_the_package_are_accepted(extra):
     check_dataflow_options(config, beam_args)
 
 
-def test_setup_file_workers_get_the_pipeline_extra_as_a_requirements_file(tmp_path):
+@pytest.mark.locked_venv
+def test_setup_file_workers_get_the_workers_lock_as_a_requirements_file(tmp_path, monkeypatch):
     beam_args = ["--runner=DataflowRunner", "--setup_file=./setup.py"]
+    lock = lock_path("workers")
+    assert lock.name == f"workers-py{sys.version_info[0]}{sys.version_info[1]}.txt"
     assert with_worker_requirements(beam_args) == [
-        *beam_args, f"--requirements_file={WORKER_REQUIREMENTS}", "--requirements_cache=skip"]
+        *beam_args, f"--requirements_file={lock}", "--requirements_cache=skip"]
     _, parsed = parse_args(_argv())
-    assert parsed[-2:] == [f"--requirements_file={WORKER_REQUIREMENTS}",
-                           "--requirements_cache=skip"]
-    # The file is the [pipeline] extra without the Beam the workers' SDK has.
-    extra = {str(r).split(";")[0].strip()
+    assert parsed[-2:] == [f"--requirements_file={lock}", "--requirements_cache=skip"]
+    # The lock pins the [pipeline] extra's every package, Beam the launcher's.
+    extra = {canonicalize_name(r.name)
              for r in map(Requirement, importlib.metadata.requires("bert-pretraining-data"))
              if r.marker and r.marker.evaluate({"extra": "pipeline"})}
-    ours = {str(Requirement(line)) for line in requirement_lines(WORKER_REQUIREMENTS.read_text())}
-    assert len(ours) >= 5 and extra - ours == {"apache-beam[gcp]<3,>=2.60"}
+    assert len(extra) >= 5 and extra <= set(locked_versions(lock))
+    assert locked_versions(lock)["apache-beam"] == apache_beam.__version__
     # A cache of the user's own is kept; an image has everything already.
     own_cache = [*beam_args, "--requirements_cache=/tmp/cache"]
-    assert with_worker_requirements(own_cache)[-1] == f"--requirements_file={WORKER_REQUIREMENTS}"
+    assert with_worker_requirements(own_cache)[-1] == f"--requirements_file={lock}"
     image = ["--setup_file=./setup.py", f"--sdk_container_image={IMAGE}"]
     assert with_worker_requirements(image) == image
-    # A requirements file of the user's own must carry ours.
+    # A requirements file of the user's own must name the pipeline's dependencies.
     theirs = tmp_path / "requirements.txt"
     theirs.write_text("sentencepiece>=0.2\n")
-    with pytest.raises(ConfigError, match=r"--requirements_file=.* lacks .*: with "
+    with pytest.raises(ConfigError, match=r"--requirements_file=.* lacks tensorflow: with "
                                           r"--setup_file, workers get this package's"):
         with_worker_requirements([*beam_args, f"--requirements_file={theirs}"])
-    theirs.write_text("sentencepiece>=0.2\n" + WORKER_REQUIREMENTS.read_text())
+    theirs.write_text("sentencepiece>=0.2\n" + lock.read_text())
     assert with_worker_requirements([*beam_args, f"--requirements_file={theirs}"]) == [
         *beam_args, f"--requirements_file={theirs}"]
+    # A launcher on another Beam than the lock's would start workers (on its
+    # Beam) that the lock then breaks: refused before the job is built.
+    config, beam_args = parse_args(_argv())
+    check_dataflow_options(config, beam_args)
+    monkeypatch.setattr(apache_beam, "__version__", "2.99.0")
+    with pytest.raises(ConfigError, match=r"^this launcher runs apache-beam 2.99.0, the "
+                                          r"workers' lock .* pins .*: install the lock here"):
+        check_dataflow_options(config, beam_args)
 
 
 def test_other_runners_are_not_checked():

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import ast
 import atexit
-import importlib.metadata
 import json
 import os
 import pathlib
@@ -44,6 +43,7 @@ from helpers.records import decode_records
 from bert_pretraining_data.loaders.dynamic_masking import dynamic_masking, mask_for_epoch
 from bert_pretraining_data.loaders.manifest import read_manifest
 from bert_pretraining_data.loaders.records import read_instances
+from bert_pretraining_data.pipeline.beam_options import lock_path
 from bert_pretraining_data.pipeline.cli import PIPELINE_PYTHONS, missing_pipeline
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -121,14 +121,19 @@ def _run(command: list[str], cwd: pathlib.Path, *, check: bool = True,
 
 
 def _pip_install(python: pathlib.Path, *requirements: str) -> None:
-    """Installs from the wheelhouse alone; what it lacks is downloaded into it
-    first (pip resolves for `python`, from the package indexes pip is set up with)."""
+    """Installs from the wheelhouse alone, held to the lock of the venv's Python
+    (as a constraint: the versions CI tested, whatever the index serves today);
+    what it lacks is downloaded into it first (pip resolves for `python`, from
+    the package indexes pip is set up with)."""
+    version = re.search(r"^version\s*=\s*(\d+)\.(\d+)", (python.parents[1] / "pyvenv.cfg")
+                        .read_text(), re.MULTILINE).groups()
+    locked = ["-c", str(lock_path("venv", tuple(map(int, version))))]
     offline = [str(python), "-m", "pip", "install", "--quiet", "--no-compile", "--no-index",
-               "--find-links", str(WHEELHOUSE), *requirements]
+               "--find-links", str(WHEELHOUSE), *locked, *requirements]
     if _run(offline, cwd=python.parent, check=False, timeout=INSTALL_TIMEOUT).returncode:
         WHEELHOUSE.mkdir(parents=True, exist_ok=True)
         _run([str(python), "-m", "pip", "download", "--quiet", "-d", str(WHEELHOUSE),
-              *requirements], cwd=python.parent, timeout=INSTALL_TIMEOUT)
+              *locked, *requirements], cwd=python.parent, timeout=INSTALL_TIMEOUT)
         for ours in WHEELHOUSE.glob(f"{NAMESPACE}-*.whl"):  # the wheel under test, copied
             ours.unlink()
         _run(offline, cwd=python.parent, timeout=INSTALL_TIMEOUT)
@@ -222,6 +227,9 @@ def test_the_wheel_holds_one_namespace_and_its_data(wheel):
     assert tops == {NAMESPACE, f"{NAMESPACE}-0.1.0.dist-info"}
     assert {name.split("/")[1] for name in names if name.startswith(f"{NAMESPACE}/")} == set(FOLDERS)
     assert f"{NAMESPACE}/pipeline/worker_requirements.txt" in names
+    locks = {name for name in names if name.startswith(f"{NAMESPACE}/pipeline/locks/")}
+    assert locks == {f"{NAMESPACE}/pipeline/locks/workers-py3{minor}.txt"
+                     for minor in range(PIPELINE_PYTHONS[0][1], PIPELINE_PYTHONS[1][1] + 1)}
     metadata = zipfile.ZipFile(wheel).read(f"{NAMESPACE}-0.1.0.dist-info/METADATA").decode()
     base = [line for line in metadata.splitlines()
             if line.startswith("Requires-Dist:") and "extra ==" not in line]
@@ -364,8 +372,7 @@ def test_installed_wheels_build_data_and_a_light_install_trains_on_it(
     # The light install reads it with the PyTorch loader, also from a bucket.
     for path in sorted(static.iterdir()):
         gcs.upload(path, f"installed/{path.name}")
-    torch_pin = f"torch=={importlib.metadata.version('torch')}"  # the CPU build CI uses
-    light = _venv(venvs / f"light-{THIS_PYTHON}", f"{wheel}[torch,gcs]", torch_pin)
+    light = _venv(venvs / f"light-{THIS_PYTHON}", f"{wheel}[torch,gcs]")  # the lock's torch
     _read_with_the_base_install(light, built, THIS_PYTHON)
     read = json.loads(_run([str(light / "python"), "-c", _READ_WITH_TORCH, str(static),
                             str(dynamic), gcs.url("installed")], cwd=work).stdout)
