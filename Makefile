@@ -87,7 +87,8 @@ LATEST_RUN = --input_file=tests/data/sample_text.txt,tests/data/wikitext2_valid.
 test-latest: install
 	rm -rf $(LATEST) out/latest
 	$(MAKE) --no-print-directory VENV=$(LATEST) LOCKED=no PYTHON=$(PYTHON) install
-	$(LATEST)/bin/python -m pip list --format=freeze | grep -i -E '^(apache-beam|numpy|numba|tensorflow|protobuf)=='
+	@$(LATEST)/bin/python -c 'from bert_pretraining_data.pipeline.beam_options import \
+		lock_differences as d; print("newest releases beside the lock (locked, newest):", d() or "none")'
 	NUMBA_CACHE_DIR=$(LATEST)/numba-cache $(LATEST)/bin/python -m pytest -q -n auto \
 		--maxprocesses=4 --dist loadfile -m "not slow and not locked_venv"
 	for flags in '' '--shuffle=runner --dedup=near --pack_sequences'; do \

@@ -77,6 +77,23 @@ def locked_versions(path: pathlib.Path, python: Sequence[int] = sys.version_info
     return pins
 
 
+def lock_differences(kind: str = "venv") -> dict[str, tuple[str | None, str | None]]:
+    """{name: (locked, installed)} for each package that this environment and
+    its Python's lock of `kind` do not hold at one version (the project aside):
+    none in a locked install."""
+    import importlib.metadata
+
+    from packaging.utils import canonicalize_name
+
+    installed = {canonicalize_name(d.metadata["Name"]): d.version
+                 for d in importlib.metadata.distributions()}
+    installed.pop("bert-pretraining-data", None)
+    locked = locked_versions(lock_path(kind))
+    return {name: (locked.get(name), installed.get(name))
+            for name in sorted(locked.keys() | installed.keys())
+            if locked.get(name) != installed.get(name)}
+
+
 def with_worker_requirements(beam_args: Sequence[str]) -> list[str]:
     """The Beam flags, plus this package's worker dependencies when workers
     install it from `--setup_file`.

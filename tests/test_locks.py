@@ -15,14 +15,15 @@ import importlib.metadata
 import pathlib
 import re
 import shutil
-import sys
 
 import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from helpers.dockerfile import build_args, dockerfile_steps
-from bert_pretraining_data.pipeline.beam_options import (LOCKS, WORKER_REQUIREMENTS, lock_path,
+from bert_pretraining_data.pipeline import beam_options
+from bert_pretraining_data.pipeline.beam_options import (LOCKS, WORKER_REQUIREMENTS,
+                                                         lock_differences, lock_path,
                                                          locked_versions, requirement_lines)
 from bert_pretraining_data.pipeline.cli import PIPELINE_PYTHONS
 
@@ -131,11 +132,21 @@ def test_a_planted_mismatch_is_named(planted):
 def test_the_venv_holds_its_pythons_lock_and_nothing_else():
     """Every package of the running venv but the project itself has the
     lock's version, and every pin is installed."""
-    installed = {canonicalize_name(d.metadata["Name"]): d.version
-                 for d in importlib.metadata.distributions(path=[p for p in sys.path
-                                                                 if "site-packages" in p])}
-    assert installed.pop(DISTRIBUTION) == importlib.metadata.version(DISTRIBUTION)
-    assert installed == locked_versions(lock_path("venv"))
+    assert lock_differences() == {}
+
+
+def test_a_package_off_the_lock_is_named(monkeypatch, tmp_path):
+    planted = tmp_path / LOCKS.name
+    shutil.copytree(LOCKS, planted)
+    lock = planted / lock_path("venv").name
+    text = lock.read_text()
+    numpy = re.search(r"^numpy==(\S+)", text, re.MULTILINE).group(1)
+    lock.write_text(text.replace(f"numpy=={numpy}", "numpy==1.26.0").replace(
+        "\nzstandard==", "\nzstandard-planted==1.0\nzstandard=="))
+    monkeypatch.setattr(beam_options, "LOCKS", planted)
+    differences = lock_differences()
+    assert differences["numpy"] == ("1.26.0", importlib.metadata.version("numpy"))
+    assert differences["zstandard-planted"] == ("1.0", None)
 
 
 def test_setup_py_and_the_worker_requirements_keep_ranges():
