@@ -121,8 +121,8 @@ def with_worker_requirements(beam_args: Sequence[str]) -> list[str]:
     lock = lock_path("workers")
     if setup.requirements_file:
         with open(setup.requirements_file, encoding="utf-8") as f:
-            theirs = {canonicalize_name(Requirement(line).name)
-                      for line in requirement_lines(f.read())}
+            theirs = {canonicalize_name(Requirement(line).name)  # pip's options aside
+                      for line in requirement_lines(f.read()) if not line.startswith("-")}
         missing = [Requirement(line).name
                    for line in requirement_lines(WORKER_REQUIREMENTS.read_text())
                    if canonicalize_name(Requirement(line).name) not in theirs]

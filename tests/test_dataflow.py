@@ -178,7 +178,8 @@ def test_setup_file_workers_get_the_workers_lock_as_a_requirements_file(tmp_path
     with pytest.raises(ConfigError, match=r"--requirements_file=.* lacks tensorflow: with "
                                           r"--setup_file, workers get this package's"):
         with_worker_requirements([*beam_args, f"--requirements_file={theirs}"])
-    theirs.write_text("sentencepiece>=0.2\n" + lock.read_text())
+    theirs.write_text("--extra-index-url https://example.com/simple\nsentencepiece>=0.2\n"
+                      + lock.read_text())
     assert with_worker_requirements([*beam_args, f"--requirements_file={theirs}"]) == [
         *beam_args, f"--requirements_file={theirs}"]
     # A launcher on another Beam than the lock's would start workers (on its
