@@ -277,7 +277,7 @@ def model(job: Job) -> dict[str, dict[str, float]]:
     results = {}
     for path in ("runner", "files"):
         buckets = bucket_objects if path == "files" else 0
-        objects = 2 * shards + 5 + buckets  # + probe, 3 staging lists, vocab.txt, manifest
+        objects = 2 * shards + 6 + buckets  # + 4 staging lists, vocab.txt, manifest
         # Each process writes its bucket objects one after another.
         path_wall = wall + buckets * OBJECT_WRITE_SECONDS / processes
         class_a = shard_writes + shards * 2 + buckets * 3  # uploads, copies + deletes, lists

@@ -56,8 +56,8 @@ from bert_pretraining_data.pipeline import main
 from bert_pretraining_data.pipeline.build import build_pipeline
 from bert_pretraining_data.pipeline.options import parse_args
 from bert_pretraining_data.pipeline.prepare import prepare, run_to_completion
-from bert_pretraining_data.pipeline.publish import SHARD_LIST_NAME, publish, read_staging_json
-from bert_pretraining_data.pipeline.run_manifest import run_manifest
+from bert_pretraining_data.pipeline.publish import publish
+from bert_pretraining_data.pipeline.run_manifest import staged_manifest
 marks.append(("import the project", cpu()))
 out, launcher, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
 if launcher:
@@ -69,11 +69,9 @@ pipeline = prepared.new_pipeline()
 build_pipeline(pipeline, config=config, stages=prepared.stages, patterns=prepared.patterns,
                output=prepared.output)
 marks.append(("build_pipeline", cpu()))
-counters = run_to_completion(pipeline)
+run_to_completion(pipeline)
 marks.append(("run", cpu()))
-shards = read_staging_json(prepared.output, SHARD_LIST_NAME)
-publish(prepared.output, run_manifest(config, prepared.output, vocab_sha256=prepared.vocab.sha256,
-                                      inputs=prepared.inputs, counters=counters, shards=shards),
+publish(prepared.output, staged_manifest(prepared.publish_plan(None)),
         replaces=prepared.replaces)
 marks.append(("publish", cpu()))
 seconds, before = {}, 0.0

@@ -15,6 +15,7 @@ transforms to `p`; it runs nothing.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Iterable, Sequence
 
 import apache_beam as beam
@@ -22,11 +23,12 @@ import apache_beam as beam
 from bert_pretraining_data.pipeline.changes import HASH_LIST_NAME, DocumentPlan
 from bert_pretraining_data.pipeline.options import Config
 from bert_pretraining_data.pipeline.publish import (AUDIT_NAME, DECONTAMINATION_NAME, DEDUP_NAME,
-                                                    MIXTURE_OUTPUT_NAME, MIXTURE_SOURCES_NAME,
-                                                    NEAR_COPY_NAME, PROBLEM_LIST_NAME,
-                                                    SHARD_LIST_NAME, SPLIT_NAME, OutputPaths,
-                                                    write_staging_json)
+                                                    FIGURES_NAME, MIXTURE_OUTPUT_NAME,
+                                                    MIXTURE_SOURCES_NAME, NEAR_COPY_NAME,
+                                                    PROBLEM_LIST_NAME, SHARD_LIST_NAME,
+                                                    SPLIT_NAME, OutputPaths, write_staging_json)
 from bert_pretraining_data.pipeline.stages import Stages
+from bert_pretraining_data.transforms.counters import FIGURES, CollectFigures, known_names
 from bert_pretraining_data.transforms.decontaminate.beam import Decontaminate
 from bert_pretraining_data.transforms.decontaminate.benchmarks import MATCHES
 from bert_pretraining_data.transforms.dedup.beam import Deduplicate
@@ -44,7 +46,7 @@ from bert_pretraining_data.transforms.read.mixture import Mixture, source_key, s
 from bert_pretraining_data.transforms.split.beam import NEAR_COPIES, SplitDocuments, SplitFigures
 from bert_pretraining_data.transforms.split.held_out import TRAIN, split_seed
 from bert_pretraining_data.transforms.tokenize.beam import TokenizeDocument
-from bert_pretraining_data.transforms.write.beam import WriteIndexedDatasets, WriteShards
+from bert_pretraining_data.transforms.write.beam import SHARDS, WriteIndexedDatasets, WriteShards
 
 # A sampled document keeps about this many tokens per max_seq_length.
 SAMPLE_DOCUMENT_SEQUENCES = 8
@@ -56,15 +58,48 @@ def stage_list(items: list[dict], output: OutputPaths, name: str) -> int:
     return len(items)
 
 
+@dataclasses.dataclass(frozen=True)
+class StagedRun:
+    """What a built pipeline stages for publishing, each a PCollection of one
+    element, the length of a list it staged: the publisher reads the lists
+    (pipeline.run_manifest), and a job's publish step waits for these."""
+
+    shards: beam.PCollection  # training's shards
+    problems: beam.PCollection  # the input problems
+    lists: tuple[beam.PCollection, ...]  # the run's figures, and each stage's own list
+    hashes: beam.PCollection | None  # the documents' hash files (a refresh's runs)
+
+
+@dataclasses.dataclass
+class _Staging:
+    """What the graph stages and counts as it is built: each staged list's
+    length and each counting step's FIGURES output."""
+
+    lists: list[beam.PCollection] = dataclasses.field(default_factory=list)
+    figures: list[beam.PCollection] = dataclasses.field(default_factory=list)
+
+    def list(self, items: beam.PCollection, output: OutputPaths, name: str,
+             label: str) -> beam.PCollection:
+        """Stages the one list `items` is (a PCollection of one list) as `name`."""
+        staged = items | label >> beam.Map(stage_list, output, name)
+        self.lists.append(staged)
+        return staged
+
+    def counted(self, outputs, main: str) -> beam.PCollection:
+        """The `main` output of a counting step's outputs; its FIGURES kept."""
+        self.figures.append(outputs[FIGURES])
+        return outputs[main]
+
+
 def write_shards(entries: beam.PCollection, *, config: Config, stages: Stages,
-                 output: OutputPaths, prefix: str) -> tuple[beam.PCollection, beam.PCollection]:
-    """Entries -> (the shards written into `output`'s staging, the length of
-    their staged list)."""
-    shards = entries | f"{prefix}WriteShards" >> WriteShards(
+                 output: OutputPaths, prefix: str, staging: _Staging) -> beam.PCollection:
+    """Entries -> the length of the shard list it staged, the shards written
+    into `output`'s staging."""
+    shards = staging.counted(entries | f"{prefix}WriteShards" >> WriteShards(
         staging_dir=output.staging_dir, shard_names=output.shard_names,
         compression=config.compression, shuffle=config.shuffle, rows=stages.rows,
-        codebook=stages.entry_codebook)
-    return shards, list_shards(shards, output, prefix)
+        codebook=stages.entry_codebook), SHARDS)
+    return list_shards(shards, output, prefix)
 
 
 def list_shards(shards: beam.PCollection, output: OutputPaths, prefix: str) -> beam.PCollection:
@@ -91,12 +126,12 @@ def mixture_weights(tokenized_docs: beam.PCollection, mixture: Mixture):
 
 
 def source_figures(tokenized_docs: beam.PCollection, made: beam.PCollection, *,
-                   mixture: Mixture, output: OutputPaths, seed: int, copies, planned
-                   ) -> dict[str, beam.PCollection]:
-    """The staged lists of each source's figures for the manifest: its
-    documents, tokens and copies made (`copies`: the weights the copies were
-    drawn with), its planned weight, and what it made (`made`: (source,
-    (instances or sentences, their tokens)), summed here)."""
+                   mixture: Mixture, output: OutputPaths, seed: int, copies, planned,
+                   staging: _Staging) -> None:
+    """Stages each source's figures for the manifest: its documents, tokens
+    and copies made (`copies`: the weights the copies were drawn with), its
+    planned weight, and what it made (`made`: (source, (instances or
+    sentences, their tokens)), summed here)."""
     held = (tokenized_docs
             | "CountSources" >> beam.Map(document_figures, copies, seed)
             | "SumSources" >> beam.CombinePerKey(_sum_columns)
@@ -104,42 +139,42 @@ def source_figures(tokenized_docs: beam.PCollection, made: beam.PCollection, *,
             | "WithWeights" >> beam.Map(lambda pairs, weights: [
                 {"source": source, "documents": documents, "tokens": tokens, "copies": made,
                  "weight": weights[source]} for source, (documents, tokens, made) in pairs],
-                planned)
-            | "ListSources" >> beam.Map(stage_list, output, MIXTURE_SOURCES_NAME))
+                planned))
+    staging.list(held, output, MIXTURE_SOURCES_NAME, "ListSources")
     made = (made
             | "SumOutput" >> beam.CombinePerKey(_sum_columns)
             | "CollectOutput" >> beam.combiners.ToList()
-            | "ListOutput" >> beam.Map(lambda pairs: stage_list(
-                [{"source": source, "instances": instances, "tokens": tokens}
-                 for source, (instances, tokens) in pairs], output, MIXTURE_OUTPUT_NAME)))
-    return {"mixture_source_list": held, "mixture_output_list": made}
+            | "OutputRows" >> beam.Map(lambda pairs: [
+                {"source": source, "instances": instances, "tokens": tokens}
+                for source, (instances, tokens) in pairs]))
+    staging.list(made, output, MIXTURE_OUTPUT_NAME, "ListOutput")
 
 
 def indexed_sources(tokenized_docs: beam.PCollection, *, config: Config, stages: Stages,
-                    output: OutputPaths, seed: int, mixture: Mixture
-                    ) -> dict[str, beam.PCollection]:
+                    output: OutputPaths, seed: int, mixture: Mixture, staging: _Staging
+                    ) -> beam.PCollection:
     """A by_source mixture's tokenized corpus as Megatron-LM's indexed
     datasets, each source's prefixes in its folder (one copy of each
     document: a blend weighs them at training time), and the sources'
-    figures, their sentences counted as what they made."""
+    figures, their sentences counted as what they made; returns the
+    length of the sources' shard lists."""
     count = len(mixture.sources)
     parts = tokenized_docs | "BySource" >> beam.Partition(
         lambda document, count: source_of(document[0]), count)
     lists, made = [], []
     for index, (part, source) in enumerate(zip(parts, mixture.sources)):
         paths, label = output.split(source.name), f"{source.name}-"
-        shards = part | f"{label}WriteIndexed" >> WriteIndexedDatasets(
+        shards = staging.counted(part | f"{label}WriteIndexed" >> WriteIndexedDatasets(
             staging_dir=paths.staging_dir, shard_names=paths.shard_names,
-            dtype=stages.indexed_dtype, seed=seed)
+            dtype=stages.indexed_dtype, seed=seed), SHARDS)
         lists.append(list_shards(shards, paths, label))
         made.append(shards | f"{label}CountOutput" >> beam.Map(
             lambda shard, index: (index, (shard["records"], shard["tokens"])), index))
-    figures = source_figures(
-        tokenized_docs, made | "MadeBySources" >> beam.Flatten(), mixture=mixture,
-        output=output, seed=seed, copies=(1.0,) * count,
-        planned=mixture_weights(tokenized_docs, mixture))
-    return {**figures, "shard_list": (lists | "ListedSources" >> beam.Flatten()
-                                      | "CountSourceShards" >> beam.CombineGlobally(sum))}
+    source_figures(tokenized_docs, made | "MadeBySources" >> beam.Flatten(), mixture=mixture,
+                   output=output, seed=seed, copies=(1.0,) * count,
+                   planned=mixture_weights(tokenized_docs, mixture), staging=staging)
+    return (lists | "ListedSources" >> beam.Flatten()
+            | "CountSourceShards" >> beam.CombineGlobally(sum))
 
 
 def _sum_columns(rows: Iterable[tuple[int, ...]]) -> tuple[int, ...]:
@@ -149,40 +184,35 @@ def _sum_columns(rows: Iterable[tuple[int, ...]]) -> tuple[int, ...]:
 
 def split_instances(documents: beam.PCollection, *, name: str, config: Config, stages: Stages,
                     output: OutputPaths, progress_dir: str | None, counted: bool,
-                    mixture: Mixture | None = None) -> dict[str, beam.PCollection]:
-    """One split's documents -> its shards. Training's steps keep their names;
-    a held-out split's are prefixed with its own (Validation..., Test...),
-    and it is made with its own seed, once per document, its random-next
-    sample drawn from its own documents, so no split holds another's text.
-    `counted`: the split's documents and tokens go to its staging list.
-    `mixture`: each instance is stamped with its source; training's copies
-    are the sources' weights, each source's figures are staged."""
+                    staging: _Staging, mixture: Mixture | None = None) -> beam.PCollection:
+    """One split's documents -> its shards; returns the length of their
+    staged list. Training's steps keep their names; a held-out split's are
+    prefixed with its own (Validation..., Test...), and it is made with its
+    own seed, once per document, its random-next sample drawn from its own
+    documents, so no split holds another's text. `counted`: the split's
+    documents and tokens go to its staging list. `mixture`: each instance is
+    stamped with its source; training's copies are the sources' weights,
+    each source's figures are staged."""
     prefix = "" if name == TRAIN else name.title()
     seed = split_seed(config.random_seed, name)
-    tokenized_docs = documents | f"{prefix}Tokenize" >> beam.ParDo(TokenizeDocument(
-        tokenizer=stages.tokenizer, whole_word_segmenter=config.whole_word_segmenter,
-        sentence_splitter=(tuple(source.sentence_splitter for source in mixture.sources)
-                           if mixture else config.sentence_splitter),
-        progress_dir=progress_dir))
-    key = "" if name == TRAIN else f"{name}_"
-    pcollections: dict[str, beam.PCollection] = {f"{key}tokenized_docs": tokenized_docs}
+    tokenized_docs = staging.counted(documents | f"{prefix}Tokenize" >> beam.ParDo(
+        TokenizeDocument(
+            tokenizer=stages.tokenizer, whole_word_segmenter=config.whole_word_segmenter,
+            sentence_splitter=(tuple(source.sentence_splitter for source in mixture.sources)
+                               if mixture else config.sentence_splitter),
+            progress_dir=progress_dir)).with_outputs(FIGURES, main=DOCUMENTS), DOCUMENTS)
     if counted:
-        pcollections[f"{name}_split_list"] = (
-            tokenized_docs
-            | f"{prefix}CountSplit" >> beam.CombineGlobally(SplitFigures())
-            | f"{prefix}ListSplit" >> beam.Map(lambda figures: stage_list([figures], output,
-                                                                      SPLIT_NAME)))
+        staging.list(tokenized_docs | f"{prefix}CountSplit" >> beam.CombineGlobally(SplitFigures())
+                     | f"{prefix}SplitRow" >> beam.Map(lambda figures: [figures]),
+                     output, SPLIT_NAME, f"{prefix}ListSplit")
     if config.output_format == "megatron":  # the tokenized corpus: no instances
         if mixture is not None and name == TRAIN:  # by_source: each source's prefixes
-            pcollections.update(indexed_sources(tokenized_docs, config=config, stages=stages,
-                                                output=output, seed=seed, mixture=mixture))
-            return pcollections
-        shards = tokenized_docs | f"{prefix}WriteIndexed" >> WriteIndexedDatasets(
+            return indexed_sources(tokenized_docs, config=config, stages=stages, output=output,
+                                   seed=seed, mixture=mixture, staging=staging)
+        shards = staging.counted(tokenized_docs | f"{prefix}WriteIndexed" >> WriteIndexedDatasets(
             staging_dir=output.staging_dir, shard_names=output.shard_names,
-            dtype=stages.indexed_dtype, seed=seed)
-        pcollections.update({f"{key}shards": shards,
-                             f"{key}shard_list": list_shards(shards, output, prefix)})
-        return pcollections
+            dtype=stages.indexed_dtype, seed=seed), SHARDS)
+        return list_shards(shards, output, prefix)
     nsp_sample = tokenized_docs | f"{prefix}SampleRandomDocuments" >> SampleDocuments(
         seed=seed, size=config.nsp_sample_size, max_bytes=config.nsp_sample_max_bytes,
         max_tokens_per_document=SAMPLE_DOCUMENT_SEQUENCES * config.max_seq_length)
@@ -208,40 +238,33 @@ def split_instances(documents: beam.PCollection, *, name: str, config: Config, s
     else:
         dupe_factor = config.dupe_factor if name == TRAIN and not mixture else 1
         fanned = spread | f"{prefix}FanOutDupes" >> beam.FlatMap(fan_out_batch, dupe_factor)
-    entries = fanned | f"{prefix}CreateInstances" >> beam.ParDo(
+    entries = staging.counted(fanned | f"{prefix}CreateInstances" >> beam.ParDo(
         CreateInstances(instances=stages.instances, seed=seed, masking=stages.instance_masking,
                         progress_dir=progress_dir, stamp_sources=mixture is not None),
-        nsp_sample=beam.pvalue.AsSingleton(nsp_sample))
+        nsp_sample=beam.pvalue.AsSingleton(nsp_sample)).with_outputs(FIGURES, main="entries"),
+        "entries")
     if mixture is not None and name == TRAIN:
         made = entries | "CountOutput" >> beam.Map(
             lambda batch: (entry_source(batch), (len(batch), entry_tokens(batch))))
-        pcollections.update(source_figures(tokenized_docs, made, mixture=mixture,
-                                           output=output, seed=seed, copies=copies,
-                                           planned=planned))
+        source_figures(tokenized_docs, made, mixture=mixture, output=output, seed=seed,
+                       copies=copies, planned=planned, staging=staging)
     if mixture is not None and config.mixture_layout == "by_source":
         parts = entries | "BySource" >> beam.Partition(
             lambda batch, count: entry_source(batch), len(mixture.sources))
         shard_lists = [write_shards(part, config=config, stages=stages,
                                     output=output.split(source.name),
-                                    prefix=f"{source.name}-")[1]
+                                    prefix=f"{source.name}-", staging=staging)
                        for part, source in zip(parts, mixture.sources)]
-        shards = None
-        shard_list = (shard_lists
-                      | "ListedSources" >> beam.Flatten()
-                      | "CountSourceShards" >> beam.CombineGlobally(sum))
-    else:
-        shards, shard_list = write_shards(entries, config=config, stages=stages, output=output,
-                                          prefix=prefix)
-    pcollections.update({f"{key}nsp_sample": nsp_sample, f"{key}entries": entries,
-                         f"{key}shard_list": shard_list})
-    if shards is not None:
-        pcollections[f"{key}shards"] = shards
-    return pcollections
+        return (shard_lists
+                | "ListedSources" >> beam.Flatten()
+                | "CountSourceShards" >> beam.CombineGlobally(sum))
+    return write_shards(entries, config=config, stages=stages, output=output, prefix=prefix,
+                        staging=staging)
 
 
 def _read(p: beam.Pipeline, label: str, *, input_format: str, patterns: list[str],
           text_field: str, split_bytes: int | None) -> dict[str, beam.PCollection]:
-    """One corpus's documents and problems, read as its format says."""
+    """One corpus's documents, problems and figures, read as its format says."""
     if input_format == "text":
         return p | label >> ReadDocuments(patterns=patterns, split_bytes=split_bytes)
     if input_format == "wikipedia":
@@ -251,19 +274,20 @@ def _read(p: beam.Pipeline, label: str, *, input_format: str, patterns: list[str
 
 
 def read_corpus(p: beam.Pipeline, *, config: Config, patterns: list[str],
-                mixture: Mixture | None) -> tuple[beam.PCollection, beam.PCollection]:
+                mixture: Mixture | None, staging: _Staging
+                ) -> tuple[beam.PCollection, beam.PCollection]:
     """(documents, problems) of --input_file, or of each mixture source, its
     documents keyed by source (transforms.read.mixture.source_key)."""
     if mixture is None:
         read = _read(p, "ReadDocuments", input_format=config.input_format, patterns=patterns,
                      text_field=config.text_field, split_bytes=config.input_split_bytes)
-        return read[DOCUMENTS], read[PROBLEMS]
+        return staging.counted(read, DOCUMENTS), read[PROBLEMS]
     documents, problems = [], []
     for index, source in enumerate(mixture.sources):
         read = _read(p, f"Read-{source.name}", input_format=source.input_format,
                      patterns=comma_separated(source.input_file), text_field=source.text_field,
                      split_bytes=config.input_split_bytes)
-        documents.append(read[DOCUMENTS] | f"Key-{source.name}" >> beam.Map(
+        documents.append(staging.counted(read, DOCUMENTS) | f"Key-{source.name}" >> beam.Map(
             lambda document, index=index, name=source.name: (
                 source_key(index, name, document[0]), document[1])))
         problems.append(read[PROBLEMS])
@@ -277,57 +301,64 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
                    input_bytes: int = 0,
                    documents: DocumentPlan | None = None,
                    benchmarks: Sequence[str] = (),
-                   mixture: Mixture | None = None) -> dict[str, beam.PCollection]:
-    """The pipeline's graph; `progress_dir` (local runs): where the Tokenize
-    and CreateInstances stages report their progress (transforms.progress_sink);
-    `input_bytes` sizes the dedup stage's partitions; `documents`: where the
-    documents' hashes go (a refresh's runs); `benchmarks`: --decontaminate's
-    files; `mixture`: its sources, read in place of `patterns`."""
-    documents_read, problems = read_corpus(p, config=config, patterns=patterns, mixture=mixture)
+                   mixture: Mixture | None = None) -> StagedRun:
+    """The pipeline's graph, and what it stages for publishing;
+    `progress_dir` (local runs): where the Tokenize and CreateInstances
+    stages report their progress (transforms.progress_sink); `input_bytes`
+    sizes the dedup stage's partitions; `documents`: where the documents'
+    hashes go (a refresh's runs); `benchmarks`: --decontaminate's files;
+    `mixture`: its sources, read in place of `patterns`."""
+    staging = _Staging()
+    documents_read, problems = read_corpus(p, config=config, patterns=patterns,
+                                           mixture=mixture, staging=staging)
     docs_by_key = documents_read
     sources = mixture.sources if mixture else (config,)
-    pcollections = {}
     if config.dedup != "none":  # before anything else, so nothing sees a document twice
         deduped = docs_by_key | "Deduplicate" >> Deduplicate(fingerprints=Fingerprints(
             mode=config.dedup, ngram=config.dedup_ngram, threshold=config.dedup_threshold,
             partitions=dedup_partitions(input_bytes),
             unique_keys=all(source.input_format == "text" for source in sources),
             by_source=mixture is not None), compress=config.shuffle == "runner")
-        docs_by_key = deduped[DOCUMENTS]
-        pcollections["dedup_list"] = deduped[SUMMARY] | "ListDedup" >> beam.Map(
-            lambda summary: stage_list([summary], output, DEDUP_NAME))
+        docs_by_key = staging.counted(deduped, DOCUMENTS)
+        staging.list(deduped[SUMMARY] | "DedupRow" >> beam.Map(lambda summary: [summary]),
+                     output, DEDUP_NAME, "ListDedup")
     if benchmarks:  # after dedup: each text is looked up once
         cleaned = docs_by_key | "Decontaminate" >> Decontaminate(
             paths=benchmarks, field=config.decontaminate_field, ngram=config.decontaminate_ngram)
-        docs_by_key = cleaned[DOCUMENTS]
-        pcollections["decontamination_list"] = cleaned[MATCHES] | "ListMatches" >> beam.Map(
-            stage_list, output, AUDIT_NAME)
-        pcollections["decontamination_summary_list"] = cleaned[SUMMARY] | "ListSummary" >> (
-            beam.Map(lambda summary: stage_list([summary], output, DECONTAMINATION_NAME)))
+        docs_by_key = staging.counted(cleaned, DOCUMENTS)
+        staging.list(cleaned[MATCHES], output, AUDIT_NAME, "ListMatches")
+        staging.list(cleaned[SUMMARY] | "SummaryRow" >> beam.Map(lambda summary: [summary]),
+                     output, DECONTAMINATION_NAME, "ListSummary")
     splits = {TRAIN: docs_by_key}
     if config.split_fractions.active:
         splits = dict(docs_by_key | "SplitDocuments" >> SplitDocuments(
             fractions=config.split_fractions, ngram=config.dedup_ngram,
             threshold=config.dedup_threshold))
-        pcollections["near_copy_list"] = splits.pop(NEAR_COPIES) | "ListNearCopies" >> beam.Map(
-            lambda dropped: stage_list([{"near_copies_dropped": dropped}], output,
-                                       NEAR_COPY_NAME))
-    for name, split_documents in splits.items():
-        held_out = name != TRAIN
-        pcollections.update(split_instances(
-            split_documents, name=name, config=config,
-            stages=stages.held_out if held_out else stages,
-            output=output.split(name), progress_dir=None if held_out else progress_dir,
-            counted=config.split_fractions.active, mixture=mixture))
+        staging.figures.append(splits.pop(FIGURES))
+        staging.list(splits.pop(NEAR_COPIES) | "NearCopyRow" >> beam.Map(
+            lambda dropped: [{"near_copies_dropped": dropped}]),
+            output, NEAR_COPY_NAME, "ListNearCopies")
+    shard_lists = {name: split_instances(
+        split_documents, name=name, config=config,
+        stages=stages.held_out if name != TRAIN else stages, output=output.split(name),
+        progress_dir=None if name != TRAIN else progress_dir,
+        counted=config.split_fractions.active, staging=staging, mixture=mixture)
+        for name, split_documents in splits.items()}
     problem_list = (problems
                     | "CollectInputProblems" >> beam.combiners.ToList()
                     | "ListInputProblems" >> beam.Map(stage_list, output, PROBLEM_LIST_NAME))
-    pcollections.update({"docs_by_key": docs_by_key, "problem_list": problem_list})
+    hash_list = None
     if documents is not None:  # the documents as read, whatever comes after
-        pcollections["hash_list"] = (
-            documents_read
-            | "RecordDocuments" >> WriteDocumentHashes(
-                paths=documents.staged, previous=documents.previous_hash_files)
-            | "CollectHashFiles" >> beam.combiners.ToList()
-            | "ListHashFiles" >> beam.Map(stage_list, output, HASH_LIST_NAME))
-    return pcollections
+        hash_list = (documents_read
+                     | "RecordDocuments" >> WriteDocumentHashes(
+                         paths=documents.staged, previous=documents.previous_hash_files)
+                     | "CollectHashFiles" >> beam.combiners.ToList()
+                     | "ListHashFiles" >> beam.Map(stage_list, output, HASH_LIST_NAME))
+    # Last: every counting step is in the graph, and so is every counter's name.
+    figures = (tuple(staging.figures)
+               | "AllFigures" >> beam.Flatten()
+               | "CollectFigures" >> CollectFigures(known_names()))
+    staging.list(figures | "FigureRow" >> beam.Map(lambda counts: [counts]),
+                 output, FIGURES_NAME, "ListFigures")
+    return StagedRun(shards=shard_lists.pop(TRAIN), problems=problem_list,
+                     lists=(*staging.lists, *shard_lists.values()), hashes=hash_list)

@@ -36,7 +36,7 @@ from bert_pretraining_data.transforms.d2l.pairs import (d2l_example, d2l_masking
                                                         pair_entries)
 from bert_pretraining_data.transforms.instances.beam import SampleDocuments
 from bert_pretraining_data.transforms.read.documents import key_root
-from bert_pretraining_data.transforms.write.beam import WriteShards
+from bert_pretraining_data.transforms.write.beam import SHARDS, WriteShards
 
 
 def _write_vocabulary(tokens: list[str], path: str) -> int:
@@ -75,9 +75,9 @@ def build_d2l_pipeline(p: beam.Pipeline, *, config: Config, patterns: list[str],
         MaskTokens(config=None, seed=seed), config=beam.pvalue.AsSingleton(masking))
     entries = masked | "Encode" >> beam.Map(pair_entries, seed=seed, to_record=functools.partial(
         d2l_example, max_len=max_len, max_predictions=config.max_predictions_per_seq))
-    shards = entries | "WriteShards" >> WriteShards(
+    shards = (entries | "WriteShards" >> WriteShards(
         staging_dir=output.staging_dir, shard_names=output.shard_names,
-        compression=config.compression, shuffle=config.shuffle)
+        compression=config.compression, shuffle=config.shuffle))[SHARDS]
     shard_list = (shards
                   | "CollectShards" >> beam.combiners.ToList()
                   | "ListShards" >> beam.Map(stage_list, output, SHARD_LIST_NAME))

@@ -26,15 +26,12 @@ from bert_pretraining_data.loaders.manifest import DatasetManifest
 from bert_pretraining_data.pipeline.beam_options import (ConfigError, is_dataflow, lock_path,
                                                          locked_versions)
 from bert_pretraining_data.pipeline.build import build_pipeline
-from bert_pretraining_data.pipeline.changes import DocumentHistory, DocumentPlan
+from bert_pretraining_data.pipeline.changes import DocumentHistory
 from bert_pretraining_data.pipeline.options import Config, parse_args
 from bert_pretraining_data.pipeline.prepare import prepare
-from bert_pretraining_data.pipeline.publish import (PROBLEM_LIST_NAME, OutputPaths,
-                                                    dataset_warnings, publish, read_published,
-                                                    read_staging_json, training_shards)
-from bert_pretraining_data.pipeline.run_manifest import run_manifest
+from bert_pretraining_data.pipeline.publish import PROBLEM_LIST_NAME, publish, read_published
+from bert_pretraining_data.pipeline.run_manifest import PublishPlan, staged_manifest
 from bert_pretraining_data.transforms.read.documents import comma_separated
-from bert_pretraining_data.transforms.read.mixture import Mixture
 
 
 
@@ -142,36 +139,28 @@ def check_dataflow_options(config: Config, beam_args: Sequence[str]) -> None:
 
 
 def publish_in_job(shard_count: int, problem_count: int, *staged_counts: int,
-                   output: OutputPaths, config: Config, vocab_sha256: str,
-                   inputs: Sequence[tuple[str, int]], replaces: Sequence[str],
-                   max_predictions_per_row: int, documents: DocumentPlan | None = None,
-                   hash_count: int | None = None, mixture: Mixture | None = None
-                   ) -> DatasetManifest:
-    """The driver's publish step, run by the job once the staging lists (the
-    shards and input problems, and `staged_counts`: the dedup summary, the
-    held-out splits' lists) exist; the counts, side inputs, are what the job
-    wrote to them.
+                   plan: PublishPlan, hash_count: int | None = None) -> DatasetManifest:
+    """The job's publish step, run once every staged list exists (the
+    shards, the input problems, `staged_counts`: the figures and each
+    stage's list; side inputs, their lengths as the job wrote them): the
+    manifest a local run makes, from the same staged lists (staged_manifest).
 
     Dataflow retries a failed step whole: a retry after an attempt that wrote
     the manifest and cleared staging (its worker lost before it reported)
     returns that manifest; one after a partial attempt completes it
     (`publish` counts renames already made as done).
     """
+    output, documents = plan.output, plan.documents
     if (not FileSystems.exists(FileSystems.join(output.staging_dir, PROBLEM_LIST_NAME))
             and FileSystems.exists(output.manifest_path)):
         return read_published(output.manifest_path)
-    shards = training_shards(output)
-    problems = read_staging_json(output, PROBLEM_LIST_NAME)
+    manifest = staged_manifest(plan)
     hash_files = len(documents.staged) if documents else None
-    if (len(shards), len(problems), hash_files) != (shard_count, problem_count, hash_count):
+    found = (len(manifest.shards), len(manifest.input_problems), hash_files)
+    if found != (shard_count, problem_count, hash_count):
         raise RuntimeError(f"{output.staging_dir}: the staging lists do not match what "
                            "the job wrote; was the output location written by another run?")
-    manifest = run_manifest(config, output, vocab_sha256=vocab_sha256, inputs=inputs,
-                            shards=shards, counters={}, input_problems=problems,
-                            warnings=dataset_warnings({}, problems),
-                            max_predictions_per_row=max_predictions_per_row, documents=documents,
-                            mixture=mixture)
-    publish(output, manifest, replaces=replaces, documents=documents)
+    publish(output, manifest, replaces=plan.replaces, documents=documents)
     return manifest
 
 
@@ -194,23 +183,18 @@ def launch(argv: Sequence[str], *, after_publish: AfterPublish | None = None,
     prepared = prepare(config, beam_args)
     documents = prepared.document_plan(history)
     pipeline = prepared.new_pipeline()
-    pcollections = build_pipeline(pipeline, config=config, stages=prepared.stages,
-                                  output=prepared.output, patterns=prepared.patterns,
-                                  input_bytes=sum(size for _, size in prepared.inputs),
-                                  documents=documents, benchmarks=prepared.benchmarks,
-                                  mixture=prepared.mixture)
-    # Side inputs: publishing waits for every staging list.
-    waited = sorted(name for name in pcollections if name.endswith("_list")
-                    and name not in ("shard_list", "problem_list", "hash_list"))
-    written = [beam.pvalue.AsSingleton(pcollections[name])
-               for name in ("problem_list", *waited)]
-    hash_count = ({"hash_count": beam.pvalue.AsSingleton(pcollections["hash_list"])}
-                  if documents else {})
-    manifest = pcollections["shard_list"] | "Publish" >> beam.Map(
-        publish_in_job, *written, output=prepared.output,
-        config=config, vocab_sha256=prepared.vocab.sha256, inputs=prepared.inputs,
-        replaces=prepared.replaces, max_predictions_per_row=prepared.stages.rows.max_predictions,
-        documents=documents, mixture=prepared.mixture, **hash_count)
+    staged = build_pipeline(pipeline, config=config, stages=prepared.stages,
+                            output=prepared.output, patterns=prepared.patterns,
+                            input_bytes=sum(size for _, size in prepared.inputs),
+                            documents=documents, benchmarks=prepared.benchmarks,
+                            mixture=prepared.mixture)
+    # Side inputs: publishing waits for every staged list.
+    hash_count = ({"hash_count": beam.pvalue.AsSingleton(staged.hashes)}
+                  if staged.hashes is not None else {})
+    manifest = staged.shards | "Publish" >> beam.Map(
+        publish_in_job, beam.pvalue.AsSingleton(staged.problems),
+        *map(beam.pvalue.AsSingleton, staged.lists), plan=prepared.publish_plan(documents),
+        **hash_count)
     if after_publish is not None:
         after_publish(manifest)
     return pipeline.run()

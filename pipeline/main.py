@@ -27,11 +27,9 @@ from bert_pretraining_data.pipeline.disk_space import (estimate_space, full_disk
 from bert_pretraining_data.pipeline.options import parse_args
 from bert_pretraining_data.pipeline.prepare import Prepared, prepare, run_to_completion
 from bert_pretraining_data.pipeline.progress_printer import local_progress
-from bert_pretraining_data.pipeline.publish import (PROBLEM_LIST_NAME, PublishError,
-                                                    dataset_warnings, placed, publish,
-                                                    read_staging_json, training_shards)
+from bert_pretraining_data.pipeline.publish import PublishError, placed, publish
 from bert_pretraining_data.pipeline.reference_run import run_compat
-from bert_pretraining_data.pipeline.run_manifest import run_manifest
+from bert_pretraining_data.pipeline.run_manifest import run_manifest, staged_manifest
 from bert_pretraining_data.transforms.decontaminate.benchmarks import DecontaminationError
 from bert_pretraining_data.transforms.read.documents import InputError
 from bert_pretraining_data.transforms.split.held_out import TRAIN
@@ -78,8 +76,12 @@ def _run_bert(prepared: Prepared, history: DocumentHistory | None) -> DatasetMan
         shards = placed(run_compat(config, stages=prepared.stages,
                                    tokenizer=config.tokenizer.tokenizer(prepared.vocab),
                                    output=output), output)
-        counters: dict[str, int] = {}
-        problems: list[dict] = []
+        manifest = run_manifest(config, output, vocab_sha256=prepared.vocab.sha256,
+                                inputs=prepared.inputs, shards=shards, counters={},
+                                warnings=list(filter(None, [prepared.engine_warning])),
+                                tokenizer_engine=prepared.stages.tokenizer.engine,
+                                max_predictions_per_row=prepared.stages.rows.max_predictions,
+                                mixture=prepared.mixture)
     else:
         pipeline = prepared.new_pipeline()
         documents = prepared.document_plan(history)
@@ -89,17 +91,8 @@ def _run_bert(prepared: Prepared, history: DocumentHistory | None) -> DatasetMan
                            input_bytes=sum(size for _, size in prepared.inputs),
                            documents=documents, benchmarks=prepared.benchmarks,
                            mixture=prepared.mixture)
-            counters = run_to_completion(pipeline)
-        shards = training_shards(output)
-        problems = read_staging_json(output, PROBLEM_LIST_NAME)
-    manifest = run_manifest(config, output, vocab_sha256=prepared.vocab.sha256,
-                            inputs=prepared.inputs, shards=shards, counters=counters,
-                            input_problems=problems,
-                            warnings=[*dataset_warnings(counters, problems),
-                                      *filter(None, [prepared.engine_warning])],
-                            tokenizer_engine=prepared.stages.tokenizer.engine,
-                            max_predictions_per_row=prepared.stages.rows.max_predictions,
-                            documents=documents, mixture=prepared.mixture)
+            run_to_completion(pipeline)
+        manifest = staged_manifest(prepared.publish_plan(documents))
     publish(output, manifest, replaces=prepared.replaces, documents=documents)
     return manifest
 

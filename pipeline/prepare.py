@@ -23,6 +23,7 @@ from bert_pretraining_data.pipeline.input_sample import sample_documents, sample
 from bert_pretraining_data.pipeline.local_runner import new_pipeline
 from bert_pretraining_data.pipeline.options import Config
 from bert_pretraining_data.pipeline.publish import OutputPaths, prepare_output
+from bert_pretraining_data.pipeline.run_manifest import PublishPlan
 from bert_pretraining_data.pipeline.stages import Stages
 from bert_pretraining_data.transforms.counters import read_counters
 from bert_pretraining_data.transforms.decontaminate.beam import match_benchmarks, read_benchmark
@@ -69,6 +70,16 @@ class Prepared:
 
     def new_pipeline(self) -> beam.Pipeline:
         return new_pipeline(self.beam_args)
+
+    def publish_plan(self, documents: DocumentPlan | None) -> PublishPlan:
+        """What publishing this run takes besides what its pipeline stages."""
+        return PublishPlan(config=self.config, output=self.output,
+                           vocab_sha256=self.vocab.sha256, inputs=self.inputs,
+                           replaces=self.replaces,
+                           max_predictions_per_row=self.stages.rows.max_predictions,
+                           documents=documents, mixture=self.mixture,
+                           tokenizer_engine=self.stages.tokenizer.engine,
+                           engine_warning=self.engine_warning)
 
     def document_plan(self, history: DocumentHistory | None) -> DocumentPlan | None:
         """Where this run's document hashes go, when a refresh asks for them."""

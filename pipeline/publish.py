@@ -46,6 +46,7 @@ DECONTAMINATION_NAME = "decontamination_summary.json"  # the manifest's decontam
 AUDIT_NAME = "decontamination.json"  # each match, staged and published beside the manifest
 MIXTURE_SOURCES_NAME = "mixture_sources.json"  # each source's documents, tokens, copies, weight
 MIXTURE_OUTPUT_NAME = "mixture_output.json"  # each source's instances and their tokens
+FIGURES_NAME = "figures.json"  # the run's counts (transforms.counters), the manifest's counters
 
 
 class PublishError(RuntimeError):

@@ -1,7 +1,9 @@
 """What a run's manifest says: the typed `DatasetManifest` (loaders.manifest)
 made from a run's results by one function, `run_manifest`, for every entry
-point (the bert recipes' runs, d2l's, the launch-only job's publish step),
-so that each records the same keys alike; `publish` then writes it.
+point (the bert recipes' runs, d2l's, the reference run), so that each
+records the same keys alike; `publish` then writes it. A pipeline's run,
+local or a job that publishes itself, takes it through `staged_manifest`:
+from what the pipeline staged, its figures included, and a PublishPlan.
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ from bert_pretraining_data.loaders.manifest import (NO_DEDUP, DatasetManifest, P
 from bert_pretraining_data.pipeline.changes import HASH_LIST_NAME, DocumentPlan, version_record
 from bert_pretraining_data.pipeline.options import Config
 from bert_pretraining_data.pipeline.publish import (AUDIT_NAME, DECONTAMINATION_NAME, DEDUP_NAME,
-                                                    MIXTURE_OUTPUT_NAME, MIXTURE_SOURCES_NAME,
-                                                    NEAR_COPY_NAME, SHARD_LIST_NAME, SPLIT_NAME,
-                                                    OutputPaths, placed, read_staging_json)
+                                                    FIGURES_NAME, MIXTURE_OUTPUT_NAME,
+                                                    MIXTURE_SOURCES_NAME, NEAR_COPY_NAME,
+                                                    PROBLEM_LIST_NAME, SHARD_LIST_NAME, SPLIT_NAME,
+                                                    OutputPaths, dataset_warnings, placed,
+                                                    read_staging_json, training_shards)
 from bert_pretraining_data.pipeline.stages import held_out_config, record_layout
 from bert_pretraining_data.transforms.read.mixture import Mixture
 from bert_pretraining_data.transforms.split.held_out import TRAIN, split_seed
@@ -195,3 +199,37 @@ def run_manifest(config: Config, output: OutputPaths, *, vocab_sha256: str,
         documents, read_staging_json(output, HASH_LIST_NAME),
         instances=manifest.total_instances, shard_bytes=manifest.shard_bytes,
         splits=manifest.splits, mixture=manifest.mixture))
+
+
+@dataclasses.dataclass(frozen=True)
+class PublishPlan:
+    """What publishing a pipeline's run takes besides what the pipeline
+    staged: the same for a local run and for a job that publishes itself."""
+
+    config: Config
+    output: OutputPaths
+    vocab_sha256: str
+    inputs: Sequence[tuple[str, int]]
+    replaces: Sequence[str]  # existing outputs the run replaces (--overwrite)
+    max_predictions_per_row: int | None
+    documents: DocumentPlan | None = None  # where the documents' hashes went (a refresh)
+    mixture: Mixture | None = None
+    tokenizer_engine: str | None = None
+    engine_warning: str | None = None  # the tokenizer engine's check failed
+
+
+def staged_manifest(plan: PublishPlan) -> DatasetManifest:
+    """The manifest of a pipeline that finished, from what it staged: its
+    shards, input problems and figures (the manifest's counters, data on
+    every runner), and each stage's list."""
+    output = plan.output
+    (figures,) = read_staging_json(output, FIGURES_NAME)
+    problems = read_staging_json(output, PROBLEM_LIST_NAME)
+    return run_manifest(plan.config, output, vocab_sha256=plan.vocab_sha256, inputs=plan.inputs,
+                        shards=training_shards(output), counters=figures,
+                        input_problems=problems,
+                        warnings=[*dataset_warnings(figures, problems),
+                                  *filter(None, [plan.engine_warning])],
+                        tokenizer_engine=plan.tokenizer_engine,
+                        max_predictions_per_row=plan.max_predictions_per_row,
+                        documents=plan.documents, mixture=plan.mixture)

@@ -66,7 +66,7 @@ def test_dry_run_job_has_every_stage_and_stages_setup_py(gcs, paths):  # noqa: F
     assert not any("Bucket" in name for name in names)
     # The random-next sample reaches instance creation as a side input.
     (create,) = [t for t in job.proto_pipeline.components.transforms.values()
-                 if t.unique_name == "CreateInstances"]
+                 if t.unique_name == "CreateInstances/ParDo(CreateInstances)"]
     assert len(create.inputs) == 2
     staged = {d.role_payload for d in _environment(job).dependencies}
     assert any(b"workflow.tar.gz" in p for p in staged)  # setup.py's sdist

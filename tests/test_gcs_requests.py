@@ -30,9 +30,10 @@ FLAGS = [f"--input_file={DATA / 'wiki_small.txt'}", f"--vocab_file={UNCASED_VOCA
          "--max_predictions_per_seq=10"]
 MANY_SPLITS = "--input_split_bytes=2000"  # wiki_small.txt (132 KB) in 66 splits
 # Objects a run creates besides its shards: the probe that the output location
-# is writable (deleted at once), the three staging lists (shards, input
-# problems, the dedup summary), the dataset's copy of its vocabulary and the manifest.
-OTHER_OBJECTS = 6
+# is writable (deleted at once), the four staging lists (shards, input
+# problems, the dedup summary, the figures), the dataset's copy of its
+# vocabulary and the manifest.
+OTHER_OBJECTS = 7
 
 
 def _run_through_proxy(gcs, name: str, *extra: str, failure_share: float = 0.0,  # noqa: F811
@@ -64,7 +65,7 @@ def test_objects_grow_with_shards_not_with_splits_on_the_runner_shuffle(gcs):  #
     assert one_split.objects_created == many_splits.objects_created == (
         2 * NUM_SHARDS + OTHER_OBJECTS)
     assert many_splits.requests["upload"] == one_split.requests["upload"]
-    # At least one bucket file per shard besides the same 38 objects.
+    # At least one bucket file per shard besides the same 39 objects.
     assert buckets.objects_created >= many_splits.objects_created + NUM_SHARDS
     runner_out = _outputs(gcs, "req-runner-66")
     files_out = _outputs(gcs, "req-files-66")

@@ -22,6 +22,7 @@ from helpers.gcs_emulator import gcs  # noqa: F401  (fixture)
 from bert_pretraining_data.pipeline import main as main_module
 from bert_pretraining_data.pipeline.dataflow import publish_in_job
 from bert_pretraining_data.pipeline.publish import PublishError, publish, staged_paths
+from bert_pretraining_data.pipeline.run_manifest import PublishPlan
 from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig
 from bert_pretraining_data.transforms.handoff.tokenized_documents import compact_document
@@ -183,8 +184,9 @@ def test_a_retried_publish_counts_the_renames_already_done(tmp_path, monkeypatch
     assert not FileSystems.match([output.staging_dir + "/**"])[0].metadata_list
     if where == "local":  # a job's retry of a publish step that had finished
         # (it finds the manifest written: what it would make a manifest of goes unread)
-        assert publish_in_job(0, 0, output=output, config=None, vocab_sha256="", inputs=[],
-                              replaces=[], max_predictions_per_row=0) == given["manifest"]
+        plan = PublishPlan(config=None, output=output, vocab_sha256="", inputs=[], replaces=[],
+                           max_predictions_per_row=0)
+        assert publish_in_job(0, 0, plan=plan) == given["manifest"]
 
 
 @pytest.mark.slow

@@ -22,6 +22,7 @@ from bert_pretraining_data.pipeline.versions import LATEST_NAME
 from bert_pretraining_data.pipeline.versions import read_latest
 from bert_pretraining_data.pipeline.versions import version_name
 from helpers.records import read_examples
+from helpers.tokenizer_files import modernbert_bpe
 
 FLAGS = ["--dupe_factor=1", "--num_shards=2", "--max_seq_length=64",
          "--max_predictions_per_seq=10"]
@@ -233,13 +234,13 @@ def test_launch_only_publishes_and_promotes_inside_the_job(corpus, tmp_path):
     assert launched["status"] == "launched"
     assert read_latest(str(root)) == launched["version"]
     manifest = json.loads((root / launched["version"] / "manifest.json").read_text())
-    assert manifest["counters"] == {}  # a job cannot read its own final metrics
     assert manifest["total_instances"] == sum(s["records"] for s in manifest["shards"]) > 0
 
     driver = refresh(_argv(corpus, tmp_path / "driver-root"), now=MONDAY)
     assert driver["fingerprint"] == launched["fingerprint"]
-    assert [s["sha256"] for s in manifest["shards"]] == [
-        s["sha256"] for s in json.loads(pathlib.Path(driver["manifest"]).read_text())["shards"]]
+    driven = json.loads(pathlib.Path(driver["manifest"]).read_text())
+    assert [s["sha256"] for s in manifest["shards"]] == [s["sha256"] for s in driven["shards"]]
+    assert manifest["counters"] == driven["counters"]  # figures, staged by the pipeline
 
     again = refresh(_argv(corpus, root, "--launch_only"), now=NEXT_MONDAY)
     assert again["status"] == "unchanged"
@@ -315,3 +316,29 @@ def test_columnar_versions_refresh_report_changes_and_expire(corpus, tmp_path, o
     assert recorded.content.format == f"bert-pretraining-{output_format}/1"
     assert changed["expired_versions"] == [first["version"]]
     assert _versions(root) == [changed["version"]]
+
+
+@pytest.mark.slow
+def test_a_launch_only_refresh_writes_the_manifest_a_local_one_writes(tmp_path):
+    """The Flex Template's mode (--launch_only: the job publishes itself, here on
+    the DirectRunner) and a local run publish through one function from what
+    the pipeline staged: on a tokenizer.json, a held-out split and a mixture,
+    their manifests differ in their paths alone (versions and times agree in
+    one process), the figures of every stage included."""
+    modernbert_bpe((DATA / "wikitext2_valid.txt").read_text().splitlines(),
+                   tmp_path / "tokenizer.json", vocab_size=2000)
+    (tmp_path / "mixture.json").write_text(json.dumps({"sources": [
+        {"name": "wiki", "input_file": str(DATA / "wiki_small.txt")},
+        {"name": "sample", "input_file": str(DATA / "sample_text.txt"), "weight": 2}]}))
+    flags = [f"--mixture={tmp_path / 'mixture.json'}",
+             f"--tokenizer_file={tmp_path / 'tokenizer.json'}", "--validation_fraction=0.2",
+             "--max_seq_length=64", "--max_predictions_per_seq=10"]
+    manifests = {}
+    for name, mode in (("job", ["--launch_only"]), ("local", [])):
+        version = refresh([*flags, f"--output_root={tmp_path / name}", *mode],
+                          now=MONDAY)["version"]
+        manifests[name] = (tmp_path / name / version / "manifest.json").read_text()
+    in_job = json.loads(manifests["job"].replace(str(tmp_path / "job"), str(tmp_path / "local")))
+    assert in_job == json.loads(manifests["local"])
+    assert in_job["counters"]["documents"] > 0 and in_job["counters"]["masked_tokens"] > 0
+    assert in_job["tokenizer_engine"] and in_job["mixture"]["sources"][1]["copies"] > 0

@@ -20,6 +20,7 @@ from bert_pretraining_data.pipeline.build import build_pipeline
 from bert_pretraining_data.pipeline.main import run
 from bert_pretraining_data.pipeline.options import parse_args
 from bert_pretraining_data.pipeline.prepare import prepare
+from bert_pretraining_data.transforms.counters import FIGURES
 from bert_pretraining_data.transforms.dedup.beam import FingerprintDocuments
 from bert_pretraining_data.transforms.dedup.clusters import (BandRows, ExactRows, candidate_pairs,
                                                              digest_array, exact_groups)
@@ -116,12 +117,19 @@ def test_group_copies_of_encoded_rows_decide_as_the_rows_themselves(by_source):
 
 
 def _bundle(fn: FingerprintDocuments, batches: list[list[tuple[str, list[str]]]]) -> list:
-    """What one bundle of `batches` emits, finish_bundle's values unwrapped."""
+    """What one bundle of `batches` emits, finish_bundle's values unwrapped;
+    its figures checked against the rows' bytes and left out."""
     fn.start_bundle()
     out = [element for batch in batches for element in fn.process(batch)]
     for element in fn.finish_bundle():
         out.append(TaggedOutput(element.tag, element.value.value))
-    return out
+    (figures,) = [element.value for element in out
+                  if isinstance(element, TaggedOutput) and element.tag == FIGURES]
+    assert figures == {"dedup_shuffle_bytes": sum(
+        len(element.value[1]) for element in out
+        if isinstance(element, TaggedOutput) and element.tag == "exact")}
+    return [element for element in out
+            if not (isinstance(element, TaggedOutput) and element.tag == FIGURES)]
 
 
 @pytest.mark.parametrize("max_buffer_bytes", [1 << 20, 1])

@@ -24,7 +24,7 @@ from bert_pretraining_data.transforms.handoff.shuffle_entries import (EntryBatch
                                                                       shard_of, split_by_shard)
 from bert_pretraining_data.transforms.randomness import stable_hash as shuffle_key
 from bert_pretraining_data.transforms.write import rows as rows_module, tfrecord
-from bert_pretraining_data.transforms.write.beam import (WriteShards, _DeleteBucketsFn,
+from bert_pretraining_data.transforms.write.beam import (SHARDS, WriteShards, _DeleteBucketsFn,
                                                          _WriteShardFn, bucket_dir, bucket_path,
                                                          file_digest, read_tfrecord_file,
                                                          shard_path, write_shard_file)
@@ -295,7 +295,7 @@ def run_write_shards(staging_dir, pairs, *, reshuffle=False, workers=1, compress
                | beam.Create(in_batches(pairs), reshuffle=reshuffle)
                | WriteShards(staging_dir=str(staging_dir), shard_names=shard_names(),
                              compression=compression, max_buffer_bytes=max_buffer_bytes,
-                             shuffle=shuffle))
+                             shuffle=shuffle))[SHARDS]
     if check is not None:
         assert_that(results, check)
     result = p.run()

@@ -1,4 +1,7 @@
-"""Beam counters of this pipeline: one namespace, and the names in use.
+"""What the pipeline counts: as figures, data on each counting step's
+FIGURES output, summed into the one dict the manifest reports on every runner
+(a job publishing itself reads no metrics); and as Beam counters of one
+namespace, which a runner shows while it works.
 
 Every stage counts what it reads, drops, cuts or repairs. Names are recorded
 when a counter is created (on the driver, while the pipeline is built), so the
@@ -8,10 +11,19 @@ it out.
 
 from __future__ import annotations
 
+from collections import Counter
+from typing import Iterable, Iterator, Literal
+
 import apache_beam as beam
 from apache_beam.metrics import Metrics
+from apache_beam.pvalue import TaggedOutput
+from apache_beam.transforms.window import GlobalWindows
 
 NAMESPACE = "bert_data"
+# The output a counting step gives its counts on: a dict of counts, at most one a
+# bundle; FiguresOutput is its type, for a DoFn that declares its tagged outputs.
+FIGURES = "figures"
+FiguresOutput = TaggedOutput[Literal["figures"], dict[str, int]]
 _NAMES: set[str] = set()
 
 
@@ -39,22 +51,64 @@ class BundleCounters:
     def start(self) -> None:
         self.counts = dict.fromkeys(self._counters, 0)
 
-    def flush(self) -> None:
-        for name, value in self.counts.items():
-            if value:
-                self._counters[name].inc(value)
+    def flush(self) -> Iterator[TaggedOutput]:
+        """Adds the bundle's counts to Beam's counters, and gives those that
+        are not zero as one element of the FIGURES output."""
+        counted = {name: value for name, value in self.counts.items() if value}
+        for name, value in counted.items():
+            self._counters[name].inc(value)
         self.start()
+        if counted:
+            yield TaggedOutput(FIGURES, GlobalWindows.windowed_value(counted))
 
 
 class CountingDoFn(beam.DoFn):
     """A DoFn whose counts are `self._count`, BundleCounters set in __init__:
-    started with each bundle and added to Beam's counters at its end."""
+    started with each bundle and, at its end, added to Beam's counters and
+    given on the FIGURES output."""
 
     def start_bundle(self) -> None:
         self._count.start()
 
-    def finish_bundle(self) -> None:
-        self._count.flush()
+    def finish_bundle(self) -> Iterator[TaggedOutput]:
+        yield from self._count.flush()
+
+
+class SumFigures(beam.CombineFn):
+    """Dicts of counts -> one dict, each count summed."""
+
+    def create_accumulator(self) -> Counter:
+        return Counter()
+
+    def add_input(self, accumulator: Counter, figures: dict[str, int]) -> Counter:
+        accumulator.update(figures)
+        return accumulator
+
+    def merge_accumulators(self, accumulators: Iterable[Counter]) -> Counter:
+        merged = Counter()
+        for accumulator in accumulators:
+            merged.update(accumulator)
+        return merged
+
+    def extract_output(self, accumulator: Counter) -> dict[str, int]:
+        return dict(accumulator)
+
+
+class CollectFigures(beam.PTransform):
+    """A pipeline's counting steps' FIGURES outputs, flattened -> one dict of
+    every counter made while the pipeline was built (`names`), summed, zero
+    where it never fired, in name order."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        super().__init__()
+        self._names = sorted(names)
+
+    def expand(self, figures: beam.PCollection) -> beam.PCollection:
+        names = self._names
+        return (figures
+                | "SumFigures" >> beam.CombineGlobally(SumFigures())
+                | "EveryName" >> beam.Map(lambda summed: {
+                    name: summed.get(name, 0) for name in sorted({*names, *summed})}))
 
 
 def known_names() -> list[str]:

@@ -17,7 +17,8 @@ import apache_beam as beam
 from apache_beam.pvalue import TaggedOutput
 from apache_beam.io.filesystems import FileSystems
 
-from bert_pretraining_data.transforms.counters import counter
+from bert_pretraining_data.transforms.counters import (FIGURES, BundleCounters, CountingDoFn,
+                                                       FiguresOutput)
 from bert_pretraining_data.transforms.decontaminate.benchmarks import (DEFAULT_FIELD,
                                                                        DEFAULT_NGRAM, MATCHES,
                                                                        BenchmarkIndex,
@@ -84,15 +85,16 @@ class BenchmarkIndexOf(beam.PTransform):
                 | "IndexBenchmarks" >> beam.Map(_build_index, self._ngram))
 
 
-class _DropContaminated(beam.DoFn):
+class _DropContaminated(CountingDoFn):
     """A batch -> its documents holding no benchmark n-gram (main output),
     and an audit record per (document dropped, item it holds) (`matches`)."""
 
     def __init__(self) -> None:
-        self._dropped = counter("decontaminated_documents")
+        self._count = BundleCounters("decontaminated_documents")
 
     def process(self, batch: list[Document], index: BenchmarkIndex
-                ) -> Iterator[Document | TaggedOutput[Literal["matches"], dict]]:
+                ) -> Iterator[Document | TaggedOutput[Literal["matches"], dict]
+                              | FiguresOutput]:
         dropped = 0
         found_in = index.batch_matches([document[1] for document in batch])
         for (key, lines), found in zip(batch, found_in):
@@ -102,14 +104,13 @@ class _DropContaminated(beam.DoFn):
             dropped += 1
             for record in audit_records(index, key, lines, found):
                 yield TaggedOutput(MATCHES, record)
-        if dropped:
-            self._dropped.inc(dropped)
+        self._count.counts["decontaminated_documents"] += dropped
 
 
 class Decontaminate(beam.PTransform):
     """(key, lines) documents -> {DOCUMENTS: those holding no n-gram of the
     benchmark files, MATCHES: one list of the audit records of those dropped,
-    SUMMARY: one dict for the manifest}. The output does not depend on bundles or
+    SUMMARY: one dict for the manifest, FIGURES: its counts}. The output does not depend on bundles or
     workers: each document is looked up on its own n-grams."""
 
     def __init__(self, *, paths: Sequence[str], field: str = DEFAULT_FIELD,
@@ -126,8 +127,9 @@ class Decontaminate(beam.PTransform):
                      | "BatchDocuments" >> beam.ParDo(BatchByCharacters())
                      | "DropContaminated" >> beam.ParDo(
                          _DropContaminated(), index=beam.pvalue.AsSingleton(index)
-                     ).with_outputs(MATCHES, main=DOCUMENTS))
+                     ).with_outputs(MATCHES, FIGURES, main=DOCUMENTS))
         # the audit records, collected once: the summary counts them, the run lists them
         matches = looked_up[MATCHES] | "CollectMatches" >> beam.combiners.ToList()
         summarised = index | "Summarise" >> beam.Map(summary, beam.pvalue.AsSingleton(matches))
-        return {DOCUMENTS: looked_up[DOCUMENTS], MATCHES: matches, SUMMARY: summarised}
+        return {DOCUMENTS: looked_up[DOCUMENTS], MATCHES: matches, SUMMARY: summarised,
+                FIGURES: looked_up[FIGURES]}

@@ -24,7 +24,7 @@ import numpy as np
 from apache_beam.pvalue import TaggedOutput
 from apache_beam.transforms.window import GlobalWindows
 
-from bert_pretraining_data.transforms.counters import counter
+from bert_pretraining_data.transforms.counters import FIGURES, BundleCounters, CountingDoFn
 from bert_pretraining_data.transforms.dedup.clusters import (BandRows, CandidateIndex, ExactGroups,
                                                              ExactRows, KeySet, Node, PairShingles,
                                                              digest_array, digest_words,
@@ -68,7 +68,7 @@ class BatchByCharacters(beam.DoFn):
             yield GlobalWindows.windowed_value(self._documents)
 
 
-class FingerprintDocuments(beam.DoFn):
+class FingerprintDocuments(CountingDoFn):
     """A batch of (key, lines) -> the batch with digests (main output; with
     `compress`, --shuffle=runner, a CompressedList: the runner materializes
     it for DropCopies), and the
@@ -82,12 +82,13 @@ class FingerprintDocuments(beam.DoFn):
         self._fingerprints = fingerprints
         self._batch = CompressedList if compress else list
         self._max_buffer_bytes = max_buffer_bytes
-        self._shuffled = counter("dedup_shuffle_bytes")  # the encoded rows
+        self._count = BundleCounters("dedup_shuffle_bytes")  # the encoded rows
 
     def setup(self) -> None:
         tune_worker_memory()
 
     def start_bundle(self) -> None:
+        super().start_bundle()
         self._rows: dict[tuple[str, int], list[ExactRows | BandRows]] = {}
         self._buffered = 0
 
@@ -104,6 +105,7 @@ class FingerprintDocuments(beam.DoFn):
     def finish_bundle(self) -> Iterator[object]:
         for rows in self._flush():
             yield TaggedOutput(rows.tag, GlobalWindows.windowed_value(rows.value))
+        yield from super().finish_bundle()
 
     def _flush(self) -> Iterator[TaggedOutput]:
         buffered, self._rows, self._buffered = self._rows, {}, 0
@@ -112,7 +114,7 @@ class FingerprintDocuments(beam.DoFn):
             data = _ROWS[tag].concatenate(parts).encoded()
             emitted += len(data)
             yield TaggedOutput(tag, (partition, data))
-        self._shuffled.inc(emitted)
+        self._count.counts["dedup_shuffle_bytes"] += emitted
 
 
 class ShareShingles(beam.DoFn):
@@ -140,21 +142,21 @@ class ShareShingles(beam.DoFn):
                                        [present[i][0] for i in chosen], shingles, counts)
 
 
-class VerifyPairs(beam.DoFn):
+class VerifyPairs(CountingDoFn):
     """(partition, its PairShingles) -> an edge for each pair whose texts'
     Jaccard similarity reaches the threshold."""
 
     def __init__(self, *, threshold: float) -> None:
         self._threshold = threshold
-        self._candidates = counter("near_duplicate_candidate_pairs")
-        self._verified = counter("near_duplicate_verified_pairs")
+        self._count = BundleCounters("near_duplicate_candidate_pairs",
+                                     "near_duplicate_verified_pairs")
 
     def process(self, element: tuple[int, Iterable[PairShingles]]
                 ) -> Iterator[tuple[None, tuple[Node, Node]]]:
         candidates, edges = verified_pairs(PairShingles.concatenate(list(element[1])),
                                            self._threshold)
-        self._candidates.inc(candidates)
-        self._verified.inc(len(edges))
+        self._count.counts["near_duplicate_candidate_pairs"] += candidates
+        self._count.counts["near_duplicate_verified_pairs"] += len(edges)
         for edge in edges:
             yield None, edge
 
@@ -176,25 +178,23 @@ class DropCopies(beam.DoFn):
                 yield key, lines
 
 
-class _CountSummary(beam.DoFn):
-    """Adds the summary's figures to Beam's counters, once per run."""
-
-    NAMES = ("duplicate_documents", "near_duplicate_documents", "duplicate_clusters",
-             "largest_duplicate_cluster")
+class _CountSummary(CountingDoFn):
+    """The decisions' summary, for the manifest; its figures counted, once per run."""
 
     def __init__(self) -> None:
-        self._counters = {name: counter(name) for name in self.NAMES}
+        self._count = BundleCounters("duplicate_documents", "near_duplicate_documents",
+                                     "duplicate_clusters", "largest_duplicate_cluster")
 
     def process(self, decisions: Decisions) -> Iterator[dict]:
-        for name, counted in self._counters.items():
-            counted.inc(getattr(decisions.summary, name))
+        for name in self._count.counts:
+            self._count.counts[name] += getattr(decisions.summary, name)
         yield {key: value for key, value in dataclasses.asdict(decisions.summary).items()
                if value is not None}
 
 
 class Deduplicate(beam.PTransform):
     """(key, lines) documents -> {DOCUMENTS: each text once, SUMMARY: one
-    dict for the manifest}."""
+    dict for the manifest, FIGURES: its counts}."""
 
     def __init__(self, *, fingerprints: Fingerprints, compress: bool = False) -> None:
         super().__init__()
@@ -210,7 +210,8 @@ class Deduplicate(beam.PTransform):
                          | "FingerprintDocuments" >> beam.ParDo(
                              FingerprintDocuments(fingerprints=fingerprints,
                                                   compress=self._compress)).with_outputs(
-                                 _EXACT, _BANDS, main=DOCUMENTS))
+                                 _EXACT, _BANDS, FIGURES, main=DOCUMENTS))
+        figures = [fingerprinted[FIGURES]]
         batches = fingerprinted[DOCUMENTS]
         # Global combines without defaults: Beam would otherwise pass each
         # result through a side input and walk its objects to size it, slow
@@ -230,7 +231,7 @@ class Deduplicate(beam.PTransform):
                           | "CollectCandidates" >> beam.combiners.ToList().without_defaults()
                           | "IndexCandidates" >> beam.Map(index_candidates, pair_partitions))
             exact_drops = exact | "ExactDrops" >> beam.Map(lambda groups: KeySet(groups.drops))
-            near = beam.pvalue.AsSingleton(
+            verified = (
                 batches
                 | "ShareShingles" >> beam.ParDo(
                     ShareShingles(ngram=fingerprints.ngram),
@@ -238,7 +239,11 @@ class Deduplicate(beam.PTransform):
                         candidates, default_value=CandidateIndex.of([], pair_partitions)),
                     exact_drops=beam.pvalue.AsSingleton(exact_drops))
                 | "GroupPairPartitions" >> beam.GroupByKey()
-                | "VerifyPairs" >> beam.ParDo(VerifyPairs(threshold=fingerprints.threshold))
+                | "VerifyPairs" >> beam.ParDo(VerifyPairs(
+                    threshold=fingerprints.threshold)).with_outputs(FIGURES, main="edges"))
+            figures.append(verified[FIGURES])
+            near = beam.pvalue.AsSingleton(
+                verified["edges"]
                 | "GatherEdges" >> beam.GroupByKey()
                 | "ClusterNearCopies" >> beam.Map(
                     lambda element: near_clusters(element[1], fingerprints.by_source)),
@@ -254,5 +259,8 @@ class Deduplicate(beam.PTransform):
                     | "KeepOneCopy" >> beam.Map(lambda element: (element[0],
                                                                  next(iter(element[1])))))
             survivors = (survivors, once) | "KeptDocuments" >> beam.Flatten()
-        summary = decisions | "CountDuplicates" >> beam.ParDo(_CountSummary())
-        return {DOCUMENTS: survivors, SUMMARY: summary}
+        summary = decisions | "CountDuplicates" >> beam.ParDo(_CountSummary()).with_outputs(
+            FIGURES, main=SUMMARY)
+        figures.append(summary[FIGURES])
+        return {DOCUMENTS: survivors, SUMMARY: summary[SUMMARY],
+                FIGURES: tuple(figures) | "DedupFigures" >> beam.Flatten()}

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Iterator
 
 import apache_beam as beam
+from apache_beam.pvalue import TaggedOutput
 from apache_beam.transforms.window import GlobalWindows
 
 from bert_pretraining_data.transforms.counters import BundleCounters, CountingDoFn
@@ -85,9 +86,9 @@ class CreateInstances(CountingDoFn):
         self._sample_source: object = None
         self._progress = ProgressSink(self._progress_dir)
 
-    def finish_bundle(self) -> None:
-        super().finish_bundle()
+    def finish_bundle(self) -> Iterator[TaggedOutput]:
         self._progress.write()
+        yield from super().finish_bundle()
 
     def process(self, element: WorkUnit, nsp_sample) -> Iterator[EntryBatch]:
         if nsp_sample is not self._sample_source:  # materialized once per worker

@@ -1,5 +1,6 @@
 """The Beam sources of every input format, each giving outputs `documents`
-((doc_key, [lines])) and `problems` (a dict per file not read to its end).
+((doc_key, [lines])), `problems` (a dict per file not read to its end) and
+`figures` (their counts: transforms.counters).
 
 Text files get a splittable FileBasedSource of our own: ReadFromText cannot
 split on a blank line (a self-overlapping delimiter, and whitespace-only or
@@ -21,13 +22,15 @@ from apache_beam.io.filebasedsource import FileBasedSource
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.range_trackers import OffsetRangeTracker
+from apache_beam.pvalue import TaggedOutput
 
-from bert_pretraining_data.transforms.counters import BundleCounters, CountingDoFn, counter
+from bert_pretraining_data.transforms.counters import FIGURES, BundleCounters, CountingDoFn
 from bert_pretraining_data.transforms.read.documents import (DOCUMENTS, PROBLEMS, DecodeStats,
                                                              Document, InputError, InputProblem,
-                                                             _line_before_is_blank, _read_lines,
-                                                             comma_separated, document_key,
-                                                             key_root, split_documents)
+                                                             ReadCounts, _line_before_is_blank,
+                                                             _read_lines, comma_separated,
+                                                             document_key, key_root,
+                                                             split_documents)
 from bert_pretraining_data.transforms.read.tables import ROW_COUNTERS, row_document
 from bert_pretraining_data.transforms.read.wikipedia import (ARTICLE_COUNTERS, ARTICLE_NAMESPACE,
                                                              article_document, dump_pages,
@@ -37,14 +40,17 @@ from bert_pretraining_data.transforms.read.wikipedia import (ARTICLE_COUNTERS, A
 
 
 class DocumentSource(FileBasedSource):
-    """A splittable source whose elements are (doc_key, [lines]) documents.
+    """A splittable source whose elements are (doc_key, [lines]) documents,
+    an InputProblem for a file not read to its end, and with `counts` (as
+    ReadDocuments reads it) a ReadCounts last in each range.
 
     A document belongs to the reader whose range holds the offset of its
     first line; the reader finishes its last document past the range end.
     """
 
     def __init__(self, file_pattern: str, *, min_bundle_size: int = 0,
-                 split_bytes: int | None = None, root: str | None = None) -> None:
+                 split_bytes: int | None = None, root: str | None = None,
+                 counts: bool = False) -> None:
         # validate=False: match_inputs reports unmatched patterns in one line.
         super().__init__(file_pattern, min_bundle_size=min_bundle_size,
                          compression_type=CompressionTypes.AUTO,
@@ -53,10 +59,7 @@ class DocumentSource(FileBasedSource):
             raise ValueError(f"split_bytes must be >= 1, got {split_bytes}")
         self._split_bytes = split_bytes
         self._root = key_root([file_pattern]) if root is None else root
-        self._documents = counter("documents")
-        self._lines = counter("lines")
-        self._repairs = {f.name: counter(f.name) for f in dataclasses.fields(DecodeStats)}
-        self._problems = counter("unreadable_files")
+        self._counts = counts
 
     def split(self, desired_bundle_size: int | None = None,
               start_position=None, stop_position=None):
@@ -78,7 +81,7 @@ class DocumentSource(FileBasedSource):
         compressed = CompressionTypes.detect_compression_type(file_name) != \
             CompressionTypes.UNCOMPRESSED
         stats = DecodeStats()
-        documents = lines_read = 0
+        documents = lines_read = unreadable = 0
         try:
             with self.open_file(file_name) as f:
                 for key, lines in self._documents_in_range(f, file_name, range_tracker, stats):
@@ -90,16 +93,13 @@ class DocumentSource(FileBasedSource):
         except _DECOMPRESSION_ERRORS as err:
             if not compressed:
                 raise
-            self._problems.inc()
+            unreadable = 1
             yield InputProblem(path=file_name, message=(
                 f"{type(err).__name__}: {err}; read {documents} document(s), skipped "
                 "the rest; re-create the file or remove it from --input_file"))
-        # Counted once per range: a counter update costs more than a short document.
-        counts = [(self._documents, documents), (self._lines, lines_read)] + [
-            (self._repairs[f.name], getattr(stats, f.name)) for f in dataclasses.fields(stats)]
-        for counted, value in counts:
-            if value:
-                counted.inc(value)
+        if self._counts:  # once per range: a count per document costs more than its reading
+            yield ReadCounts({"documents": documents, "lines": lines_read,
+                              **dataclasses.asdict(stats), "unreadable_files": unreadable})
 
     def _documents_in_range(self, f: BinaryIO, file_name: str,
                             range_tracker: OffsetRangeTracker, stats: DecodeStats) -> Iterator[tuple[str, list[str]]]:
@@ -152,8 +152,8 @@ def match_inputs(input_file: str) -> list[tuple[str, int]]:
 
 class ReadDocuments(beam.PTransform):
     """Patterns (already split, e.g. by match_inputs' caller) -> outputs
-    `documents`: (doc_key, [stripped non-blank lines]) and `problems`: a dict
-    (path, message) per file that could not be read to its end.
+    `documents`: (doc_key, [stripped non-blank lines]), `problems`: a dict
+    (path, message) per file that could not be read to its end, and `figures`.
 
     Overlapping patterns would read a shared file twice: pass disjoint ones.
     """
@@ -176,19 +176,29 @@ class ReadDocuments(beam.PTransform):
         root = key_root(self._patterns)
         reads = [
             pbegin | f"ReadPattern{i}" >> beam.io.Read(
-                DocumentSource(pattern, split_bytes=self._split_bytes, root=root))
+                DocumentSource(pattern, split_bytes=self._split_bytes, root=root, counts=True))
             for i, pattern in enumerate(self._patterns)
         ]
         return (tuple(reads)
                 | "Flatten" >> beam.Flatten()
                 | "SeparateProblems" >> beam.ParDo(_SeparateProblems()).with_outputs(
-                    PROBLEMS, main=DOCUMENTS))
+                    PROBLEMS, FIGURES, main=DOCUMENTS))
 
 
-class _SeparateProblems(beam.DoFn):
+class _SeparateProblems(CountingDoFn):
+    """The sources' elements -> documents; problems (PROBLEMS); their ranges'
+    counts, summed (FIGURES and Beam's counters)."""
+
+    def __init__(self) -> None:
+        self._count = BundleCounters("documents", "lines", "unreadable_files",
+                                     *(f.name for f in dataclasses.fields(DecodeStats)))
+
     def process(self, record):
         if isinstance(record, InputProblem):
-            yield beam.pvalue.TaggedOutput(PROBLEMS, dataclasses.asdict(record))
+            yield TaggedOutput(PROBLEMS, dataclasses.asdict(record))
+        elif isinstance(record, ReadCounts):
+            for name, value in record.counts.items():
+                self._count.counts[name] += value
         else:
             yield record
 
@@ -251,9 +261,11 @@ class ReadTables(beam.PTransform):
                      for i, pattern in enumerate(self._patterns)]
         documents = (tuple(reads) | "Flatten" >> beam.Flatten()
                      | "ParseRows" >> beam.ParDo(_ParseRows(
-                         text_field=self._field, json_lines=self._format == "jsonl")))
+                         text_field=self._field, json_lines=self._format == "jsonl")
+                     ).with_outputs(FIGURES, main=DOCUMENTS))
         problems = pbegin | "NoProblems" >> beam.Create([])
-        return {DOCUMENTS: documents, PROBLEMS: problems}
+        return {DOCUMENTS: documents[DOCUMENTS], PROBLEMS: problems,
+                FIGURES: documents[FIGURES]}
 
 
 class _Articles(CountingDoFn):
@@ -289,7 +301,7 @@ class _Articles(CountingDoFn):
                         yield page.title, page.text
         except (OSError, EOFError, ValueError, SyntaxError) as err:  # ParseError is a SyntaxError
             count["unreadable_files"] += 1
-            yield beam.pvalue.TaggedOutput(PROBLEMS, {
+            yield TaggedOutput(PROBLEMS, {
                 "path": path, "message": f"{type(err).__name__}: {err}"})
 
 
@@ -342,16 +354,19 @@ class ReadDump(beam.PTransform):
         # file's articles are spread first (shuffling the wikitext of a
         # multistream dump again would only cost its bytes).
         from_streams = streams | "StreamArticles" >> beam.ParDo(_Articles()).with_outputs(
-            PROBLEMS, main="articles")
+            PROBLEMS, FIGURES, main="articles")
         from_files = files | "FileArticles" >> beam.ParDo(_Articles()).with_outputs(
-            PROBLEMS, main="articles")
+            PROBLEMS, FIGURES, main="articles")
         documents = ((from_streams["articles"],
                       from_files["articles"] | "SpreadArticles" >> beam.Reshuffle())
                      | "AllArticles" >> beam.Flatten()
-                     | "PlainText" >> beam.ParDo(_ToDocument()))
+                     | "PlainText" >> beam.ParDo(_ToDocument()).with_outputs(
+                         FIGURES, main=DOCUMENTS))
         problems = ((from_streams[PROBLEMS], from_files[PROBLEMS])
                     | "AllProblems" >> beam.Flatten())
-        return {DOCUMENTS: documents, PROBLEMS: problems}
+        figures = ((from_streams[FIGURES], from_files[FIGURES], documents[FIGURES])
+                   | "ReadFigures" >> beam.Flatten())
+        return {DOCUMENTS: documents[DOCUMENTS], PROBLEMS: problems, FIGURES: figures}
 
 
 # What zlib, gzip and bz2 raise on damaged data, and our own truncation check.

@@ -38,6 +38,15 @@ class InputProblem:
     message: str
 
 
+@dataclasses.dataclass(frozen=True)
+class ReadCounts:
+    """What a reader counted over its range (documents, lines, repairs,
+    unreadable files), as the range's last element: a source can give data,
+    not figures."""
+
+    counts: dict[str, int]
+
+
 @dataclasses.dataclass
 class DecodeStats:
     """What decoding repaired, so that it can be reported instead of hidden.

@@ -18,7 +18,8 @@ from typing import Iterable, Iterator, Literal
 import apache_beam as beam
 from apache_beam.pvalue import TaggedOutput
 
-from bert_pretraining_data.transforms.counters import counter
+from bert_pretraining_data.transforms.counters import (FIGURES, BundleCounters, CountingDoFn,
+                                                       FiguresOutput)
 from bert_pretraining_data.transforms.dedup.beam import BatchByCharacters
 from bert_pretraining_data.transforms.dedup.normalise import normalised_text, text_digest
 from bert_pretraining_data.transforms.handoff.tokenized_documents import (CompactDocument,
@@ -42,21 +43,22 @@ def _assign_splits(batch: list[Document], fractions: SplitFractions) -> Iterator
             yield documents if name == TRAIN else TaggedOutput(name, documents)
 
 
-class _DropNearCopies(beam.DoFn):
+class _DropNearCopies(CountingDoFn):
     """A batch of training documents -> those that are no near copy of a
     held-out document (the rest counted)."""
 
     def __init__(self) -> None:
-        self._dropped = counter("held_out_near_copies")
+        self._count = BundleCounters("held_out_near_copies")
 
     def process(self, batch: list[Document], held_out: HeldOutShingles
-                ) -> Iterator[Document | TaggedOutput[Literal["near_copies"], int]]:
+                ) -> Iterator[Document | TaggedOutput[Literal["near_copies"], int]
+                              | FiguresOutput]:
         if not len(held_out):
             yield from batch
             return
         near = held_out.near_copies([normalised_text(lines) for _, lines in batch])
         if near.any():
-            self._dropped.inc(int(near.sum()))
+            self._count.counts["held_out_near_copies"] += int(near.sum())
             yield TaggedOutput(NEAR_COPIES, int(near.sum()))
         for document, drop in zip(batch, near):
             if not drop:
@@ -66,8 +68,8 @@ class _DropNearCopies(beam.DoFn):
 class SplitDocuments(beam.PTransform):
     """(key, lines) documents -> {split name: its documents, NEAR_COPIES: how
     many training documents were dropped as near copies of held-out ones
-    (one int; also the counter `held_out_near_copies`)}, each document in the
-    split its text draws."""
+    (one int; also the counter `held_out_near_copies`), FIGURES: its counts},
+    each document in the split its text draws."""
 
     def __init__(self, *, fractions: SplitFractions, ngram: int, threshold: float) -> None:
         super().__init__()
@@ -92,9 +94,9 @@ class SplitDocuments(beam.PTransform):
                                                          threshold=threshold)).without_defaults())
         train = batches[TRAIN] | "DropNearCopies" >> beam.ParDo(
             _DropNearCopies(), held_out=beam.pvalue.AsSingleton(
-                index, default_value=empty)).with_outputs(NEAR_COPIES, main=TRAIN)
+                index, default_value=empty)).with_outputs(NEAR_COPIES, FIGURES, main=TRAIN)
         near_copies = train[NEAR_COPIES] | "CountNearCopies" >> beam.CombineGlobally(sum)
-        return {TRAIN: train[TRAIN], NEAR_COPIES: near_copies,
+        return {TRAIN: train[TRAIN], NEAR_COPIES: near_copies, FIGURES: train[FIGURES],
                 **{name: batches[name] | f"{name.title()}Documents" >> beam.FlatMap(
                     lambda batch: batch) for name in held_out}}
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.pvalue import TaggedOutput
 
 from bert_pretraining_data.transforms.counters import BundleCounters, CountingDoFn
 from bert_pretraining_data.transforms.handoff.tokenized_documents import CompactDocument
@@ -53,9 +54,9 @@ class TokenizeDocument(CountingDoFn):
         self._unk = (unk, unk | MARK) if self._tokenizer.marks_continuations else (unk,)
         self._progress = ProgressSink(self._progress_dir)
 
-    def finish_bundle(self) -> None:
-        super().finish_bundle()
+    def finish_bundle(self) -> Iterator[TaggedOutput]:
         self._progress.write()
+        yield from super().finish_bundle()
 
     def process(self, element: tuple[str, list[str]]) -> Iterator[tuple[str, CompactDocument]]:
         doc_key, lines = element

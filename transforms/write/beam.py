@@ -25,7 +25,7 @@ from apache_beam.io.filesystem import BeamIOError, CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindows
 
-from bert_pretraining_data.transforms.counters import counter
+from bert_pretraining_data.transforms.counters import FIGURES, BundleCounters, CountingDoFn
 from bert_pretraining_data.transforms.handoff.shuffle_entries import (SHUFFLES, EntryBatch,
                                                                       scan_entries, split_by_shard)
 from bert_pretraining_data.transforms.handoff.tokenized_documents import compact_arrays
@@ -48,6 +48,8 @@ _BUCKET_SUFFIX = ".bucket"
 # where memory and the frames' sizes count: at 64 MiB a 750 GB job's 55,880
 # shards get frames of ~1.2 KB, two to twelve instances; transforms.write.entry_frames).
 BUFFER_BYTES = 64 << 20
+# The writers' outputs: a dict per shard written, and their counts.
+SHARDS = "shards"
 
 
 _COMPRESSION = {None: CompressionTypes.UNCOMPRESSED, "gzip": CompressionTypes.GZIP}
@@ -146,7 +148,7 @@ def _compression_type(compression: str | None) -> str:
     return _COMPRESSION[compression]
 
 
-class _ShardBuffersFn(beam.DoFn):
+class _ShardBuffersFn(CountingDoFn):
     """Collects a bundle's entries per shard; emits (shard, entries) at the
     bundle's end, and early when the buffer passes the byte budget."""
 
@@ -157,9 +159,10 @@ class _ShardBuffersFn(beam.DoFn):
         self._compress = compress
         self._codebook = codebook
         # what the entries put through the shuffle (or the bucket files)
-        self._entry_bytes = counter("shuffle_entry_bytes")
+        self._count = BundleCounters("shuffle_entry_bytes")
 
     def start_bundle(self) -> None:
+        super().start_bundle()
         self._buffers: dict[int, list[np.ndarray]] = {}
         self._buffered_bytes = 0
 
@@ -176,6 +179,7 @@ class _ShardBuffersFn(beam.DoFn):
     def finish_bundle(self) -> Iterator[Any]:
         for shard_and_entries in self._flush():
             yield GlobalWindows.windowed_value(shard_and_entries)
+        yield from super().finish_bundle()
 
     def _flush(self) -> Iterator[tuple[int, bytes]]:
         buffers, self._buffers, self._buffered_bytes = self._buffers, {}, 0
@@ -183,24 +187,24 @@ class _ShardBuffersFn(beam.DoFn):
             entries = b"".join(buffers[shard_index])
             if self._frames is not None:
                 entries = self._frames.compress(entries)
-            self._entry_bytes.inc(len(entries))
+            self._count.counts["shuffle_entry_bytes"] += len(entries)
             yield shard_index, entries
 
 
-class _WriteBucketFn(beam.DoFn):
+class _WriteBucketFn(CountingDoFn):
     """(shard, entries) -> (shard, path of the bucket file now holding them);
     emitted only once the file is complete."""
 
     def __init__(self, *, staging_dir: str):
         self._staging_dir = staging_dir
-        self._bucket_files = counter("bucket_files")
+        self._count = BundleCounters("bucket_files")
 
     def process(self, element: tuple[int, bytes]) -> Iterator[tuple[int, str]]:
         shard_index, entries = element
         path = bucket_path(self._staging_dir, shard_index, uuid.uuid4().hex)
         with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
             handle.write(entries)
-        self._bucket_files.inc()
+        self._count.counts["bucket_files"] += 1
         yield shard_index, path
 
 
@@ -212,7 +216,7 @@ def _file_written(folder: str, name: str, chunks: Iterable[bytes | memoryview]
     return {"bytes": stats["bytes"], "sha256": stats["sha256"]}
 
 
-class _WriteShardFn(beam.DoFn):
+class _WriteShardFn(CountingDoFn):
     """Writes one shard from its grouped values: entries (`runner`), bucket
     file paths (`files`), and the None marker every shard gets."""
 
@@ -223,7 +227,7 @@ class _WriteShardFn(beam.DoFn):
         self._compression = compression
         self._rows = rows
         self._codebook = codebook
-        self._records_written = counter("records_written")
+        self._count = BundleCounters("records_written")
 
     def setup(self) -> None:
         self._frames = EntryFrames(self._codebook)
@@ -252,7 +256,7 @@ class _WriteShardFn(beam.DoFn):
                 files[file_name] = _file_written(folder, file_name, [content])
             stats = {"records": rows.records, "files": files,
                      "bytes": sum(f["bytes"] for f in files.values())}
-        self._records_written.inc(stats["records"])
+        self._count.counts["records_written"] += stats["records"]
         yield {"shard": shard_index, "name": name, **stats, **rows.stats}, sorted(bucket_paths)
 
 
@@ -277,9 +281,9 @@ class WriteShards(beam.PTransform):
     Entry e goes to shard `key % len(shard_names)`; `rows` (default: the
     payloads are serialized records, `RawRecords`) sorts a shard's entries and
     makes its records. Every shard is written, an empty one as an empty (or
-    empty gzip) file. Outputs one dict per shard: {"shard", "name", "records",
-    "bytes", "sha256"} describing the file as written under `staging_dir`,
-    plus the row writer's statistics.
+    empty gzip) file. Outputs SHARDS, one dict per shard: {"shard", "name",
+    "records", "bytes", "sha256"} describing the file as written under
+    `staging_dir`, plus the row writer's statistics; and FIGURES, its counts.
     """
 
     def __init__(self, *, staging_dir: str, shard_names: Sequence[str],
@@ -303,17 +307,21 @@ class WriteShards(beam.PTransform):
         self._codebook = codebook  # the runner's frames' (transforms.write.entry_frames)
         self._max_buffer_bytes = max_buffer_bytes or BUFFER_BYTES
 
-    def expand(self, entries: beam.PCollection) -> beam.PCollection:
+    def expand(self, entries: beam.PCollection):
         num_shards = len(self._shard_names)
-        by_shard = (
+        buffered = (
             entries
             | "GlobalWindow" >> beam.WindowInto(GlobalWindows())
             | "BufferByShard" >> beam.ParDo(_ShardBuffersFn(
                 num_shards=num_shards, max_buffer_bytes=self._max_buffer_bytes,
-                compress=self._shuffle == "runner", codebook=self._codebook)))
+                compress=self._shuffle == "runner", codebook=self._codebook)
+            ).with_outputs(FIGURES, main=SHARDS))
+        by_shard, figures = buffered[SHARDS], [buffered[FIGURES]]
         if self._shuffle == "files":  # only paths go through the runner's shuffle
-            by_shard = by_shard | "WriteBuckets" >> beam.ParDo(
-                _WriteBucketFn(staging_dir=self._staging_dir))
+            buckets = by_shard | "WriteBuckets" >> beam.ParDo(
+                _WriteBucketFn(staging_dir=self._staging_dir)).with_outputs(FIGURES, main=SHARDS)
+            by_shard = buckets[SHARDS]
+            figures.append(buckets[FIGURES])
         # One marker per shard, so that a shard without records is written too.
         every_shard = (
             entries.pipeline
@@ -326,13 +334,17 @@ class WriteShards(beam.PTransform):
             | "WriteShard" >> beam.ParDo(_WriteShardFn(
                 staging_dir=self._staging_dir, shard_names=self._shard_names,
                 compression=self._compression, rows=self._rows,
-                codebook=self._codebook)))
+                codebook=self._codebook)).with_outputs(FIGURES, main=SHARDS))
+        figures = (*figures, written[FIGURES]) | "WriteFigures" >> beam.Flatten()
         if self._shuffle == "runner":
-            return written | "Results" >> beam.Map(lambda written_shard: written_shard[0])
-        return (written
-                # A checkpoint: a retried shard write must still find its buckets.
-                | "CheckpointWritten" >> beam.Reshuffle()
-                | "DeleteBuckets" >> beam.ParDo(_DeleteBucketsFn(staging_dir=self._staging_dir)))
+            return {SHARDS: written[SHARDS] | "Results" >> beam.Map(
+                lambda written_shard: written_shard[0]), FIGURES: figures}
+        return {SHARDS: (written[SHARDS]
+                         # A checkpoint: a retried shard write must still find its buckets.
+                         | "CheckpointWritten" >> beam.Reshuffle()
+                         | "DeleteBuckets" >> beam.ParDo(
+                             _DeleteBucketsFn(staging_dir=self._staging_dir))),
+                FIGURES: figures}
 
 
 class _DigestingFile:
@@ -359,13 +371,13 @@ def document_order(seed: int, doc_key: str) -> int:
     return int.from_bytes(keyed, "big") >> 1
 
 
-class _WriteIndexedDataset(beam.DoFn):
+class _WriteIndexedDataset(CountingDoFn):
     """(shard, [(order, doc_key, compact document) or None]) -> the shard's
     `.bin` and `.idx`, staged, and its entry for the manifest."""
 
     def __init__(self, *, staging_dir: str, shard_names: Sequence[str], dtype: str) -> None:
         self._staging_dir, self._shard_names, self._dtype = staging_dir, shard_names, dtype
-        self._written = counter("indexed_sequences")
+        self._count = BundleCounters("indexed_sequences")
 
     def process(self, element: tuple[int, Iterable[tuple[int, str, bytes] | None]]
                 ) -> Iterator[dict[str, Any]]:
@@ -387,7 +399,7 @@ class _WriteIndexedDataset(beam.DoFn):
                                 compression_type=CompressionTypes.UNCOMPRESSED) as handle:
             handle.write(index)
         files["idx"] = {"bytes": len(index), "sha256": hashlib.sha256(index).hexdigest()}
-        self._written.inc(writer.sequences)
+        self._count.counts["indexed_sequences"] += writer.sequences
         yield {"shard": shard, "name": name, "records": writer.sequences,
                "documents": writer.documents, "tokens": writer.tokens,
                "bytes": files["bin"]["bytes"] + files["idx"]["bytes"], "files": files}
@@ -397,9 +409,9 @@ class WriteIndexedDatasets(beam.PTransform):
     """(doc_key, compact document) -> Megatron-LM's indexed datasets, one
     `.bin` and `.idx` pair per shard name, one sequence per sentence
     (transforms.write.megatron): each document in the shard and place its
-    seeded hash gives, every shard written (an empty one too). Outputs one
-    dict per shard: its sequences, documents, tokens and files' sizes and
-    sha256."""
+    seeded hash gives, every shard written (an empty one too). Outputs
+    SHARDS, one dict per shard: its sequences, documents, tokens and files'
+    sizes and sha256; and FIGURES, its counts."""
 
     def __init__(self, *, staging_dir: str, shard_names: Sequence[str], dtype: str,
                  seed: int) -> None:
@@ -416,9 +428,10 @@ class WriteIndexedDatasets(beam.PTransform):
 
         every_shard = (documents.pipeline
                        | "EveryShard" >> beam.Create([(shard, None) for shard in range(count)]))
-        return ((documents | "PlaceDocuments" >> beam.Map(placed), every_shard)
-                | "AllShards" >> beam.Flatten()
-                | "GroupShards" >> beam.GroupByKey()
-                | "WriteIndexed" >> beam.ParDo(_WriteIndexedDataset(
-                    staging_dir=self._staging_dir, shard_names=self._shard_names,
-                    dtype=self._dtype)))
+        written = ((documents | "PlaceDocuments" >> beam.Map(placed), every_shard)
+                   | "AllShards" >> beam.Flatten()
+                   | "GroupShards" >> beam.GroupByKey()
+                   | "WriteIndexed" >> beam.ParDo(_WriteIndexedDataset(
+                       staging_dir=self._staging_dir, shard_names=self._shard_names,
+                       dtype=self._dtype)).with_outputs(FIGURES, main=SHARDS))
+        return {SHARDS: written[SHARDS], FIGURES: written[FIGURES]}
