@@ -23,7 +23,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from bert_pretraining_data.transforms.dedup.minhash import _mix64, _multipliers
+from bert_pretraining_data.transforms.handoff.word_hashes import mix64, multipliers
 from bert_pretraining_data.transforms.hashes.document_hashes import document_hash
 
 DEFAULT_NGRAM = 13
@@ -33,7 +33,7 @@ MATCHES = "matches"
 # Beam shell's FileSystems decompresses by name); any other file is text.
 JSON_SUFFIXES = (".jsonl", ".json")
 COMPRESSION_SUFFIXES = (".gz", ".bz2", ".deflate", ".zst", ".zstd", ".xz", ".lzma")
-# The salt of the n-gram weights (0 to 2 are MinHash's).
+# The salt of the n-gram weights (transforms.handoff.word_hashes.multipliers).
 _SALT = 3
 # Filter bits per benchmark n-gram: a document n-gram not in the benchmarks
 # passes the filter to the binary search about 1 time in 16 or fewer.
@@ -103,13 +103,13 @@ def _ngrams(word_lists: Sequence[Sequence[bytes]], n: int) -> tuple[np.ndarray, 
         return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
     words = np.fromiter(map(zlib.crc32, itertools.chain.from_iterable(word_lists)),
                         dtype=np.uint64, count=total)
-    weights = _multipliers(n, _SALT)
+    weights = multipliers(n, _SALT)
     runs = words[:starts] * weights[0]
     for offset in range(1, n):
         runs += words[offset:offset + starts] * weights[offset]
     owners = np.repeat(np.arange(len(word_lists)), counts)[:starts]
     inside = np.arange(starts) + n <= np.cumsum(counts)[owners]  # the n-gram ends in its list
-    return _mix64(runs[inside]), owners[inside]
+    return mix64(runs[inside]), owners[inside]
 
 
 def ngram_hashes(words: Sequence[str], n: int) -> np.ndarray:
