@@ -40,9 +40,9 @@ sys.path[:0] = [str(ROOT)]  # for bench.*
 from bench.corpus import CACHE_DIR, MB, SHAPES, corpus_path, read_documents  # noqa: E402
 from bench.dedup_rates import dump_documents  # noqa: E402
 from bert_pretraining_data.transforms.decontaminate.benchmarks import (  # noqa: E402
-    _SEPARATORS, DEFAULT_NGRAM, BenchmarkIndex, benchmark_words, ngram_hashes,
-    read_benchmark_items)
+    DEFAULT_NGRAM, BenchmarkIndex, benchmark_words, ngram_hashes, read_benchmark_items)
 from bert_pretraining_data.transforms.dedup.decisions import BATCH_CHARACTERS  # noqa: E402
+from bert_pretraining_data.transforms.handoff.words import PUNCTUATION_AS_SPACE  # noqa: E402
 
 WIKIPEDIA = ROOT.parent / "shared" / "data" / "wikipedia" / "enwiki-excerpt-pages-articles.xml.bz2"
 # The janitor's defaults (lm_eval/decontamination/janitor.py).
@@ -124,7 +124,7 @@ def shape_costs(path: pathlib.Path, index: BenchmarkIndex, empty: BenchmarkIndex
 def word_spans(text: str) -> tuple[list[str], list[tuple[int, int]]]:
     """The benchmark words of `text`, each with the span of `text` it comes from."""
     words, spans = [], []
-    for match in re.finditer(r"\S+", text.translate(_SEPARATORS)):
+    for match in re.finditer(r"\S+", text.translate(PUNCTUATION_AS_SPACE)):
         for word in benchmark_words(match.group()):
             words.append(word)
             spans.append(match.span())

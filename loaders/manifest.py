@@ -18,7 +18,7 @@ import hashlib
 import json
 from typing import Any
 
-from bert_pretraining_data.loaders import files
+from bert_pretraining_data.transforms.handoff import files
 from bert_pretraining_data.transforms.split.held_out import SPLITS, TRAIN
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary

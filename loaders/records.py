@@ -17,8 +17,8 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from bert_pretraining_data.loaders import files
 from bert_pretraining_data.loaders.manifest import DatasetError, Manifest, Shard
+from bert_pretraining_data.transforms.handoff import files
 from bert_pretraining_data.transforms.write.mds import FORMAT as MDS_FORMAT, LENGTH, read_samples
 from bert_pretraining_data.transforms.write.tfrecord import read_records
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from bert_pretraining_data.loaders import files
-from bert_pretraining_data.transforms.write.tf_example import RecordLayout
 from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, find_manifest,
                                                     pad_id, read_manifest)
+from bert_pretraining_data.transforms.handoff import files
 from bert_pretraining_data.transforms.split.held_out import TRAIN
+from bert_pretraining_data.transforms.write.tf_example import RecordLayout
 
 
 # What each feature holds -> its per-record shape: tokens, predictions or one

@@ -160,7 +160,7 @@ def test_the_pytorch_loader_reads_a_bucket_through_fsspec(gcs, corpus, tmp_path)
     copy, through gcsfs (the `[gcs]` extra), not TensorFlow."""
     import gcsfs
 
-    from bert_pretraining_data.loaders import files
+    from bert_pretraining_data.transforms.handoff import files
 
     dynamic = ["--masking=none", "--padding=none"]
     _run(corpus["input"], corpus["vocab"], gcs.url("torch-read"))
@@ -180,7 +180,7 @@ def test_the_pytorch_loader_reads_a_bucket_through_fsspec(gcs, corpus, tmp_path)
 def test_urls_fall_back_to_tensorflow_then_fail_in_one_line(monkeypatch):
     import fsspec
 
-    from bert_pretraining_data.loaders import files
+    from bert_pretraining_data.transforms.handoff import files
 
     def no_implementation(url):
         raise ImportError("Install gcsfs to access Google Storage")

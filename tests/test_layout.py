@@ -13,6 +13,11 @@ stages, so each can be read, tested and changed knowing only what comes before
 it. What one stage hands to a later one, and the words several stages share,
 live in transforms/handoff/, which, like the top-level modules, imports no
 stage folder.
+
+Between loaders/ and transforms/ too, imports go one way: the loaders read
+what the core defines (the manifest's splits, the record formats, masking), so
+they import the core but no Beam shell, and nothing in transforms/ imports the
+loaders.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import ast
 import io
 import pathlib
+import shutil
 import subprocess
 import sys
 import tokenize
@@ -27,6 +33,7 @@ import tokenize
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = "bert_pretraining_data"
 TRANSFORMS = f"{PACKAGE}.transforms"
+LOADERS = f"{PACKAGE}.loaders"
 # The stage folders of transforms/, in pipeline order.
 STAGES = ("read", "dedup", "hashes", "decontaminate", "split", "tokenize", "vocab", "instances",
           "pack", "write", "d2l")
@@ -73,8 +80,8 @@ def _module(path: str) -> str:
     return ".".join((PACKAGE, *parts))
 
 
-def _sources(folder: str) -> list[str]:
-    return sorted(str(path.relative_to(ROOT)) for path in (ROOT / folder).rglob("*.py"))
+def _sources(folder: str, root: pathlib.Path = ROOT) -> list[str]:
+    return sorted(str(path.relative_to(root)) for path in (root / folder).rglob("*.py"))
 
 
 def _core() -> list[str]:
@@ -131,6 +138,32 @@ def backward_imports(path: str, source: str) -> list[str]:
     return list(found.values())
 
 
+def _is_within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def wrong_way_imports(path: str, source: str) -> list[str]:
+    """A module of transforms/ importing the loaders, or one of loaders/
+    importing a Beam shell of transforms/ (the loaders are the training
+    environment's install, without Beam)."""
+    shells = [_module(shell) for shell in sorted(BEAM_SHELLS)]
+    found = []
+    for line, module in imports(path, source):
+        if path.startswith("transforms/") and _is_within(module, LOADERS):
+            found.append(f"{path}:{line}: imports the loaders, which import the core, "
+                         "never the other way")
+        elif path.startswith("loaders/"):
+            found += [f"{path}:{line}: imports the Beam shell {shell}, and the loaders import none"
+                      for shell in shells if _is_within(module, shell)]
+    return list(dict.fromkeys(found))  # `from m import n` names m and m.n on one line
+
+
+def wrong_way_imports_below(root: pathlib.Path) -> list[str]:
+    """wrong_way_imports of every module of transforms/ and loaders/ under `root`."""
+    return [found for path in _sources("transforms", root) + _sources("loaders", root)
+            for found in wrong_way_imports(path, (root / path).read_text())]
+
+
 def beam_names(path: str, source: str) -> list[str]:
     """Every `apache_beam` name in the source's code, imported or not (its
     docstrings and comments may mention it)."""
@@ -172,6 +205,33 @@ def test_the_checks_find_a_backward_import_and_a_beam_name_inside_a_function():
             "    import apache_beam\n")
     assert beam_names("transforms/tokenize/vocabulary.py", beam) == [
         "transforms/tokenize/vocabulary.py:3: names apache_beam"]
+
+
+def test_the_loaders_import_the_core_and_the_core_no_loader():
+    assert wrong_way_imports_below(ROOT) == []
+
+
+def test_the_direction_check_finds_planted_imports_against_it(tmp_path):
+    """A copy of the tree with a core module importing a loader (at the top
+    and, relatively, inside a function) and a loader importing a Beam shell."""
+    for folder in ("transforms", "loaders"):
+        shutil.copytree(ROOT / folder, tmp_path / folder,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.nb[ic]"))
+    (tmp_path / "transforms/tokenize/planted.py").write_text(
+        "from bert_pretraining_data.loaders.manifest import read_manifest\n"
+        "def vocabulary(path):\n"
+        "    from ...loaders import records\n")
+    (tmp_path / "loaders/planted.py").write_text(
+        "import numpy\n"
+        "from bert_pretraining_data.transforms.write import beam\n"
+        "from bert_pretraining_data.transforms.write import tfrecord\n")
+    assert wrong_way_imports_below(tmp_path) == [
+        "transforms/tokenize/planted.py:1: imports the loaders, which import the core, "
+        "never the other way",
+        "transforms/tokenize/planted.py:3: imports the loaders, which import the core, "
+        "never the other way",
+        "loaders/planted.py:2: imports the Beam shell "
+        "bert_pretraining_data.transforms.write.beam, and the loaders import none"]
 
 
 def test_the_beam_shells_are_the_listed_modules():

@@ -2,9 +2,10 @@
 documents that hold one.
 
 Words are lm-eval's janitor's (GPT-3's 13-gram decontamination) in spirit:
-the text NFKC-normalised and case-folded, punctuation (Unicode category P*)
-made a space, split at whitespace. Each item's n-grams are hashed to 64 bits
-and kept sorted; a document (its lines joined by spaces, so an n-gram may
+the text folded as Deduplicate folds it (NFKC, case folding), punctuation
+(Unicode category P*) made a space, split at whitespace
+(transforms.handoff.words: PUNCTUATION_AS_SPACE). Each item's n-grams are
+hashed to 64 bits and kept sorted; a document (its lines joined by spaces, so an n-gram may
 cross a sentence) is looked up with the n-grams of a whole batch of documents
 in a few numpy operations, and dropped whole when it holds any
 (docs/decontamination.md).
@@ -17,13 +18,14 @@ import dataclasses
 import itertools
 import json
 import re
-import unicodedata
 import zlib
 from typing import Iterable, Sequence
 
 import numpy as np
 
-from bert_pretraining_data.transforms.dedup.minhash import _mix64, _multipliers
+from bert_pretraining_data.transforms.handoff.word_hashes import mix64, multipliers
+from bert_pretraining_data.transforms.handoff.words import (PUNCTUATION_AS_SPACE, folded,
+                                                            separated_character)
 from bert_pretraining_data.transforms.hashes.document_hashes import document_hash
 
 DEFAULT_NGRAM = 13
@@ -33,7 +35,7 @@ MATCHES = "matches"
 # Beam shell's FileSystems decompresses by name); any other file is text.
 JSON_SUFFIXES = (".jsonl", ".json")
 COMPRESSION_SUFFIXES = (".gz", ".bz2", ".deflate", ".zst", ".zstd", ".xz", ".lzma")
-# The salt of the n-gram weights (0 to 2 are MinHash's).
+# The salt of the n-gram weights (transforms.handoff.word_hashes.multipliers).
 _SALT = 3
 # Filter bits per benchmark n-gram: a document n-gram not in the benchmarks
 # passes the filter to the binary search about 1 time in 16 or fewer.
@@ -46,48 +48,31 @@ class DecontaminationError(ValueError):
     """A bad --decontaminate file or pattern; the message is one line saying what to fix."""
 
 
-def _is_separator(char: str) -> bool:
-    return char.isspace() or unicodedata.category(char).startswith("P")
-
-
 # ASCII bytes lowered, and punctuation and whitespace made a space; UTF-8's
 # bytes of other characters (0x80 and up) stay as they are.
-_ASCII = bytes(b if b >= 128 else 32 if _is_separator(chr(b)) else ord(chr(b).lower())
-               for b in range(256))
+_ASCII = bytes(b if b >= 128 else ord(separated_character(b).lower()) for b in range(256))
 # A run of non-ASCII characters and the spaces between them: most text is
 # ASCII but for a few such runs, and str.translate is fast on ASCII only.
 _NON_ASCII_RUN = re.compile(r"[^\x00-\x7f][^\x00-\x1f\x21-\x7f]*")
 
 
-class _Separators(dict):
-    """The `str.translate` map of non-ASCII text: punctuation and whitespace
-    to a space, filled one character at its first sight (a corpus uses a
-    few thousand of the 1.1 M code points)."""
-
-    def __missing__(self, cp: int) -> int:
-        self[cp] = mapped = 32 if _is_separator(chr(cp)) else cp
-        return mapped
-
-
-_SEPARATORS = _Separators()
-
-
 def _separated_run(match: re.Match) -> str:
-    return match.group().translate(_SEPARATORS)
+    return match.group().translate(PUNCTUATION_AS_SPACE)
 
 
 def _word_bytes(text: str) -> list[bytes]:
-    """The benchmark words of `text`, UTF-8 encoded (ASCII text takes one C
-    pass: lowering and separating are one byte table)."""
+    """The benchmark words of `text`, UTF-8 encoded: those of
+    split_words(text, PUNCTUATION_AS_SPACE, fold=True), made faster (ASCII
+    text takes one C pass: lowering and separating are one byte table)."""
     if not text.isascii():
-        text = _NON_ASCII_RUN.sub(_separated_run, unicodedata.normalize("NFKC", text).casefold())
+        text = _NON_ASCII_RUN.sub(_separated_run, folded(text))
     return text.encode("utf-8", "surrogatepass").translate(_ASCII).split()
 
 
 def benchmark_words(text: str) -> list[str]:
-    """The words n-grams are made of: NFKC, case folding, punctuation made a
-    space, split at whitespace; so re-cased, re-spaced or re-punctuated copies
-    of a text have its words."""
+    """The words n-grams are made of: folded, punctuation made a space, split
+    at whitespace; so re-cased, re-spaced or re-punctuated copies of a text
+    have its words."""
     return [word.decode("utf-8", "surrogatepass") for word in _word_bytes(text)]
 
 
@@ -103,13 +88,13 @@ def _ngrams(word_lists: Sequence[Sequence[bytes]], n: int) -> tuple[np.ndarray, 
         return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
     words = np.fromiter(map(zlib.crc32, itertools.chain.from_iterable(word_lists)),
                         dtype=np.uint64, count=total)
-    weights = _multipliers(n, _SALT)
+    weights = multipliers(n, _SALT)
     runs = words[:starts] * weights[0]
     for offset in range(1, n):
         runs += words[offset:offset + starts] * weights[offset]
     owners = np.repeat(np.arange(len(word_lists)), counts)[:starts]
     inside = np.arange(starts) + n <= np.cumsum(counts)[owners]  # the n-gram ends in its list
-    return _mix64(runs[inside]), owners[inside]
+    return mix64(runs[inside]), owners[inside]
 
 
 def ngram_hashes(words: Sequence[str], n: int) -> np.ndarray:

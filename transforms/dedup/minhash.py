@@ -19,6 +19,8 @@ from typing import Sequence
 
 import numpy as np
 
+from bert_pretraining_data.transforms.handoff.word_hashes import mix64, multipliers
+
 # datasketch's default seed: the permutations are datasketch's own.
 MINHASH_SEED = 1
 # A pair at the threshold becomes a candidate with at least this probability.
@@ -32,13 +34,6 @@ _CHUNK_ROWS = 1 << 14
 _U32 = np.uint32(0xFFFFFFFF)
 
 
-def _mix64(values: np.ndarray) -> np.ndarray:
-    """splitmix64's finalizer on an array of uint64 (a bijection)."""
-    values = (values ^ (values >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    values = (values ^ (values >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return values ^ (values >> np.uint64(31))
-
-
 def _fmix32(values: np.ndarray) -> np.ndarray:
     """MurmurHash3's 32-bit finalizer, datasketch's pre-mix of each input hash."""
     values = values ^ (values >> np.uint32(16))
@@ -46,12 +41,6 @@ def _fmix32(values: np.ndarray) -> np.ndarray:
     values = values ^ (values >> np.uint32(13))
     values = values * np.uint32(0xC2B2AE35)
     return values ^ (values >> np.uint32(16))
-
-
-@functools.lru_cache(maxsize=None)
-def _multipliers(count: int, salt: int) -> np.ndarray:
-    """`count` fixed odd 64-bit constants (a multiply-add's weights)."""
-    return _mix64(np.arange(1, count + 1, dtype=np.uint64) + np.uint64(salt << 32)) | np.uint64(1)
 
 
 def word_counts(texts: Sequence[str]) -> np.ndarray:
@@ -72,7 +61,7 @@ def shingle_hashes(texts: Sequence[str], ngram: int) -> tuple[np.ndarray, np.nda
     end_of_text = np.repeat(ends, counts)
     positions = np.arange(total)
     padded = np.concatenate([hashes, np.zeros(ngram, dtype=np.uint64)])
-    weights = _multipliers(ngram, 0)
+    weights = multipliers(ngram, 0)
     runs = np.zeros(total, dtype=np.uint64)
     for offset in range(ngram):  # the words after the end of a text weigh nothing
         inside = positions + offset < end_of_text
@@ -81,7 +70,7 @@ def shingle_hashes(texts: Sequence[str], ngram: int) -> tuple[np.ndarray, np.nda
     # and at the first word of a text shorter than ngram.
     last_start = np.maximum(ends - counts, ends - ngram)
     starts = positions <= np.repeat(last_start, counts)
-    mixed = _mix64(runs[starts])
+    mixed = mix64(runs[starts])
     shingles = ((mixed >> np.uint64(32)) ^ (mixed & np.uint64(_U32))).astype(np.uint32)
     return shingles, np.where(counts > 0, np.maximum(counts - ngram + 1, 1), 0)
 
@@ -178,11 +167,11 @@ def candidate_probability(similarity: float, bands: int, rows: int) -> float:
 def band_keys(signatures_: np.ndarray, bands: int, rows: int) -> np.ndarray:
     """(texts, bands) uint64: each band's rows and index hashed together."""
     cut = signatures_[:, :bands * rows].reshape(len(signatures_), bands, rows)
-    weights = _multipliers(rows, 1)
-    keys = np.broadcast_to(_multipliers(bands, 2), (len(signatures_), bands)).copy()
+    weights = multipliers(rows, 1)
+    keys = np.broadcast_to(multipliers(bands, 2), (len(signatures_), bands)).copy()
     for row in range(rows):
         keys += cut[:, :, row].astype(np.uint64) * weights[row]
-    return _mix64(keys)
+    return mix64(keys)
 
 
 def jaccard(first: np.ndarray, second: np.ndarray) -> float:

@@ -1,37 +1,36 @@
 """The text two documents are compared on, and its 128-bit digest.
 
-Normalisation: NFKC, case folding, then the cleanup BERT's tokenizer applies
-before it splits words (control and format characters dropped, every
-whitespace character a space, each CJK ideograph a word of its own), words
-joined by one space. So two documents are exact copies when they differ only
-in whitespace (line breaks, runs of spaces, tabs, NBSP), letter case, or
-Unicode compatibility forms (full-width letters, ligatures); any other change
-(a word, a punctuation mark, an accent) makes them different.
+Normalisation: the words of transforms.handoff.words, folded (NFKC, case
+folding) and cut by the cleanup BERT's tokenizer applies before it splits
+words (control and format characters dropped, every whitespace character a
+space, each CJK ideograph a word of its own), joined by one space. So two
+documents are exact copies when they differ only in whitespace (line breaks,
+runs of spaces, tabs, NBSP), letter case, or Unicode compatibility forms
+(full-width letters, ligatures); any other change (a word, a punctuation
+mark, an accent) makes them different. The held-out split draws on the same
+text (transforms.split).
 """
 
 from __future__ import annotations
 
 import hashlib
-import unicodedata
 from typing import Sequence
 
-from bert_pretraining_data.transforms.handoff.words import split_words
+from bert_pretraining_data.transforms.handoff.words import folded, split_words
 
 DIGEST_BYTES = 16
 
 
 def normalised_text(lines: Sequence[str]) -> str:
-    """A document's lines as its normalised words joined by single spaces.
+    """A document's words, folded (split_words(its lines joined, fold=True)),
+    joined by single spaces.
 
-    Most text takes a fast path with the same result: when the case-folded
-    text is printable (no control, format or whitespace character but the
-    space) and holds no CJK ideograph, the tokenizer's cleanup changes
-    nothing but runs of spaces.
+    Most text takes a fast path with the same result: when the folded text
+    is printable (no control, format or whitespace character but the space)
+    and holds no CJK ideograph, the tokenizer's cleanup changes nothing but
+    runs of spaces.
     """
-    text = " ".join(lines)
-    if not text.isascii():
-        text = unicodedata.normalize("NFKC", text)  # returns at once when already NFKC
-    text = text.casefold()
+    text = folded(" ".join(lines))
     if text.isprintable() and not _may_hold_cjk(text):
         spaced = "  " in text or text[:1] == " " or text[-1:] == " "
         return " ".join(text.split()) if spaced else text

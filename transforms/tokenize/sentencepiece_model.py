@@ -16,7 +16,7 @@ import hashlib
 
 import sentencepiece
 
-from bert_pretraining_data.loaders.files import open_binary
+from bert_pretraining_data.transforms.handoff.files import open_binary
 from bert_pretraining_data.transforms.tokenize.word_starts import WORD_STARTS
 from bert_pretraining_data.transforms.tokenize.vocabulary import (Opener, Vocabulary,
                                                                   VocabularyError,

@@ -19,7 +19,7 @@ import hashlib
 import os
 from typing import Sequence
 
-from bert_pretraining_data.loaders.files import open_binary
+from bert_pretraining_data.transforms.handoff.files import open_binary
 from bert_pretraining_data.transforms.tokenize.chinese_words import ID_BITS, MARK
 from bert_pretraining_data.transforms.tokenize.engines import (FAST, REFERENCE, fast_engine_json,
                                                                fast_ids, load_fast_engine)

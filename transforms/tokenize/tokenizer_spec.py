@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Mapping, Protocol, Sequence
 
-from bert_pretraining_data.loaders.files import open_binary
+from bert_pretraining_data.transforms.handoff.files import open_binary
 from bert_pretraining_data.transforms.tokenize.sentencepiece_model import load_model, parse_model
 from bert_pretraining_data.transforms.tokenize.sentencepiece_text import (SentencePieceTokenizer,
                                                                           preprocess_text)

@@ -13,7 +13,7 @@ import hashlib
 from contextlib import AbstractContextManager
 from typing import BinaryIO, Callable
 
-from bert_pretraining_data.loaders.files import open_binary
+from bert_pretraining_data.transforms.handoff.files import open_binary
 
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[MASK]", "[UNK]")
 
@@ -124,8 +124,8 @@ def parse_vocabulary(data: bytes, *, source: str = "vocabulary") -> Vocabulary:
 # How a vocabulary's file is opened, for reading bytes. The tokenizers compute
 # without Beam (the loaders import them), so they take the filesystem from the
 # caller: the pipeline passes Beam's FileSystems.open; anyone else gets the
-# loaders' (`open_binary`: a local file, or a URL through fsspec or TensorFlow's
-# gfile, as the original's tf.gfile read gs://).
+# Beam-free one (transforms.handoff.files.open_binary: a local file, or a URL
+# through fsspec or TensorFlow's gfile, as the original's tf.gfile read gs://).
 Opener = Callable[[str], AbstractContextManager[BinaryIO]]
 
 

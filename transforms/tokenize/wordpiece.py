@@ -148,7 +148,7 @@ class FullTokenizer:
     `convert_tokens_to_ids`, `convert_ids_to_tokens`, `vocab` and `inv_vocab`
     dicts), so code written against BERT's `tokenization.py` runs unchanged;
     `vocab_file` is a path (local, or gs:// as the original's tf.gfile reads
-    it: loaders.files) or a loaded Vocabulary (`vocabulary`).
+    it: transforms.handoff.files) or a loaded Vocabulary (`vocabulary`).
 
     Build it once per process (it holds the vocabulary's hash table and its
     scratch buffers); it is not meant to be pickled to Beam workers: construct

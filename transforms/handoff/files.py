@@ -1,9 +1,12 @@
-"""Local and gs:// files for the loaders, without Beam.
+"""Local and gs:// files read without Beam: the tokenizers' vocabularies and
+models outside the pipeline, and the loaders' datasets.
 
-Training jobs should not need the pipeline's runtime: local paths use plain
-`open`. URLs (gs://, s3://, ...) go through fsspec, the filesystem layer of
-PyTorch's ecosystem (torch depends on it; gs:// needs gcsfs, the `[gcs]`
-extra), so a PyTorch job reads a bucket without TensorFlow; where fsspec has no
+Here rather than in loaders/, so that the core reads a file without importing
+the loaders (the loaders import the core, never the other way). Training jobs
+should not need the pipeline's runtime: local paths use plain `open`. URLs
+(gs://, s3://, ...) go through fsspec, the filesystem layer of PyTorch's
+ecosystem (torch depends on it; gs:// needs gcsfs, the `[gcs]` extra), so a
+PyTorch job reads a bucket without TensorFlow; where fsspec has no
 implementation of the scheme installed, TensorFlow's `tf.io.gfile` serves it
 if TensorFlow is there (a TF job needs nothing more). Either is imported only
 when a URL is given. `.gz` files are decompressed on the fly.
