@@ -22,7 +22,9 @@ from bert_pretraining_data.transforms.handoff import files
 from bert_pretraining_data.transforms.split.held_out import SPLITS, TRAIN
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
-from bert_pretraining_data.transforms.write.mds import shard_file_name
+from bert_pretraining_data.transforms.write.formats import output_format
+from bert_pretraining_data.transforms.write.formats.output_format import OutputFormat
+from bert_pretraining_data.transforms.write.formats.tfrecord import TFRECORD
 
 MANIFEST_NAME = "manifest.json"
 # The manifest's layout; a reader of version 1 reads every manifest written so far.
@@ -51,6 +53,7 @@ class Shard:
     path: str
     records: int
     first_index: int  # global index of the shard's first record
+    format: OutputFormat = TFRECORD  # what reads its records
 
 
 # Flags a manifest records only since they exist: an older dataset was made
@@ -264,11 +267,10 @@ class Manifest:
 
     def check_records(self) -> None:
         """Raises a one-line DatasetError where the shards hold no records
-        these loaders read: Megatron-LM's indexed datasets hold sentences."""
-        if self.output_format == "megatron":
-            raise DatasetError(f"{self.path}: Megatron-LM indexed datasets "
-                               "(--output_format=megatron) hold sentences, not instances: "
-                               "train on them with Megatron-LM or NeMo (docs/megatron.md)")
+        these loaders read (a tokenized corpus, as Megatron-LM's)."""
+        fmt = output_format(self.output_format)
+        if not fmt.makes_instances:
+            raise DatasetError(f"{self.path}: {fmt.not_read_here}")
 
     @property
     def masking(self) -> str:
@@ -386,12 +388,11 @@ def read_manifest(location: str, split: str = TRAIN) -> Manifest:
     first = 0
     # an indexed dataset's shard is a prefix of its .bin and .idx, looked up by
     # the .idx; an MDS shard set a folder, read as its one shard file
-    data_file = {"megatron": (".idx", ""),
-                 "mds": (f"/{shard_file_name(whole.flags.get('mds_compression', 'none'))}",) * 2
-                 }.get(whole.flags["output_format"], ("", ""))
+    fmt = output_format(whole.flags["output_format"])
+    data_file = fmt.data_file(whole.flags)
     for entry in entries:
         found = _resolve_shard(entry["path"], base_dir, path, data_file[0])
-        shards.append(Shard(found + data_file[1], entry["records"], first))
+        shards.append(Shard(found + data_file[1], entry["records"], first, fmt))
         first += entry["records"]
     return Manifest(path=path, content=content, shards=tuple(shards), whole=whole)
 

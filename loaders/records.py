@@ -19,8 +19,7 @@ import numpy as np
 
 from bert_pretraining_data.loaders.manifest import DatasetError, Manifest, Shard
 from bert_pretraining_data.transforms.handoff import files
-from bert_pretraining_data.transforms.write.mds import FORMAT as MDS_FORMAT, LENGTH, read_samples
-from bert_pretraining_data.transforms.write.tfrecord import read_records
+from bert_pretraining_data.transforms.write.formats.output_format import ShardsNotReadHere
 
 Features = dict[str, "np.ndarray | list[bytes]"]
 
@@ -249,59 +248,6 @@ class InstanceDecoder:
         return instance
 
 
-PARQUET_SUFFIX = ".parquet"
-MDS_SUFFIX = f".{MDS_FORMAT}"  # in an MDS shard file's name (then .zstd when compressed)
-PARQUET_BATCH_ROWS = 1024  # rows decoded from a Parquet file at a time
-
-
-def _parquet_rows(handle, start: int) -> Iterator[tuple[int, Features]]:
-    """(position, features) of a Parquet shard's rows, streamed a batch at a
-    time (never the whole file; batches wholly before `start` are skipped
-    undecoded): each list column's values as int64 arrays, each scalar as a
-    one-value array, as a record decodes."""
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise DatasetError("reading Parquet shards needs pyarrow: pip install "
-                           "'bert-pretraining-data[parquet]'") from None
-    position = 0
-    for batch in pq.ParquetFile(handle).iter_batches(batch_size=PARQUET_BATCH_ROWS):
-        if position + batch.num_rows <= start:
-            position += batch.num_rows
-            continue
-        columns = {}
-        for name, column in zip(batch.schema.names, batch.columns):
-            if hasattr(column, "offsets"):  # a list column
-                columns[name] = (column.values.to_numpy().astype(np.int64),
-                                 column.offsets.to_numpy())
-            else:
-                columns[name] = (column.to_numpy().astype(np.int64), None)
-        for r in range(batch.num_rows):
-            yield position + r, {name: values[r:r + 1] if offsets is None
-                                 else values[offsets[r]:offsets[r + 1]]
-                                 for name, (values, offsets) in columns.items()}
-        position += batch.num_rows
-
-
-def _mds_rows(handle, zstd: bool) -> Iterator[tuple[int, Features]]:
-    """(position, features) of an MDS shard's samples: `bytes` columns as the
-    int64 values they hold, ints and arrays as int64 arrays, as a record
-    decodes; `len` (the modernbert layout's token count) left out."""
-    data = handle.read()
-    if zstd:
-        try:
-            import zstandard
-        except ImportError:
-            raise DatasetError("reading zstd MDS shards needs zstandard: pip install "
-                               "zstandard") from None
-        data = zstandard.ZstdDecompressor().decompress(data)
-    for position, sample in enumerate(read_samples(data)):
-        sample.pop(LENGTH, None)
-        yield position, {name: (np.frombuffer(value, "<i8") if isinstance(value, bytes)
-                                else np.asarray(value, np.int64).reshape(-1))
-                         for name, value in sample.items()}
-
-
 def read_shard(shard: Shard, start: int = 0,
                stop: int | None = None) -> Iterator[tuple[int, "bytes | Features"]]:
     """(global index, record) of positions [start, stop) of one shard: a
@@ -309,15 +255,14 @@ def read_shard(shard: Shard, start: int = 0,
     samples as features."""
     stop = shard.records if stop is None else stop
     with files.open_binary(shard.path) as handle:
-        rows = (_parquet_rows(handle, start) if shard.path.endswith(PARQUET_SUFFIX)
-                else _mds_rows(handle, shard.path.endswith(".zstd"))
-                if MDS_SUFFIX in files.basename(shard.path)
-                else enumerate(read_records(handle)))
-        for position, record in rows:
-            if position >= stop:
-                return
-            if position >= start:
-                yield shard.first_index + position, record
+        try:
+            for position, record in shard.format.records(handle, shard.path, start):
+                if position >= stop:
+                    return
+                if position >= start:
+                    yield shard.first_index + position, record
+        except ShardsNotReadHere as err:
+            raise DatasetError(str(err)) from None
 
 
 def decoded_records(manifest: Manifest, limit: int | None = None

@@ -20,6 +20,8 @@ from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, find
                                                     pad_id, read_manifest)
 from bert_pretraining_data.transforms.handoff import files
 from bert_pretraining_data.transforms.split.held_out import TRAIN
+from bert_pretraining_data.transforms.write.formats import output_format
+from bert_pretraining_data.transforms.write.formats.tfrecord import TFRECORD
 from bert_pretraining_data.transforms.write.tf_example import RecordLayout
 
 
@@ -150,12 +152,12 @@ def tf_dataset(data: str, *, batch_size: int, split: str = TRAIN, training: bool
     manifest = read_manifest(data, split=split) if has_manifest else None
     if manifest:
         manifest.check_records()
-    if manifest and manifest.output_format in ("parquet", "mds"):
-        named = {"parquet": "Parquet", "mds": "MDS"}[manifest.output_format]
-        raise DatasetError(f"{manifest.path}: {named} shards "
-                           f"(--output_format={manifest.output_format}); "
+    fmt = output_format(manifest.output_format) if manifest else TFRECORD
+    if fmt is not TFRECORD:
+        raise DatasetError(f"{manifest.path}: {fmt.label} shards "
+                           f"(--output_format={fmt.name}); "
                            "tf.data reads TFRecords: write the data with the default "
-                           "--output_format=tfrecord, or read it with the PyTorch loader")
+                           f"--output_format={TFRECORD.name}, or read it with the PyTorch loader")
     seq_len, predictions = _lengths(manifest, max_seq_length, max_predictions_per_seq)
     paths = ([shard.path for shard in manifest.shards] if is_dataset
              else _files(data))

@@ -47,6 +47,7 @@ from bert_pretraining_data.transforms.split.beam import NEAR_COPIES, SplitDocume
 from bert_pretraining_data.transforms.split.held_out import TRAIN, split_seed
 from bert_pretraining_data.transforms.tokenize.beam import TokenizeDocument
 from bert_pretraining_data.transforms.write.beam import SHARDS, WriteIndexedDatasets, WriteShards
+from bert_pretraining_data.transforms.write.formats import output_format
 
 # A sampled document keeps about this many tokens per max_seq_length.
 SAMPLE_DOCUMENT_SEQUENCES = 8
@@ -205,7 +206,7 @@ def split_instances(documents: beam.PCollection, *, name: str, config: Config, s
         staging.list(tokenized_docs | f"{prefix}CountSplit" >> beam.CombineGlobally(SplitFigures())
                      | f"{prefix}SplitRow" >> beam.Map(lambda figures: [figures]),
                      output, SPLIT_NAME, f"{prefix}ListSplit")
-    if config.output_format == "megatron":  # the tokenized corpus: no instances
+    if not output_format(config.output_format).makes_instances:  # a tokenized corpus
         if mixture is not None and name == TRAIN:  # by_source: each source's prefixes
             return indexed_sources(tokenized_docs, config=config, stages=stages, output=output,
                                    seed=seed, mixture=mixture, staging=staging)

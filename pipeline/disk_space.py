@@ -26,6 +26,7 @@ from bert_pretraining_data.pipeline.input_sample import sample_documents, sample
 from bert_pretraining_data.pipeline.prepare import Prepared
 from bert_pretraining_data.pipeline.publish import PublishError, remove_tree
 from bert_pretraining_data.transforms.handoff.shuffle_entries import EntryBatch
+from bert_pretraining_data.transforms.write.formats import output_format
 from bert_pretraining_data.transforms.write.parquet_rows import ROW_GROUP_ROWS
 
 # Input bytes the estimate reads: dozens of long articles, and a fraction
@@ -83,8 +84,7 @@ def estimate_space(prepared: Prepared) -> SpaceEstimate | None:
     # A compressed format's copies of the sample, up to a row group's rows:
     # it compresses a few hundred rows worse than a shard's (a small input
     # has no more). A TFRecord's bytes a record do not depend on the count.
-    compressed = (config.output_format == "parquet" or config.compression == "gzip"
-                  or (config.output_format == "mds" and config.mds_compression == "zstd"))
+    compressed = output_format(config.output_format).compressed(config.flags())
     per_copy = sum(len(batch.keys) for batch in batches)
     copies = min(config.dupe_factor, -(-ROW_GROUP_ROWS // max(1, per_copy))) if compressed else 1
     if copies > 1:

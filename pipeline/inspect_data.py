@@ -26,6 +26,7 @@ from bert_pretraining_data.loaders.records import Instance, read_instances
 from bert_pretraining_data.pipeline.command_line import (FlagGroup, OneLineParser, build_parser,
                                                          flag, run_command)
 from bert_pretraining_data.transforms.split.held_out import SPLITS, TRAIN
+from bert_pretraining_data.transforms.write.formats import output_format
 
 PROG = "inspect-pretraining-data"
 HISTOGRAM_BINS = 16
@@ -290,7 +291,7 @@ def report(dataset: str, *, split: str = TRAIN, num_instances: int = 20,
     manifest = read_manifest(dataset, split=split)
     tokens = vocabulary_tokens(manifest, vocab_file)
     parts = [summary(manifest)]
-    if manifest.output_format == "megatron":
+    if not output_format(manifest.output_format).makes_instances:
         return "\n".join([*parts, indexed_text(manifest)])
     if manifest.content.splits:
         parts[0] += "\n" + splits_text(manifest, split)

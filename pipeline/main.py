@@ -34,6 +34,7 @@ from bert_pretraining_data.transforms.decontaminate.benchmarks import Decontamin
 from bert_pretraining_data.transforms.read.documents import InputError
 from bert_pretraining_data.transforms.split.held_out import TRAIN
 from bert_pretraining_data.transforms.tokenize.vocabulary import VocabularyError
+from bert_pretraining_data.transforms.write.formats import output_format
 
 PROG = "create-pretraining-data"
 
@@ -100,7 +101,7 @@ def _run_bert(prepared: Prepared, history: DocumentHistory | None) -> DatasetMan
 def summary(path: str, manifest: DatasetManifest) -> str:
     """A few lines for the terminal: where the data went and what it holds."""
     shards, counters = manifest.shards, manifest.counters
-    made = "sentences" if manifest.flags["output_format"] == "megatron" else "instances"
+    made = output_format(manifest.flags["output_format"]).holds
     lines = [f"wrote {manifest.total_instances:,} {made} in {len(shards)} shard(s):"]
     lines += [f"  {s['path']}  ({s['records']:,} records)" for s in shards[:5]]
     if len(shards) > 5:

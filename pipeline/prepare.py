@@ -27,7 +27,7 @@ from bert_pretraining_data.pipeline.run_manifest import PublishPlan
 from bert_pretraining_data.pipeline.stages import Stages
 from bert_pretraining_data.transforms.counters import read_counters
 from bert_pretraining_data.transforms.decontaminate.beam import match_benchmarks, read_benchmark
-from bert_pretraining_data.transforms.read.beam import (check_parquet_schema, match_inputs,
+from bert_pretraining_data.transforms.read.beam import (check_input_schema, match_inputs,
                                                        sample_lines)
 from bert_pretraining_data.transforms.read.documents import InputError, comma_separated
 from bert_pretraining_data.transforms.read.mixture import (INPUT_FLAGS, Mixture, MixtureError,
@@ -39,6 +39,7 @@ from bert_pretraining_data.transforms.tokenize.engines import (CHECK_LINES, REFE
 from bert_pretraining_data.transforms.tokenize.tokenizer_json import JsonTokenizer, JsonVocabulary
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
 from bert_pretraining_data.transforms.write.entry_frames import EntryCodebook, entry_codebook
+from bert_pretraining_data.transforms.write.formats import output_format
 
 
 # Bytes of the input read for the engine's check: its lines, spread over the input.
@@ -99,8 +100,8 @@ def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:
     for source in mixture.sources if mixture else (config,):
         try:
             files = match_inputs(source.input_file)
-            if source.input_format == "parquet":
-                check_parquet_schema([path for path, _ in files], source.text_field)
+            check_input_schema(source.input_format, [path for path, _ in files],
+                               source.text_field)
         except InputError as err:
             if not mixture:
                 raise
@@ -123,9 +124,9 @@ def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:
         config, list(zip(mixture.sources if mixture else (config,), by_source)), vocab)
     stages = Stages.of(config, vocab, engine) if vocab else None
     # Only runs whose instances cross the runner's shuffle use it: not the
-    # reference run (one process) nor Megatron's (the tokenized corpus, no instances).
+    # reference run (one process) nor a tokenized corpus' (no instances).
     if (stages is not None and config.shuffle == "runner" and not config.reference_compatible
-            and config.output_format != "megatron"):
+            and output_format(config.output_format).makes_instances):
         stages = stages.with_entry_codebook(entry_codebook_of(config, stages, vocab, inputs))
     output, replaces = prepare_output(config, inputs, [
         (source.name, sum(size for _, size in files))

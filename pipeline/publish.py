@@ -32,11 +32,9 @@ from bert_pretraining_data.transforms.read.documents import comma_separated
 from bert_pretraining_data.transforms.split.held_out import SPLITS, TRAIN
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
 from bert_pretraining_data.transforms.write.beam import file_digest, read_file
-from bert_pretraining_data.transforms.write.mds import (INDEX_NAME, encode_index, merge_indexes,
-                                                        shard_file_name)
+from bert_pretraining_data.transforms.write.formats import output_format
 
 STAGING_NAME = ".staging"
-MEGATRON_FILES = (".bin", ".idx")  # an indexed dataset's files, beside its prefix
 SHARD_LIST_NAME = "shards.json"
 PROBLEM_LIST_NAME = "input_problems.json"
 DEDUP_NAME = "dedup.json"
@@ -184,39 +182,20 @@ def output_paths(config: Config, num_shards: int,
     `--output_file`: exactly the listed files, manifest beside the first."""
     if config.output_dir:
         root = config.output_dir.rstrip("/")
-        suffix = (".parquet" if config.output_format == "parquet"
-                  # a prefix (--data-path); a folder: its shard set
-                  else "" if config.output_format in ("megatron", "mds")
-                  else ".tfrecord.gz" if config.compression == "gzip" else ".tfrecord")
+        fmt, flags = output_format(config.output_format), config.flags()
+        suffix = fmt.shard_suffix(flags)
         folders = [(FileSystems.join(root, name), count) for name, count in splits]
         finals = tuple(FileSystems.join(folder, f"part-{i:05d}-of-{count:05d}{suffix}")
                        for folder, count in folders or [(root, num_shards)]
                        for i in range(count))
         return OutputPaths(FileSystems.join(root, STAGING_NAME), finals,
                             FileSystems.join(root, MANIFEST_NAME),
-                            FileSystems.join(root, vocabulary_name(config.flags())), splits,
-                            shard_files(config))
+                            FileSystems.join(root, vocabulary_name(flags)), splits,
+                            fmt.shard_files(flags))
     finals = tuple(comma_separated(config.output_file))
     first_dir, first_name = FileSystems.split(finals[0])
     return OutputPaths(FileSystems.join(first_dir, f"{STAGING_NAME}-{first_name}"),
                         finals, f"{finals[0]}.{MANIFEST_NAME}")
-
-
-def shard_files(config: Config) -> tuple[str, ...]:
-    """What each shard is, as suffixes of its path: one file, Megatron's .bin
-    and .idx beside their prefix, or an MDS shard set's files in its folder."""
-    if config.output_format == "megatron":
-        return MEGATRON_FILES
-    if config.output_format == "mds":
-        return (f"/{shard_file_name(config.mds_compression)}", f"/{INDEX_NAME}")
-    return ("",)
-
-
-def mds_indexes(output: OutputPaths) -> list[str]:
-    """The top-level index.json of each folder of MDS shard sets (the
-    output's, or each split's or source's), which StreamingDataset reads."""
-    return [FileSystems.join(FileSystems.split(part.final_paths[0])[0], INDEX_NAME)
-            for part in output.splits]
 
 
 def existing_outputs(config: Config, output: OutputPaths) -> list[str]:
@@ -416,7 +395,8 @@ def _publish(output: OutputPaths, manifest: DatasetManifest, *, replaces: Sequen
     # Files this publish writes replace their old selves; of the rest, the
     # manifest goes first. (A retried publish finds its own files there.)
     audit = [output.beside_manifest(AUDIT_NAME)] if manifest.decontamination else []
-    indexes = mds_indexes(output) if manifest.flags["output_format"] == "mds" else []
+    indexes = output_format(manifest.flags["output_format"]).index_files(
+        [FileSystems.split(part.final_paths[0])[0] for part in output.splits])
     ours = {*output.final_files, *(documents.final if documents else ()), output.vocab_path,
             *audit, *indexes}
     old = [p for p in replaces if p not in ours and FileSystems.exists(p)]
@@ -449,12 +429,10 @@ def _publish(output: OutputPaths, manifest: DatasetManifest, *, replaces: Sequen
         move_files(documents.staged, documents.final, [recorded[p] for p in documents.final])
     move_files([FileSystems.join(output.staging_dir, AUDIT_NAME)] if audit else [], audit,
                [None] * len(audit))
-    for part, index in zip(output.splits, indexes):  # each folder of shard sets: their index
-        merged = merge_indexes([(FileSystems.split(path)[1],
-                                 json.loads(read_file(FileSystems.join(path, INDEX_NAME))))
-                                for path in part.final_paths])
+    fmt = output_format(manifest.flags["output_format"])
+    for part, index in zip(output.splits, indexes):  # each folder of shards: its index
         with FileSystems.create(index) as handle:
-            handle.write(encode_index(merged))
+            handle.write(fmt.index_bytes(list(part.final_paths), read_file))
     _copy_vocabulary(output, output.staged_vocab_path if manifest.flags["recipe"] == "d2l"
                      else TokenizerSpec.of(manifest.flags).path, manifest.vocab_sha256)
     _write_json(output.manifest_path, manifest.to_json())

@@ -29,6 +29,7 @@ from bert_pretraining_data.pipeline.publish import (AUDIT_NAME, DECONTAMINATION_
 from bert_pretraining_data.pipeline.stages import held_out_config, record_layout
 from bert_pretraining_data.transforms.read.mixture import Mixture
 from bert_pretraining_data.transforms.split.held_out import TRAIN, split_seed
+from bert_pretraining_data.transforms.write.formats import output_format
 
 
 def package_versions() -> dict[str, str]:
@@ -87,7 +88,7 @@ def split_records(config: Config, output: OutputPaths, train_instances: int,
         return None
     (near,) = read_staging_json(output, NEAR_COPY_NAME)
     held_out = held_out_config(config)
-    indexed = config.output_format == "megatron"  # sentences, not instances: masked nowhere
+    indexed = not output_format(config.output_format).makes_instances  # masked nowhere
     records = {}
     for name in fractions.names:
         part = output.split(name)
@@ -174,8 +175,9 @@ def run_manifest(config: Config, output: OutputPaths, *, vocab_sha256: str,
     manifest = DatasetManifest(
         format=manifest_format(config.output_format),
         flags=config.flags(),
-        # d2l's own features are described by its recipe; Megatron's files hold ids only.
-        features=({} if config.recipe == "d2l" or config.output_format == "megatron"
+        # d2l's own features are described by its recipe; a tokenized corpus' files hold ids only.
+        features=({} if config.recipe == "d2l"
+                  or not output_format(config.output_format).makes_instances
                   else record_layout(config).roles()),
         vocab_sha256=vocab_sha256,
         inputs=[{"path": p, "bytes": size} for p, size in inputs],

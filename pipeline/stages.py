@@ -20,10 +20,9 @@ from bert_pretraining_data.transforms.tokenize.engines import REFERENCE
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
 from bert_pretraining_data.transforms.write.entry_frames import EntryCodebook
-from bert_pretraining_data.transforms.write.megatron import megatron_dtype
-from bert_pretraining_data.transforms.write.mds_rows import MDSRows
-from bert_pretraining_data.transforms.write.parquet_rows import ParquetRows, polars_installed
-from bert_pretraining_data.transforms.write.rows import InstanceRows, PackedRows
+from bert_pretraining_data.transforms.write.formats import output_format
+from bert_pretraining_data.transforms.write.formats.output_format import WriterNotInstalled
+from bert_pretraining_data.transforms.write.rows import InstanceRows, PackedRows, RowWriter
 from bert_pretraining_data.transforms.write.tf_example import RecordLayout
 
 
@@ -44,11 +43,11 @@ class Stages:
 
     instances: InstanceConfig
     masking: MaskingConfig
-    rows: InstanceRows | PackedRows | ParquetRows | MDSRows  # how the shard writer makes records
+    rows: RowWriter  # how the shard writer makes records (the output format's)
     masks_here: bool  # --masking=static: instances are masked as they are made
     tokenizer: TokenizerSpec  # the workers' tokenizer, with the engine the run chose
     held_out: "Stages | None" = None  # a held-out split's (--validation_fraction, --test_fraction)
-    indexed_dtype: str | None = None  # --output_format=megatron: the token ids' numpy dtype
+    indexed_dtype: str | None = None  # a tokenized corpus' ids' numpy dtype (the format's)
     entry_codebook: EntryCodebook | None = None  # the runner's shuffle frames' (prepare)
 
     @property
@@ -89,18 +88,12 @@ class Stages:
                               config.max_sequences_per_pack)
         else:
             rows = InstanceRows(layout, config.max_seq_length, config.max_predictions_per_seq)
-        if config.output_format == "parquet":
-            if not polars_installed():
-                raise ConfigError("--output_format=parquet writes with polars, which is not "
-                                  f"installed: {PIPELINE_EXTRA}")
-            rows = ParquetRows(rows, len(vocab), config.parquet_compression)
-        elif config.output_format == "mds":
-            rows = MDSRows(rows, len(vocab), config.mds_layout, config.mds_compression)
-        try:  # the ids' type of the format's columns, from the vocabulary's size
-            indexed_dtype = (megatron_dtype(len(vocab)).name
-                             if config.output_format == "megatron" else None)
-            if isinstance(rows, MDSRows):
-                rows.columns()
+        fmt = output_format(config.output_format)
+        try:  # the format's rows, and a tokenized corpus' ids' type: what the vocabulary needs
+            rows = fmt.row_writer(rows, len(vocab), config)
+            indexed_dtype = fmt.corpus_dtype(len(vocab))
+        except WriterNotInstalled as err:
+            raise ConfigError(f"{err}: {PIPELINE_EXTRA}") from None
         except ValueError as err:
             raise ConfigError(str(err)) from None
         return cls(
@@ -145,9 +138,9 @@ def record_layout(config: Config) -> RecordLayout:
         next_sentence_labels=config.next_sentence != "none",
         # --masking=none keeps empty masked_lm features for the loaders,
         # unless there is no pair task either (ELECTRA's records), the rows
-        # are packed or the format is MDS (new layouts, which never had them).
+        # are packed or the format's layout is new (MDS's, which never had them).
         masked_lm=config.masking == "static" or (
             config.next_sentence != "none" and not config.pack_sequences
-            and config.output_format != "mds"),
+            and output_format(config.output_format).empty_masked_lm),
         packed=config.pack_sequences,
         source=config.mixture is not None)  # a mixture's: each instance names its source

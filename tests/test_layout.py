@@ -248,3 +248,30 @@ def test_transforms_is_stage_folders_with_few_top_level_modules():
     assert folders == sorted((*STAGES, HANDOFF))  # a new folder takes its place in the order
     for folder in folders:  # each folder says what it holds
         assert (ROOT / "transforms" / folder / "__init__.py").read_text().startswith('"""')
+
+
+def _modules_spelling(name: str, root: pathlib.Path = ROOT) -> list[str]:
+    """The package's modules with the string `name` as a literal in code
+    (docstrings, comments and prose in longer strings aside)."""
+    found = []
+    for folder in ("pipeline", "transforms", "loaders"):
+        for path in _sources(folder, root):
+            tree = ast.parse((root / path).read_text(encoding="utf-8"))
+            docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                          if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef))
+                          and node.body and isinstance(node.body[0], ast.Expr)}
+            if any(isinstance(node, ast.Constant) and node.value == name
+                   and id(node) not in docstrings for node in ast.walk(tree)):
+                found.append(path)
+    return found
+
+
+def test_an_output_format_is_spelled_in_its_adapter_not_across_the_house():
+    """The pipeline, publishing and the loaders ask a format's adapter
+    (transforms/write/formats/) what it is: a format's name is no string the
+    rest of the code branches on. Parquet is also an input format."""
+    assert _modules_spelling("megatron") == ["transforms/write/formats/megatron.py"]
+    assert _modules_spelling("mds") == ["transforms/write/formats/mds.py",
+                                        "transforms/write/mds.py"]  # its files' format field
+    assert _modules_spelling("parquet") == [
+        "pipeline/prepare.py", "transforms/read/tables.py", "transforms/write/formats/parquet.py"]

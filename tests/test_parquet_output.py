@@ -296,6 +296,8 @@ def test_tf_dataset_refuses_parquet_in_one_line(runs):
     (["--output_format=parquet", "--gzip_compress"], "compresses inside each file"),
     (["--output_format=parquet", "--padding=fixed"], "drop --padding=fixed"),
     (["--parquet_compression=snappy"], "applies to --output_format=parquet"),
+    (["--output_format=megatron", "--parquet_compression=snappy"],
+     "applies to --output_format=parquet"),
     (["--output_format=parquet", "--parquet_compression=lzma"], "--parquet_compression"),
     (["--output_format=parquet", "--recipe=d2l"], "--recipe=d2l writes d2l's TFRecord"),
     (["--output_format=parquet", "--output_file={out}/train.parquet"], "use --output_dir"),
@@ -312,9 +314,9 @@ def test_flags_parquet_cannot_take_are_refused_in_one_line(tmp_path, flags, expe
 
 
 def test_parquet_without_polars_is_refused_in_one_line(tmp_path, monkeypatch):
-    from bert_pretraining_data.pipeline import stages
+    from bert_pretraining_data.transforms.write import parquet_rows
 
-    monkeypatch.setattr(stages, "polars_installed", lambda: False)
+    monkeypatch.setattr(parquet_rows, "polars_installed", lambda: False)
     out = tmp_path / "out"
     with pytest.raises(ConfigError, match=r"writes with polars.*pip install") as err:
         run([f"--input_file={CORPUS}", f"--output_dir={out}", f"--vocab_file={UNCASED_VOCAB}",
@@ -326,10 +328,10 @@ def test_a_slice_of_a_shard_reads_the_same_instances(runs, monkeypatch):
     """A rank's or worker's slice [start, stop) of a shard, as the PyTorch
     loader reads it, is the TFRecord shard's slice, across batch boundaries
     (batches of 100 rows here, whole batches before `start` skipped)."""
-    from bert_pretraining_data.loaders import records
     from bert_pretraining_data.loaders.records import InstanceDecoder, read_shard
+    from bert_pretraining_data.transforms.write.formats import parquet
 
-    monkeypatch.setattr(records, "PARQUET_BATCH_ROWS", 100)
+    monkeypatch.setattr(parquet, "BATCH_ROWS", 100)
     tfrecord, parquet = (read_manifest(str(out)) for out in runs["nsp"])
     start, stop = 297, 405
     assert parquet.shards[0].records > stop

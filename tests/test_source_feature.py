@@ -30,6 +30,7 @@ from bert_pretraining_data.transforms.instances.instance_bytes import (HEADER_SI
 from bert_pretraining_data.transforms.instances.units import FlatSample, unit_instances
 from bert_pretraining_data.transforms.pack.plan import prediction_budget
 from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
+from bert_pretraining_data.transforms.write.formats.parquet import PARQUET
 from bert_pretraining_data.transforms.write.parquet_rows import ParquetRows
 from bert_pretraining_data.transforms.write.rows import InstanceRows, PackedRows
 from bert_pretraining_data.transforms.write.tf_example import RecordLayout
@@ -118,7 +119,7 @@ def _decoded(rows, data: bytes, records: int, tmp_path) -> list:
         path = tmp_path / "shard.parquet"
         path.write_bytes(data)
         return [decode(features, index)
-                for index, features in read_shard(Shard(str(path), records, 0))]
+                for index, features in read_shard(Shard(str(path), records, 0, PARQUET))]
     return [decode(record, index) for index, record in enumerate(read_records(io.BytesIO(data)))]
 
 

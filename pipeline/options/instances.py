@@ -9,6 +9,7 @@ from typing import AbstractSet, Any, Sequence
 from bert_pretraining_data.pipeline.command_line import Check, FlagGroup, flag
 from bert_pretraining_data.transforms.instances.pairs import NEXT_SENTENCE_OBJECTIVES
 from bert_pretraining_data.transforms.seeds import MAX_DUPE_FACTOR
+from bert_pretraining_data.transforms.write.formats import output_format
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -51,7 +52,8 @@ class InstanceFlags(FlagGroup):
         masks at load time and has no pair task; a mixture's copies are its
         sources' weights."""
         return {"dupe_factor": (1 if args.recipe in ("d2l", "roberta") or args.mixture
-                                or args.output_format == "megatron" else 10),
+                                or not output_format(args.output_format).makes_instances
+                                else 10),
                 "next_sentence": "none" if args.recipe == "roberta" else "nsp"}
 
     @classmethod

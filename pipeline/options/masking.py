@@ -8,6 +8,7 @@ from typing import AbstractSet, Any, Sequence
 
 from bert_pretraining_data.pipeline.command_line import Check, FlagGroup, flag
 from bert_pretraining_data.transforms.tokenize.chinese_words import SEGMENTERS
+from bert_pretraining_data.transforms.write.formats import output_format
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -53,7 +54,8 @@ class MaskingFlags(FlagGroup):
         return {"max_predictions_per_seq": (max(1, round(args.max_seq_length
                                                          * args.masked_lm_prob))
                                             if derived else 20),
-                "masking": ("none" if args.recipe == "roberta" or args.output_format == "megatron"
+                "masking": ("none" if args.recipe == "roberta"
+                            or not output_format(args.output_format).makes_instances
                             else "static")}
 
     @classmethod

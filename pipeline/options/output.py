@@ -8,19 +8,14 @@ import math
 from typing import AbstractSet, Any, Sequence
 
 from bert_pretraining_data.pipeline.command_line import Check, FlagGroup, flag
+from bert_pretraining_data.transforms.write.formats import FORMATS, output_format
+from bert_pretraining_data.transforms.write.formats.tfrecord import TFRECORD
 from bert_pretraining_data.transforms.write.mds_rows import (COMPRESSIONS as MDS_COMPRESSIONS,
                                                              LAYOUTS as MDS_LAYOUTS)
 from bert_pretraining_data.transforms.write.parquet_rows import (COMPRESSIONS as
                                                                  PARQUET_COMPRESSIONS)
 
 TARGET_SHARD_BYTES = 256 << 20
-OUTPUT_FORMATS = ("tfrecord", "parquet", "mds", "megatron")
-# The formats of unpadded rows, one list of values per feature.
-COLUMNAR_FORMATS = ("parquet", "mds")
-# The flags that shape instances, which --output_format=megatron does not make:
-# one set away from its default is refused.
-INSTANCE_FLAGS = ("short_seq_prob", "masked_lm_prob", "do_whole_word_mask", "ngram",
-                  "max_ngram_size", "pack_sequences", "padding", "use_v2_feature_names")
 # Output bytes per input byte per dupe: ~2 (padded int64 features at the
 # default max_seq_length, measured on WikiText-2).
 OUTPUT_BYTES_PER_INPUT_BYTE_PER_DUPE = 2
@@ -68,7 +63,7 @@ class OutputFlags(FlagGroup):
         "ModernBERT family's trainers; megatron: the tokenized corpus, a sentence "
         "a sequence, as Megatron-LM's and NeMo's indexed datasets (.bin and .idx per "
         "shard), which make their samples at training time",
-        choices=list(OUTPUT_FORMATS), default="tfrecord")
+        choices=list(FORMATS), default=TFRECORD.name)
     parquet_compression: str = flag(
         "with --output_format=parquet: the codec inside each file",
         choices=list(PARQUET_COMPRESSIONS), default="zstd", parser_default=None)
@@ -87,7 +82,7 @@ class OutputFlags(FlagGroup):
 
     @classmethod
     def defaults(cls, args: argparse.Namespace, beam_args: Sequence[str]) -> dict[str, Any]:
-        return {"padding": "none" if args.output_format in COLUMNAR_FORMATS else "fixed"}
+        return {"padding": "none" if output_format(args.output_format).unpadded else "fixed"}
 
     @classmethod
     def spelled(cls, args: argparse.Namespace) -> dict[str, Any]:
@@ -106,49 +101,11 @@ class OutputFlags(FlagGroup):
              "--num_shards applies to --output_dir only; with "
              "--output_file the number of files is the number of names given"),
         ]
-        if config.output_format == "megatron":
-            defaults = {field.name: field.default for field in dataclasses.fields(config)}
-            made_here = [flag for flag in INSTANCE_FLAGS if getattr(config, flag) != defaults[flag]]
-            return checks + [
-                (not made_here, f"--{made_here[0] if made_here else ''} makes instances, which "
-                 "--output_format=megatron does not write (Megatron-LM makes its samples, "
-                 "epochs and masks at training time); drop it"),
-                (config.dupe_factor == 1 and config.masking == "none",
-                 "--output_format=megatron writes each sentence once and unmasked; drop "
-                 "--dupe_factor and --masking"),
-                (config.compression is None, "Megatron-LM reads uncompressed .bin files; drop "
-                 "--compression and --gzip_compress"),
-                (config.recipe == "bert" and not config.reference_compatible,
-                 "--output_format=megatron writes the bert recipe's tokenized corpus, without "
-                 "--reference_compatible; drop one"),
-                (not config.mixture or config.mixture_layout == "by_source",
-                 "--output_format=megatron writes a mixture's sources apart, for a blend "
-                 "(--data-path) to weigh at training time: add --mixture_layout=by_source"),
-                (bool(config.output_dir), "--output_format=megatron writes a .bin and .idx "
-                 "per shard: use --output_dir"),
-            ]
-        columnar = [(name, config.output_format == fmt) for fmt, names in
-                    (("parquet", ("parquet_compression",)),
-                     ("mds", ("mds_layout", "mds_compression"))) for name in names]
-        checks += [(own or name not in given, f"--{name} applies to --output_format="
-                    f"{name.partition('_')[0]}; add it or drop --{name}")
-                   for name, own in columnar]
-        if config.output_format not in COLUMNAR_FORMATS:
-            return checks
-        fmt = config.output_format
-        return checks + [
-            (not ("padding" in given and config.padding == "fixed"),
-             f"--output_format={fmt} writes unpadded rows (their lengths imply input_mask "
-             "and masked_lm_weights); drop --padding=fixed"),
-            (config.compression is None, f"--output_format={fmt} compresses inside each "
-             f"file (--{fmt}_compression); drop --compression and --gzip_compress"),
-            (not config.reference_compatible, "--reference_compatible reproduces the "
-             f"original's TFRecord files; drop --output_format={fmt}"),
-            (config.recipe != "d2l", f"--recipe=d2l writes d2l's TFRecord features; drop "
-             f"--output_format={fmt}"),
-            (bool(config.output_dir), f"--output_format={fmt} writes part-NNNNN-of-NNNNN "
-             "shards: use --output_dir"),
-        ]
+        # each format's own flags, then what the chosen format refuses
+        checks += [(config.output_format == fmt.name or name not in given,
+                    f"--{name} applies to --output_format={fmt.name}; add it or drop --{name}")
+                   for fmt in FORMATS.values() for name in fmt.own_flags]
+        return checks + output_format(config.output_format).checks(config, given)
 
 
 def default_num_shards(input_bytes: int, dupe_factor: int) -> int:

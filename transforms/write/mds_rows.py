@@ -149,6 +149,9 @@ class MDSRows:
         if self.compression not in COMPRESSIONS:
             raise ValueError(f"MDS compression is one of {', '.join(COMPRESSIONS)}, "
                              f"not {self.compression!r}")
+        if self.vocab_size > 1 << 32:  # the columns' flattening holds ids as uint32
+            raise ValueError(f"a vocabulary of {self.vocab_size:,} ids does not fit uint32, the "
+                             "widest id type MDS output holds; use a smaller vocabulary")
 
     @property
     def max_predictions(self) -> int:
@@ -157,9 +160,6 @@ class MDSRows:
     def _dtypes(self) -> dict[Field, np.dtype]:
         """Each feature's value type in the compact layout (Parquet's, with
         uint32 for wide ids)."""
-        if self.vocab_size > 1 << 32:  # the columns' flattening holds ids as uint32
-            raise ValueError(f"a vocabulary of {self.vocab_size:,} ids does not fit uint32, the "
-                             "widest id type MDS output holds; use a smaller vocabulary")
         ids = token_id_dtype(self.vocab_size, np.uint32)
         mask = np.uint8 if self.instances.max_sequences < 256 else np.uint16
         return {Field.INPUT_IDS: ids, Field.MASKED_LM_IDS: ids, Field.SEGMENT_IDS: np.uint8,

@@ -206,6 +206,11 @@ class RowWriter(Protocol):
     """Turns a shard's entries, in any order, into its records in shard
     order (transforms.write.rows: one record per entry, or packed rows)."""
 
+    @property
+    def max_predictions(self) -> int:
+        """Masked-LM predictions a record has room for."""
+        ...
+
     def rows(self, entries: np.ndarray, keys: np.ndarray, bounds: np.ndarray) -> ShardRows:
         ...
 
