@@ -1,8 +1,8 @@
 """Bytes the instances put through the runner's shuffle, per instance, on
 every bench shape at 128 and 512 tokens: in the layout before issue 45
 (masked ids, positions and labels, 2 bytes each, unframed: computed from each
-entry's header), in today's layout (transforms.instances.instance_bytes), and
-in the zstd frames that cross the shuffle (transforms.write.entry_frames),
+entry's header), in today's layout (transforms.handoff.shuffle.instances), and
+in the zstd frames that cross the shuffle (transforms.handoff.shuffle.frames),
 with the run's codebook and without; and the frames' CPU.
 
 Not a test: it prints figures. Table 1: each shape's run is the pipeline in
@@ -50,13 +50,13 @@ from bert_pretraining_data.pipeline.input_sample import (sample_documents,  # no
                                                          sample_entries)
 from bert_pretraining_data.pipeline.main import run  # noqa: E402
 from bert_pretraining_data.pipeline.options import parse_args  # noqa: E402
-from bert_pretraining_data.transforms.handoff.shuffle_entries import (  # noqa: E402
+from bert_pretraining_data.transforms.handoff.shuffle.entries import (  # noqa: E402
     ENTRY_HEADER, scan_entries)
-from bert_pretraining_data.transforms.instances.instance_bytes import (  # noqa: E402
+from bert_pretraining_data.transforms.handoff.shuffle.frames import (EntryCodebook,  # noqa: E402
+                                                                     EntryFrames, entry_codebook)
+from bert_pretraining_data.transforms.handoff.shuffle.instances import (  # noqa: E402
     HEADER_SIZE, SOURCE_SIZE, instance_header)
 from bert_pretraining_data.transforms.write.beam import BUFFER_BYTES  # noqa: E402
-from bert_pretraining_data.transforms.write.entry_frames import (EntryCodebook,  # noqa: E402
-                                                                 EntryFrames, entry_codebook)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 VOCAB = ROOT / "tests" / "data" / "bert-base-uncased-vocab.txt"

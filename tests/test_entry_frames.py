@@ -1,5 +1,5 @@
 """The frames that carry shuffle entries through the runner's shuffle
-(transforms.write.entry_frames): a codebook learned on the driver from the
+(transforms.handoff.shuffle.frames): a codebook learned on the driver from the
 run's own instances, frames that give back exactly what went in, and a lone
 instance's frame much smaller with the codebook than without, on documents
 the codebook never saw."""
@@ -15,12 +15,12 @@ import pytest
 from bert_pretraining_data.pipeline.input_sample import sample_documents, sample_entries
 from bert_pretraining_data.pipeline.options import parse_args
 from bert_pretraining_data.pipeline.prepare import prepare
-from bert_pretraining_data.transforms.handoff.shuffle_entries import EntryBatch, scan_entries
-from bert_pretraining_data.transforms.instances.instance_bytes import (max_instance_size,
-                                                                      put_instance, stamp_source)
-from bert_pretraining_data.transforms.write.entry_frames import (DICTIONARY_BYTES,
-                                                                 MIN_CODEBOOK_SAMPLES,
-                                                                 EntryFrames, entry_codebook)
+from bert_pretraining_data.transforms.handoff.shuffle.entries import EntryBatch, scan_entries
+from bert_pretraining_data.transforms.handoff.shuffle.frames import (DICTIONARY_BYTES,
+                                                                     MIN_CODEBOOK_SAMPLES,
+                                                                     EntryFrames, entry_codebook)
+from bert_pretraining_data.transforms.handoff.shuffle.instances import (max_instance_size,
+                                                                       put_instance, stamp_source)
 from conftest import DATA, UNCASED_VOCAB
 
 WIKITEXT = DATA / "wikitext2_valid.txt"

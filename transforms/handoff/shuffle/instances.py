@@ -6,7 +6,7 @@ only with its shard (transforms.write.rows): no padding, no feature names,
 parsing an Example. Its masking travels as what it decided, not what it
 made: the unmasked ids, each prediction's gap from the one before and one
 byte of what replaced it ([MASK], itself, or a random id, which follows).
-In the shuffle's frames, with the run's codebook (transforms.write.entry_frames),
+In the shuffle's frames, with the run's codebook (transforms.handoff.shuffle.frames),
 that is 0.45-0.58x the bytes of the masked ids with positions and labels on
 text the codebook never saw (bench/shuffle_bytes.py), and the same records.
 
@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from bert_pretraining_data.transforms.handoff.shuffle_entries import (ENTRY_HEADER,
+from bert_pretraining_data.transforms.handoff.shuffle.entries import (ENTRY_HEADER,
                                                                       ENTRY_KEY_SIZE, EntryBatch)
 from bert_pretraining_data.transforms.handoff.varints import get_varint, put_varint
 

@@ -26,10 +26,10 @@ import numpy as np
 import zstandard
 from numba import njit
 
-from bert_pretraining_data.transforms.handoff.shuffle_entries import (ENTRY_HEADER, EntryBatch,
+from bert_pretraining_data.transforms.handoff.shuffle.entries import (ENTRY_HEADER, EntryBatch,
                                                                       entry_end, set_entry_length)
+from bert_pretraining_data.transforms.handoff.shuffle.instances import get_le, ids_span, put_le
 from bert_pretraining_data.transforms.handoff.varints import get_varint, put_varint
-from bert_pretraining_data.transforms.instances.instance_bytes import get_le, ids_span, put_le
 
 # Level 2: with the codebook it compresses ~1.7x as fast as level 3 for 1-2%
 # more bytes, about even at Dataflow's prices (bench/README.md, shuffle_bytes.py).
