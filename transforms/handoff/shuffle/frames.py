@@ -8,8 +8,9 @@ unrelated documents, and zstd cannot learn token ids' statistics from so
 little. So the driver learns them from the run's own instances (a sample of
 its input through its tokenizer and kernels, pipeline/input_sample.py) into a
 codebook every worker holds: the ids by frequency, so that an instance's ids
-travel as their ranks (varints: one byte for the 128 most frequent), and a
-zstd dictionary of instances so written. On documents the codebook never saw,
+travel as their ranks (varints: one byte for the 128 most frequent; the
+layout's own walk, transforms.handoff.shuffle.instances), and a zstd
+dictionary of instances so written. On documents the codebook never saw,
 a 750 GB job's frames (two to twelve instances) take 0.53-0.58x of the bytes
 of the layout before issue 45 with it and 0.64-0.74x without
 (bench/shuffle_bytes.py). Frames are lean (no magic number, content size,
@@ -27,9 +28,12 @@ import zstandard
 from numba import njit
 
 from bert_pretraining_data.transforms.handoff.shuffle.entries import (ENTRY_HEADER, EntryBatch,
-                                                                      entry_end, set_entry_length)
-from bert_pretraining_data.transforms.handoff.shuffle.instances import get_le, ids_span, put_le
-from bert_pretraining_data.transforms.handoff.varints import get_varint, put_varint
+                                                                      entry_end, grow,
+                                                                      set_entry_length)
+from bert_pretraining_data.transforms.handoff.shuffle.instances import (instance_header,
+                                                                        unmasked_ids,
+                                                                        with_fixed_ids,
+                                                                        with_varint_ids)
 
 # Level 2: with the codebook it compresses ~1.7x as fast as level 3 for 1-2%
 # more bytes, about even at Dataflow's prices (bench/README.md, shuffle_bytes.py).
@@ -66,7 +70,7 @@ def entry_codebook(batches: Iterable[EntryBatch]) -> EntryCodebook | None:
     rank_of = _rank_of(frequent)
     samples = []
     for batch in batches:
-        ranked, ends = _ranked(batch.entries, rank_of, len(frequent))
+        ranked, ends = _recoded(batch.entries, True, rank_of, len(frequent))
         samples += [ranked[start:end].tobytes() for start, end in zip([0, *ends[:-1]], ends)]
     try:
         dictionary = zstandard.train_dictionary(DICTIONARY_BYTES, samples,
@@ -99,7 +103,8 @@ class EntryFrames:
                                                         compression_params=parameters)
         if self._codebook is not None:
             data = np.frombuffer(entries, dtype=np.uint8)
-            entries = _ranked(data, self._rank_of, len(self._codebook.frequent_ids))[0]
+            entries = _recoded(data, True, self._rank_of,
+                               len(self._codebook.frequent_ids))[0]
         return self._compressor.compress(entries)
 
     def decompress(self, frame: bytes) -> bytes:
@@ -110,8 +115,9 @@ class EntryFrames:
         entries = self._decompressor.decompressobj().decompress(frame)
         if self._codebook is None:
             return entries
-        return _unranked(np.frombuffer(entries, dtype=np.uint8),
-                              self._codebook.frequent_ids).tobytes()
+        frequent = self._codebook.frequent_ids
+        return _recoded(np.frombuffer(entries, dtype=np.uint8), False, frequent,
+                        -len(frequent))[0].tobytes()
 
 
 def _rank_of(frequent: np.ndarray) -> np.ndarray:
@@ -127,74 +133,35 @@ def _instance_ids(entries, bounds):
     """Every unmasked id of the entries' instances, one after another."""
     total = 0
     for i in range(len(bounds) - 1):
-        total += ids_span(entries, bounds[i] + ENTRY_HEADER)[1]
+        total += instance_header(entries, bounds[i] + ENTRY_HEADER)[0]
     ids = np.empty(total, dtype=np.int64)
     at = 0
     for i in range(len(bounds) - 1):
-        start, n, width = ids_span(entries, bounds[i] + ENTRY_HEADER)
-        for t in range(n):
-            ids[at] = get_le(entries, start + width * t, width)
-            at += 1
+        unmasked_ids(entries, bounds[i] + ENTRY_HEADER, ids, at)
+        at += instance_header(entries, bounds[i] + ENTRY_HEADER)[0]
     return ids
 
 
 @njit(cache=True)
-def _rank_entry(data, pos, out, o, rank_of, seen):
-    """Copies the entry at data[pos:] to out[o:] with its ids as rank
-    varints and its length field to match; returns (its end in data, in out)."""
-    end = entry_end(data, pos)
-    start, n, width = ids_span(data, pos + ENTRY_HEADER)
-    at = o + (start - pos)
-    out[o:at] = data[pos:start]
-    for t in range(n):
-        token = get_le(data, start + width * t, width)
-        at = put_varint(out, at, rank_of[token] if token < len(rank_of) else seen + token)
-    tail = end - (start + width * n)
-    out[at:at + tail] = data[end - tail:end]
-    return end, set_entry_length(out, o, at + tail - (o + ENTRY_HEADER))
-
-
-@njit(cache=True)
-def _ranked(data, rank_of, seen):
-    """Concatenated entries with their ids as ranks, and where each ranked
-    entry ends (a rank takes at most 1.5x its id's bytes: 3 bytes for a
-    2-byte id, 5 for a 4-byte one)."""
+def _recoded(data, to_ranks, table, offset):
+    """Concatenated entries with each instance's ids as ranks (`to_ranks`:
+    table rank_of, offset the ranked ids' count) or back (table the frequent
+    ids, offset minus their count), their length fields to match; and where
+    each entry ends in what is returned."""
     out = np.empty(len(data) + len(data) // 2 + 16, dtype=np.uint8)
     ends = []
     pos = o = 0
     while pos < len(data):
-        pos, o = _rank_entry(data, pos, out, o, rank_of, seen)
+        end = entry_end(data, pos)
+        out = grow(out, o + ENTRY_HEADER)
+        out[o:o + ENTRY_HEADER] = data[pos:pos + ENTRY_HEADER]
+        if to_ranks:
+            out, stop = with_varint_ids(data, pos + ENTRY_HEADER, end, out, o + ENTRY_HEADER,
+                                        table, offset)
+        else:
+            out, stop = with_fixed_ids(data, pos + ENTRY_HEADER, end, out, o + ENTRY_HEADER,
+                                       table, offset)
+        o = set_entry_length(out, o, stop - (o + ENTRY_HEADER))
         ends.append(o)
+        pos = end
     return out[:o], ends
-
-
-@njit(cache=True)
-def _unranked(data, frequent):
-    """The entries `_ranked` gave `data` for."""
-    seen = len(frequent)
-    size = 0
-    pos = 0
-    while pos < len(data):  # sizes first: a rank may take fewer bytes than its id
-        end = entry_end(data, pos)
-        start, n, width = ids_span(data, pos + ENTRY_HEADER)
-        at = start
-        for _ in range(n):
-            _, at = get_varint(data, at)
-        size += (start - pos) + width * n + (end - at)
-        pos = end
-    out = np.empty(size, dtype=np.uint8)
-    pos = o = 0
-    while pos < len(data):
-        end = entry_end(data, pos)
-        start, n, width = ids_span(data, pos + ENTRY_HEADER)
-        head = start - pos
-        out[o:o + head] = data[pos:start]
-        write = o + head
-        at = start
-        for _ in range(n):
-            rank, at = get_varint(data, at)
-            write = put_le(out, write, frequent[rank] if rank < seen else rank - seen, width)
-        out[write:write + end - at] = data[at:end]
-        o = set_entry_length(out, o, write + end - at - (o + ENTRY_HEADER))
-        pos = end
-    return out
