@@ -3,10 +3,11 @@
 Entries go to shard `key % N`, and each bundle collects them per shard and
 flushes at a byte budget. The blobs reach their shard through the runner's
 GroupByKey (`--shuffle=runner`, the TFDS writer's pattern; Dataflow's Shuffle
-service, billed by the byte: each blob a zstd frame, transforms.handoff.shuffle.frames)
-or, on the DirectRunner, which holds a GroupByKey's input in memory, through
-temporary bucket files with only (shard, path) grouped (`--shuffle=files`). One worker writes each shard, holding its entries, so a
-shard's entries should fit a worker twice. A failed bundle's bucket files are
+service, billed by the byte: each blob a checksummed zstd frame,
+transforms.handoff.shuffle.frames) or, on the DirectRunner, which holds a
+GroupByKey's input in memory, through temporary bucket files with only
+(shard, path) grouped (`--shuffle=files`). One worker writes each shard,
+holding its entries, so a shard's entries should fit a worker twice. A failed bundle's bucket files are
 never emitted; each shard's are swept after a Reshuffle (a checkpoint), so a
 retried shard write still finds them. Under `staging_dir`:
 `buckets/shard-00003/<uuid>.bucket` (temporary) and one TFRecord file per shard.
@@ -232,14 +233,16 @@ class _WriteShardFn(beam.DoFn):
                 ) -> Iterator[tuple[dict[str, Any], list[str]]]:
         shard_index, values = element
         bucket_paths = []
+        name = self._shard_names[shard_index]
         data = bytearray()  # the shard's entries, one copy: a blob is dropped once appended
+        frames = 0
         for value in values:
             if isinstance(value, str):
                 bucket_paths.append(value)
                 data += read_file(value)
-            elif value is not None:  # through the runner's shuffle: a zstd frame
-                data += self._frames.decompress(value)
-        name = self._shard_names[shard_index]
+            elif value is not None:  # through the runner's shuffle: a frame
+                data += self._frames.decompress(value, f"shuffle frame {frames} of shard {name}")
+                frames += 1
         rows = self._rows.rows(*scan_entries(data, source=f"shard {name}"))
         del data
         if rows.file_name is None:

@@ -1,4 +1,4 @@
-"""The zstd frames that carry shuffle entries through the runner's shuffle
+"""The frames that carry shuffle entries through the runner's shuffle
 (Dataflow Shuffle, billed by the byte).
 
 A bundle's entries for one shard travel as one frame. On a large job a frame
@@ -13,16 +13,29 @@ layout's own walk, transforms.handoff.shuffle.instances), and a zstd
 dictionary of instances so written. On documents the codebook never saw,
 a 750 GB job's frames (two to twelve instances) take 0.53-0.58x of the bytes
 of the layout before issue 45 with it and 0.64-0.74x without
-(bench/shuffle_bytes.py). Frames are lean (no magic number, content size,
-checksum or dictionary id): at these sizes those are 3-5% of a frame, and a
-frame is read only by the run that wrote it.
+(bench/shuffle_bytes.py).
+
+A frame, format version 1:
+  version   uint8    FRAME_VERSION
+  payload            a zstd frame of the entries (their ids as ranks with a
+                     codebook), level 2, with the codebook's dictionary; no
+                     magic number, content size, checksum or dictionary id,
+                     which would take 3-5% of a small frame
+  checksum  uint32   crc32c of the version and the payload, little-endian
+zstd can decode a changed byte of its payload into other ids without an
+error; crc32c finds any one changed byte (any burst of up to 32 bits), so a
+reader refuses a frame whose bytes are not those written, and one of another
+version, before it decodes anything. A frame is read only by the run that
+wrote it, whose workers share the codebook.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import struct
 from collections.abc import Iterable
 
+import google_crc32c
 import numpy as np
 import zstandard
 from numba import njit
@@ -42,6 +55,14 @@ ENTRY_ZSTD_LEVEL = 2
 # The dictionary's size: 64 KiB took 8-10% fewer bytes than 16 KiB in small
 # frames (bench/README.md, shuffle_bytes.py); the workers hold it once.
 DICTIONARY_BYTES = 64 << 10
+
+# The frames' format (see the module's docstring); a reader reads this version only.
+FRAME_VERSION = 1
+_VERSION = bytes([FRAME_VERSION])
+_CHECKSUM = struct.Struct("<I")
+# crc32c of a frame with its checksum is this constant (the CRC's residue)
+# exactly when the checksum is that of the bytes before it: one pass checks a frame.
+_INTACT_CRC = 0x48674BC7
 
 # Fewer sampled instances than this make no codebook (zstd needs some
 # hundreds to train on; a run this small has frames of many instances anyway).
@@ -94,7 +115,7 @@ class EntryFrames:
         self._decompressor: zstandard.ZstdDecompressor | None = None
 
     def compress(self, entries: bytes) -> bytes:
-        """One lean frame of `entries` (whole shuffle entries of instances)."""
+        """One frame of `entries` (whole shuffle entries of instances)."""
         if self._compressor is None:
             parameters = zstandard.ZstdCompressionParameters.from_level(
                 ENTRY_ZSTD_LEVEL, format=zstandard.FORMAT_ZSTD1_MAGICLESS,
@@ -105,14 +126,35 @@ class EntryFrames:
             data = np.frombuffer(entries, dtype=np.uint8)
             entries = _recoded(data, True, self._rank_of,
                                len(self._codebook.frequent_ids))[0]
-        return self._compressor.compress(entries)
+        frame = _VERSION + self._compressor.compress(entries)
+        return frame + _CHECKSUM.pack(google_crc32c.value(frame))
 
-    def decompress(self, frame: bytes) -> bytes:
-        """The entries `compress` made `frame` of."""
+    def decompress(self, frame: bytes, source: str = "shuffle frame") -> bytes:
+        """The entries `compress` made `frame` of; `source` names the frame in
+        an error.
+
+        Raises:
+          ValueError: the frame is shorter than its version and checksum, of
+            another format version, or not the bytes written (its checksum).
+        """
+        if len(frame) < len(_VERSION) + _CHECKSUM.size:
+            raise ValueError(f"{source}: {len(frame)} bytes, too short for a frame's version "
+                             f"and checksum ({len(_VERSION) + _CHECKSUM.size} bytes)")
+        if frame[0] != FRAME_VERSION:
+            raise ValueError(f"{source}: format version {frame[0]}, and this reader reads "
+                             f"version {FRAME_VERSION} only (a worker of another release, or "
+                             "the byte changed)")
+        if google_crc32c.value(frame) != _INTACT_CRC:
+            (stored,) = _CHECKSUM.unpack_from(frame, len(frame) - _CHECKSUM.size)
+            computed = google_crc32c.value(frame[:-_CHECKSUM.size])
+            raise ValueError(f"{source}: checksum mismatch (crc32c {computed:#010x}, stored "
+                             f"{stored:#010x}, {len(frame)} bytes): the frame changed between "
+                             "its writer and this reader")
         if self._decompressor is None:
             self._decompressor = zstandard.ZstdDecompressor(
                 dict_data=self._dictionary, format=zstandard.FORMAT_ZSTD1_MAGICLESS)
-        entries = self._decompressor.decompressobj().decompress(frame)
+        payload = frame[len(_VERSION):-_CHECKSUM.size]
+        entries = self._decompressor.decompressobj().decompress(payload)
         if self._codebook is None:
             return entries
         frequent = self._codebook.frequent_ids
