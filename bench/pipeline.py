@@ -75,7 +75,7 @@ from bert_pretraining_data.pipeline.prepare import tokenizer_engine  # noqa: E40
 from bert_pretraining_data.pipeline.stages import Stages  # noqa: E402
 from bert_pretraining_data.transforms.instances.sample import (  # noqa: E402
     bound_sample, cap_document, sample_rank)
-from bert_pretraining_data.transforms.handoff.shuffle_entries import (  # noqa: E402
+from bert_pretraining_data.transforms.handoff.shuffle.entries import (  # noqa: E402
     scan_entries, split_by_shard)
 from bert_pretraining_data.transforms.instances.beam import BatchDocuments, CreateInstances
 from bert_pretraining_data.transforms.read.beam import match_inputs  # noqa: E402

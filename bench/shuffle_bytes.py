@@ -1,8 +1,8 @@
 """Bytes the instances put through the runner's shuffle, per instance, on
 every bench shape at 128 and 512 tokens: in the layout before issue 45
 (masked ids, positions and labels, 2 bytes each, unframed: computed from each
-entry's header), in today's layout (transforms.instances.instance_bytes), and
-in the zstd frames that cross the shuffle (transforms.write.entry_frames),
+entry's header), in today's layout (transforms.handoff.shuffle.instances), and
+in the zstd frames that cross the shuffle (transforms.handoff.shuffle.frames),
 with the run's codebook and without; and the frames' CPU.
 
 Not a test: it prints figures. Table 1: each shape's run is the pipeline in
@@ -24,6 +24,13 @@ documents, and its sentences each a document), the codebook learned from the
 first half of the documents, the frames made of the second half's instances
 (three copies each), as the jobs above frame them.
 
+Table 4: what the frames' format version and checksum cost. The run's
+instances framed as each job frames them, each frame written and read back
+(EntryFrames.compress and decompress): that round trip's CPU per instance,
+and that of its crc32c (the frames' checksums computed again, as written
+and as read), each against the whole run's CPU per instance (table 1's run,
+in this process).
+
 With --baseline DIR (another checkout, e.g. `git worktree add /tmp/old <commit>`),
 table 3: the whole run's CPU on the runner's shuffle, with --dedup=exact (both
 shuffles of this issue), this checkout beside that one, in turns.
@@ -42,6 +49,8 @@ import sys
 import tempfile
 import time
 
+import google_crc32c
+
 sys.path[:0] = [str(pathlib.Path(__file__).resolve().parents[1])]  # for bench.*
 from bench.corpus import corpus_path  # noqa: E402
 from bench.pipeline import run_ours  # noqa: E402
@@ -50,13 +59,13 @@ from bert_pretraining_data.pipeline.input_sample import (sample_documents,  # no
                                                          sample_entries)
 from bert_pretraining_data.pipeline.main import run  # noqa: E402
 from bert_pretraining_data.pipeline.options import parse_args  # noqa: E402
-from bert_pretraining_data.transforms.handoff.shuffle_entries import (  # noqa: E402
+from bert_pretraining_data.transforms.handoff.shuffle.entries import (  # noqa: E402
     ENTRY_HEADER, scan_entries)
-from bert_pretraining_data.transforms.instances.instance_bytes import (  # noqa: E402
+from bert_pretraining_data.transforms.handoff.shuffle.frames import (EntryCodebook,  # noqa: E402
+                                                                     EntryFrames, entry_codebook)
+from bert_pretraining_data.transforms.handoff.shuffle.instances import (  # noqa: E402
     HEADER_SIZE, SOURCE_SIZE, instance_header)
 from bert_pretraining_data.transforms.write.beam import BUFFER_BYTES  # noqa: E402
-from bert_pretraining_data.transforms.write.entry_frames import (EntryCodebook,  # noqa: E402
-                                                                 EntryFrames, entry_codebook)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 VOCAB = ROOT / "tests" / "data" / "bert-base-uncased-vocab.txt"
@@ -128,19 +137,22 @@ def run_shape(corpus: pathlib.Path, length: int,
     its entries captured."""
     _Captured.entries = []
     _Captured.totals.update(dict.fromkeys(_Captured.totals, 0))
+    start = time.process_time()
     with tempfile.TemporaryDirectory() as out:
         manifest = run([f"--input_file={corpus}", *tokenizer, f"--output_dir={out}",
                         f"--max_seq_length={length}",
                         f"--max_predictions_per_seq={round(length * 0.15)}",
                         f"--num_shards={SHARDS}", "--direct_running_mode=in_memory",
                         "--shuffle=runner", "--progress=none"])
+    cpu = time.process_time() - start
     instances = manifest["total_instances"]
     totals = _Captured.totals
     assert manifest["counters"]["shuffle_entry_bytes"] == totals["out"]
     return {"instances": instances, "old": totals["old"] / instances,
             "today": totals["in"] / instances, "book": totals["out"] / instances,
             "per_frame": instances / totals["frames"],
-            "mb_s": totals["in"] / 1e6 / max(totals["cpu"], 1e-9)}
+            "mb_s": totals["in"] / 1e6 / max(totals["cpu"], 1e-9),
+            "cpu_per_instance": cpu / instances}
 
 
 def job_frame_instances(entries: list[bytes], job_shards: int) -> int:
@@ -196,6 +208,48 @@ def _job_rows(name: str, length: int, entries: list[bytes], codebook: EntryCodeb
               f"{old:>12.0f}{today:>7.0f}{plain:>9.0f}{book:>6.0f}{book / old:>7.3f}", flush=True)
 
 
+def round_trip(entries: list[bytes], per_frame: int,
+               codebook: EntryCodebook | None) -> tuple[float, list[bytes]]:
+    """(CPU seconds to write `entries` as frames of `per_frame` and read them
+    back, the frames)."""
+    order = random.Random(0).sample(range(len(entries)), len(entries))
+    groups = [b"".join(entries[i] for i in order[at:at + per_frame])
+              for at in range(0, len(order), per_frame)]
+    frames, written = EntryFrames(codebook), []
+    start = time.process_time()
+    for group in groups:
+        written.append(_COMPRESS(frames, group))
+        frames.decompress(written[-1])
+    return time.process_time() - start, written
+
+
+def crc_cpu(frames: list[bytes]) -> float:
+    """CPU seconds of the frames' crc32c: one over each frame's version and
+    payload when it is written, one over the whole frame when it is read."""
+    start = time.process_time()
+    for frame in frames:
+        google_crc32c.value(frame[:-4])
+        google_crc32c.value(frame)
+    return time.process_time() - start
+
+
+def checksum_rows(shape: str, length: int, entries: list[bytes],
+                  codebook: EntryCodebook | None, framings: list[tuple[str, int]],
+                  run_cpu_per_instance: float) -> None:
+    """Table 4's rows: for each (label, instances a frame), the frames' round
+    trip and their checksums' part of it, per instance, beside the run's CPU
+    per instance (the best of 3 timings)."""
+    for label, per_frame in framings:
+        per_frame = max(1, per_frame)
+        timed, frames = min(round_trip(entries, per_frame, codebook) for _ in range(3))
+        checked = min(crc_cpu(frames) for _ in range(3))
+        trip, checks = timed / len(entries), checked / len(entries)
+        print(f"{shape:<20}{length:>7}{label:>18}{per_frame:>9}{trip * 1e6:>11.2f}"
+              f"{checks * 1e6:>10.3f}{run_cpu_per_instance * 1e6:>10.0f}"
+              f"{100 * trip / run_cpu_per_instance:>8.2f}"
+              f"{100 * checks / run_cpu_per_instance:>8.3f}", flush=True)
+
+
 def cpu_beside(baseline: pathlib.Path, shapes: list[str], size: float, repeat: int) -> None:
     """Table 3: a whole run's CPU, this checkout and `baseline`, in turns."""
     print(f"\n3. a run's CPU seconds on the runner's shuffle, --dedup=exact, dupe 10, 128, "
@@ -230,10 +284,13 @@ def main() -> None:
     print("1. the bench shapes (each run's codebook learned from a sample of its own corpus)")
     print(f"{'shape':<20}{header}{'zstd MB/s':>11}")
     capture()
+    checked = []
     for shape in args.shapes:
         corpus = corpus_path(args.size, shape=shape, seed=0)
         for length in (128, 512):
             found = run_shape(corpus, length)
+            checked.append((shape, length, _Captured.entries, _Captured.codebook,
+                            found["cpu_per_instance"], round(found["per_frame"])))
             print(f"{shape:<20}{length:>7}{'this run, 64':>18}{found['instances']:>11,}"
                   f"{found['per_frame']:>9.1f}{found['old']:>12.0f}{found['today']:>7.0f}"
                   f"{'':>9}{found['book']:>6.0f}{found['book'] / found['old']:>7.3f}"
@@ -245,6 +302,14 @@ def main() -> None:
         for length in (128, 512):
             entries, codebook = unseen(files, lines_are_documents, length)
             _job_rows(name, length, entries, codebook, args.jobs_shards, lone=True)
+    print("\n4. the frames' round trip (write, read back) and its crc32c, per instance, beside "
+          "the run's CPU per instance")
+    print(f"{'shape':<20}{'length':>7}{'frames of':>18}{'a frame':>9}{'trip µs':>11}"
+          f"{'crc µs':>10}{'run µs':>10}{'trip %':>8}{'crc %':>8}")
+    for shape, length, entries, codebook, run_cpu, per_frame in checked:
+        checksum_rows(shape, length, entries, codebook, [("this run, 64", per_frame)] + [
+            (f"a job of {n:,}", job_frame_instances(entries, n)) for n in args.jobs_shards],
+                      run_cpu)
 
 
 if __name__ == "__main__":

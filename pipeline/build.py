@@ -33,10 +33,10 @@ from bert_pretraining_data.transforms.decontaminate.beam import Decontaminate
 from bert_pretraining_data.transforms.decontaminate.benchmarks import MATCHES
 from bert_pretraining_data.transforms.dedup.beam import Deduplicate
 from bert_pretraining_data.transforms.dedup.decisions import SUMMARY, Fingerprints, dedup_partitions
+from bert_pretraining_data.transforms.handoff.shuffle.instances import entry_source, entry_tokens
 from bert_pretraining_data.transforms.hashes.beam import WriteDocumentHashes
 from bert_pretraining_data.transforms.instances.beam import (BatchDocuments, CreateInstances,
                                                              SampleDocuments)
-from bert_pretraining_data.transforms.instances.instance_bytes import entry_source, entry_tokens
 from bert_pretraining_data.transforms.instances.mixture import (alpha_weights, document_figures,
                                                                 fan_out_mixture, source_tokens)
 from bert_pretraining_data.transforms.instances.units import fan_out_batch

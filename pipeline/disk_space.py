@@ -25,7 +25,7 @@ from bert_pretraining_data.pipeline.command_line import quiet_beam_logs
 from bert_pretraining_data.pipeline.input_sample import sample_documents, sample_entries
 from bert_pretraining_data.pipeline.prepare import Prepared
 from bert_pretraining_data.pipeline.publish import PublishError, remove_tree
-from bert_pretraining_data.transforms.handoff.shuffle_entries import EntryBatch
+from bert_pretraining_data.transforms.handoff.shuffle.entries import EntryBatch
 from bert_pretraining_data.transforms.write.formats import output_format
 from bert_pretraining_data.transforms.write.parquet_rows import ROW_GROUP_ROWS
 

@@ -1,6 +1,6 @@
 """What the run's own stages make of a sample of its input, on the driver
 before any work: the disk estimate's shards (pipeline.disk_space) and the
-shuffle frames' codebook (transforms.write.entry_frames) come from it.
+shuffle frames' codebook (transforms.handoff.shuffle.frames) come from it.
 
 The sample is windows spread over the input (transforms.read.beam.sample_lines),
 read only from uncompressed text files outside a mixture: elsewhere the
@@ -16,7 +16,7 @@ from apache_beam.io.filesystem import CompressionTypes
 
 from bert_pretraining_data.pipeline.options import Config
 from bert_pretraining_data.pipeline.stages import Stages
-from bert_pretraining_data.transforms.handoff.shuffle_entries import EntryBatch
+from bert_pretraining_data.transforms.handoff.shuffle.entries import EntryBatch
 from bert_pretraining_data.transforms.handoff.tokenized_documents import CompactDocument
 from bert_pretraining_data.transforms.instances.units import (FlatSample, fan_out_batch,
                                                               unit_instances)

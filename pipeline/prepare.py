@@ -27,6 +27,7 @@ from bert_pretraining_data.pipeline.run_manifest import PublishPlan
 from bert_pretraining_data.pipeline.stages import Stages
 from bert_pretraining_data.transforms.counters import read_counters
 from bert_pretraining_data.transforms.decontaminate.beam import match_benchmarks, read_benchmark
+from bert_pretraining_data.transforms.handoff.shuffle.frames import EntryCodebook, entry_codebook
 from bert_pretraining_data.transforms.read.beam import (check_input_schema, match_inputs,
                                                        sample_lines)
 from bert_pretraining_data.transforms.read.documents import InputError, comma_separated
@@ -38,7 +39,6 @@ from bert_pretraining_data.transforms.tokenize.engines import (CHECK_LINES, REFE
                                                                choose_engine)
 from bert_pretraining_data.transforms.tokenize.tokenizer_json import JsonTokenizer, JsonVocabulary
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
-from bert_pretraining_data.transforms.write.entry_frames import EntryCodebook, entry_codebook
 from bert_pretraining_data.transforms.write.formats import output_format
 
 
@@ -138,7 +138,7 @@ def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:
 
 def entry_codebook_of(config: Config, stages: Stages, vocab: Vocabulary,
                       inputs: Sequence[tuple[str, int]]) -> EntryCodebook | None:
-    """The codebook of the runner's shuffle frames (transforms.write.entry_frames),
+    """The codebook of the runner's shuffle frames (transforms.handoff.shuffle.frames),
     learned from the instances of CODEBOOK_SAMPLE_BYTES of the input, each
     document once; None where the input cannot be sampled
     (pipeline.input_sample) or gives too few instances."""

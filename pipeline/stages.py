@@ -12,6 +12,7 @@ import dataclasses
 from bert_pretraining_data.pipeline.beam_options import ConfigError
 from bert_pretraining_data.pipeline.cli import PIPELINE_EXTRA
 from bert_pretraining_data.pipeline.options import Config
+from bert_pretraining_data.transforms.handoff.shuffle.frames import EntryCodebook
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig, masking_config
 from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
 from bert_pretraining_data.transforms.instances.units import Engine
@@ -19,7 +20,6 @@ from bert_pretraining_data.transforms.pack.plan import prediction_budget
 from bert_pretraining_data.transforms.tokenize.engines import REFERENCE
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
-from bert_pretraining_data.transforms.write.entry_frames import EntryCodebook
 from bert_pretraining_data.transforms.write.formats import output_format
 from bert_pretraining_data.transforms.write.formats.output_format import WriterNotInstalled
 from bert_pretraining_data.transforms.write.rows import InstanceRows, PackedRows, RowWriter
@@ -64,7 +64,7 @@ class Stages:
 
     def with_entry_codebook(self, codebook: EntryCodebook | None) -> "Stages":
         """These stages, and a held-out split's, with the shuffle frames'
-        codebook (transforms.write.entry_frames)."""
+        codebook (transforms.handoff.shuffle.frames)."""
         held_out = self.held_out.with_entry_codebook(codebook) if self.held_out else None
         return dataclasses.replace(self, entry_codebook=codebook, held_out=held_out)
 

@@ -11,8 +11,9 @@ that installs the package from `--setup_file` compiles on first use.
 
 from __future__ import annotations
 
-from bert_pretraining_data.transforms.handoff import shuffle_entries, tokenized_documents
-from bert_pretraining_data.transforms.handoff.shuffle_entries import scan_entries, split_by_shard
+from bert_pretraining_data.transforms.handoff import tokenized_documents
+from bert_pretraining_data.transforms.handoff.shuffle import entries as shuffle_entries
+from bert_pretraining_data.transforms.handoff.shuffle.entries import scan_entries, split_by_shard
 from bert_pretraining_data.transforms.instances import units_kernel
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig
 from bert_pretraining_data.transforms.instances.pairs import InstanceConfig

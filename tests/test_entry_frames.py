@@ -1,26 +1,33 @@
 """The frames that carry shuffle entries through the runner's shuffle
-(transforms.write.entry_frames): a codebook learned on the driver from the
-run's own instances, frames that give back exactly what went in, and a lone
+(transforms.handoff.shuffle.frames): a codebook learned on the driver from the
+run's own instances, frames that give back exactly what went in (the kernels'
+instances through entries and frames into the same records), a lone
 instance's frame much smaller with the codebook than without, on documents
-the codebook never saw."""
+the codebook never saw, and a frame refused in one line when any byte of it
+changed, when it is cut short or when it is of another format version."""
 
 from __future__ import annotations
 
+import collections
 import gzip
 import shutil
 
+import google_crc32c
 import numpy as np
 import pytest
 
 from bert_pretraining_data.pipeline.input_sample import sample_documents, sample_entries
 from bert_pretraining_data.pipeline.options import parse_args
 from bert_pretraining_data.pipeline.prepare import prepare
-from bert_pretraining_data.transforms.handoff.shuffle_entries import EntryBatch, scan_entries
-from bert_pretraining_data.transforms.instances.instance_bytes import (max_instance_size,
-                                                                      put_instance, stamp_source)
-from bert_pretraining_data.transforms.write.entry_frames import (DICTIONARY_BYTES,
-                                                                 MIN_CODEBOOK_SAMPLES,
-                                                                 EntryFrames, entry_codebook)
+from bert_pretraining_data.transforms.handoff.shuffle.entries import (EntryBatch, scan_entries,
+                                                                      split_by_shard)
+from bert_pretraining_data.transforms.handoff.shuffle.frames import (DICTIONARY_BYTES,
+                                                                     FRAME_VERSION,
+                                                                     MIN_CODEBOOK_SAMPLES,
+                                                                     EntryFrames, entry_codebook)
+from bert_pretraining_data.transforms.handoff.shuffle.instances import (max_instance_size,
+                                                                       put_instance, stamp_source)
+from bert_pretraining_data.transforms.write.beam import _WriteShardFn
 from conftest import DATA, UNCASED_VOCAB
 
 WIKITEXT = DATA / "wikitext2_valid.txt"
@@ -119,3 +126,85 @@ def test_too_few_instances_make_no_codebook(sampled):
     _, _, entries = sampled
     assert entry_codebook([_batch(entries[:MIN_CODEBOOK_SAMPLES - 1])]) is None
     assert entry_codebook([_batch(entries[:MIN_CODEBOOK_SAMPLES])]) is not None
+
+
+@pytest.fixture(scope="module")
+def codebook(sampled):
+    """The codebook of the sampled instances."""
+    return entry_codebook(sampled[1])
+
+
+def test_instances_cross_the_frames_into_the_same_records(sampled, codebook):
+    """The whole path: the kernels' instances (and wide and stamped ones) as
+    entries, split by shard and framed a batch at a time as WriteShards
+    frames a bundle's, each shard's frames decoded and its records written:
+    the same entries and the same records as the shard's entries unframed."""
+    prepared, batches, _ = sampled
+    batches = [*batches, _batch(_wide_and_stamped([]))]
+    rows = prepared.stages.rows
+
+    def records(data: bytes) -> bytes:
+        return b"".join(rows.rows(*scan_entries(data)).chunks)
+
+    for frames in (EntryFrames(codebook), EntryFrames(None)):
+        for num_shards in (1, 7):
+            sent = collections.defaultdict(list)  # shard -> (its entries, their frame)
+            for batch in batches:
+                for shard, entries in split_by_shard(batch, num_shards):
+                    sent[shard].append((entries.tobytes(), frames.compress(entries.tobytes())))
+            assert len(sent) == num_shards
+            for pieces in sent.values():
+                entries = b"".join(entries for entries, _ in pieces)
+                decoded = b"".join(frames.decompress(frame) for _, frame in pieces)
+                assert decoded == entries
+                assert records(decoded) == records(entries) != b""
+
+
+def _refusal(frames: EntryFrames, frame: bytes) -> str:
+    with pytest.raises(ValueError) as refused:
+        frames.decompress(frame, "shuffle frame 3")
+    return str(refused.value)
+
+
+@pytest.mark.parametrize("with_codebook", [True, False])
+def test_a_frame_with_any_byte_changed_or_cut_short_is_refused_in_one_line(
+        sampled, codebook, with_codebook):
+    frames = EntryFrames(codebook if with_codebook else None)
+    frame = frames.compress(b"".join(sampled[2][:3]))
+    for at in range(len(frame)):
+        for flip in (0x01, 0x80, 0xFF):
+            changed = bytearray(frame)
+            changed[at] ^= flip
+            message = _refusal(frames, bytes(changed))
+            expected = (f"shuffle frame 3: format version {FRAME_VERSION ^ flip}, " if at == 0
+                        else "shuffle frame 3: checksum mismatch (crc32c 0x")
+            assert message.startswith(expected) and "\n" not in message, (at, flip, message)
+    assert _refusal(frames, frame[:4]) == ("shuffle frame 3: 4 bytes, too short for a frame's "
+                                           "version and checksum (5 bytes)")
+    for cut in range(5, len(frame)):
+        assert _refusal(frames, frame[:cut]).startswith(
+            "shuffle frame 3: checksum mismatch (crc32c 0x")
+
+
+def test_a_frame_of_another_format_version_is_refused_in_one_line(sampled):
+    frames = EntryFrames(None)
+    frame = frames.compress(sampled[2][0])
+    body = bytes([FRAME_VERSION + 1]) + frame[1:-4]
+    forged = body + google_crc32c.value(body).to_bytes(4, "little")
+    assert _refusal(frames, forged) == (
+        "shuffle frame 3: format version 2, and this reader reads version 1 only (a worker "
+        "of another release, or the byte changed)")
+
+
+def test_the_shard_writer_names_the_frame_it_refuses(tmp_path, sampled):
+    prepared, _, entries = sampled
+    frames = EntryFrames(None)
+    good = frames.compress(entries[0])
+    changed = bytearray(frames.compress(entries[1]))
+    changed[len(changed) // 2] ^= 0x10
+    writer = _WriteShardFn(staging_dir=str(tmp_path), shard_names=["part-0"], compression=None,
+                           rows=prepared.stages.rows, codebook=None)
+    writer.setup()
+    with pytest.raises(ValueError, match=r"^shuffle frame 1 of shard part-0: checksum mismatch"):
+        list(writer.process((0, [None, good, bytes(changed)])))
+    assert not list(tmp_path.iterdir())  # refused before a shard was written

@@ -1,4 +1,4 @@
-"""The instance layout in flight (transforms.instances.instance_bytes): what
+"""The instance layout in flight (transforms.handoff.shuffle.instances): what
 the kernels write is what the shard writer reads back, for every outcome of
 the 80/10/10 rule, wide ids, token boundaries and source ids."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bert_pretraining_data.transforms.handoff.shuffle_entries import ENTRY_HEADER, EntryBatch
-from bert_pretraining_data.transforms.instances.instance_bytes import (max_instance_size,
-                                                                      put_instance, read_instance,
-                                                                      stamp_source)
+from bert_pretraining_data.transforms.handoff.shuffle.entries import ENTRY_HEADER, EntryBatch
+from bert_pretraining_data.transforms.handoff.shuffle.instances import (max_instance_size,
+                                                                       put_instance, read_instance,
+                                                                       stamp_source)
 
 MASK_ID = 103
 

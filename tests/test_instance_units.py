@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from bert_pretraining_data.transforms.d2l.pairs import pair_entries
-from bert_pretraining_data.transforms.handoff.shuffle_entries import ENTRY_HEADER
+from bert_pretraining_data.transforms.handoff.shuffle.entries import ENTRY_HEADER
 from bert_pretraining_data.transforms.handoff.tokenized_documents import (compact_document,
                                                                           expand_document)
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig

@@ -197,7 +197,7 @@ def test_the_checks_find_a_backward_import_and_a_beam_name_inside_a_function():
     assert backward_imports("transforms/tokenize/sentences.py", relative) == [
         "transforms/tokenize/sentences.py:2: imports stage write, which comes after tokenize"]
     assert backward_imports("transforms/write/rows.py", later) == []
-    assert backward_imports("transforms/handoff/words.py", "from . import shuffle_entries\n"
+    assert backward_imports("transforms/handoff/words.py", "from .shuffle import entries\n"
                             "from bert_pretraining_data.transforms import dedup\n") == [
         "transforms/handoff/words.py:2: imports stage dedup, and the hand-off folder imports none"]
     beam = ('"""Not apache_beam: a docstring."""\n'
@@ -273,5 +273,6 @@ def test_an_output_format_is_spelled_in_its_adapter_not_across_the_house():
     assert _modules_spelling("megatron") == ["transforms/write/formats/megatron.py"]
     assert _modules_spelling("mds") == ["transforms/write/formats/mds.py",
                                         "transforms/write/mds.py"]  # its files' format field
-    assert _modules_spelling("parquet") == [
-        "pipeline/prepare.py", "transforms/read/tables.py", "transforms/write/formats/parquet.py"]
+    assert _modules_spelling("parquet") == [  # the read stage's input format, the adapter
+        "transforms/read/beam.py", "transforms/read/tables.py",
+        "transforms/write/formats/parquet.py"]

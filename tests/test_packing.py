@@ -22,9 +22,9 @@ from bert_pretraining_data.pipeline.beam_options import ConfigError
 from bert_pretraining_data.pipeline.inspect_data import report
 from bert_pretraining_data.pipeline.main import run
 from bert_pretraining_data.pipeline.options import parse_args
-from bert_pretraining_data.transforms.handoff.shuffle_entries import EntryBatch, scan_entries
+from bert_pretraining_data.transforms.handoff.shuffle.entries import EntryBatch, scan_entries
+from bert_pretraining_data.transforms.handoff.shuffle.instances import put_instance
 from bert_pretraining_data.transforms.handoff.tokenized_documents import compact_document
-from bert_pretraining_data.transforms.instances.instance_bytes import put_instance
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig, num_to_predict
 from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
 from bert_pretraining_data.transforms.instances.units import Engine, FlatSample, unit_instances

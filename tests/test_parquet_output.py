@@ -189,7 +189,7 @@ def test_a_shard_streams_out_as_it_is_written(uncased_vocab, monkeypatch):
     from bert_pretraining_data.transforms.handoff.tokenized_documents import compact_document
     from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
     from bert_pretraining_data.transforms.write import parquet_rows
-    from bert_pretraining_data.transforms.handoff.shuffle_entries import scan_entries
+    from bert_pretraining_data.transforms.handoff.shuffle.entries import scan_entries
 
     monkeypatch.setattr(parquet_rows, "ROW_GROUP_ROWS", 10)
     config, _ = parse_args([f"--input_file={CORPUS}", "--output_dir=unused",

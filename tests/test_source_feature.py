@@ -1,8 +1,8 @@
 """A mixture's per-instance source id: stamped on the shuffle entries
-(instance_bytes.stamp_source), written by every row writer as the `source`
-feature or column (one value per sequence), and read back by the loaders
-(records, the PyTorch collator, tf.data); entries and records without it are
-today's."""
+(transforms.handoff.shuffle.instances.stamp_source), written by every row
+writer as the `source` feature or column (one value per sequence), and read
+back by the loaders (records, the PyTorch collator, tf.data); entries and
+records without it are today's."""
 
 from __future__ import annotations
 
@@ -22,11 +22,11 @@ from bert_pretraining_data.loaders.tf_data import tf_dataset
 from bert_pretraining_data.loaders.torch_data import IGNORE_INDEX, Collator, make_dataloader
 from bert_pretraining_data.pipeline.options import parse_args
 from bert_pretraining_data.pipeline.stages import Stages, record_layout
-from bert_pretraining_data.transforms.handoff.shuffle_entries import (ENTRY_HEADER, EntryBatch,
+from bert_pretraining_data.transforms.handoff.shuffle.entries import (ENTRY_HEADER, EntryBatch,
                                                                       scan_entries)
+from bert_pretraining_data.transforms.handoff.shuffle.instances import (HEADER_SIZE, entry_source,
+                                                                       entry_tokens, stamp_source)
 from bert_pretraining_data.transforms.handoff.tokenized_documents import compact_document
-from bert_pretraining_data.transforms.instances.instance_bytes import (HEADER_SIZE, entry_source,
-                                                                      entry_tokens, stamp_source)
 from bert_pretraining_data.transforms.instances.units import FlatSample, unit_instances
 from bert_pretraining_data.transforms.pack.plan import prediction_budget
 from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer

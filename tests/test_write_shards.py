@@ -20,7 +20,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing import test_pipeline
 from apache_beam.testing.util import BeamAssertException, assert_that, equal_to
 
-from bert_pretraining_data.transforms.handoff.shuffle_entries import (EntryBatch, scan_entries,
+from bert_pretraining_data.transforms.handoff.shuffle.entries import (EntryBatch, scan_entries,
                                                                       shard_of, split_by_shard)
 from bert_pretraining_data.transforms.randomness import stable_hash as shuffle_key
 from bert_pretraining_data.transforms.write import rows as rows_module, tfrecord

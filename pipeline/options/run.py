@@ -8,7 +8,7 @@ from typing import AbstractSet, Any, Sequence
 
 from bert_pretraining_data.pipeline.beam_options import default_shuffle
 from bert_pretraining_data.pipeline.command_line import Check, FlagGroup, flag
-from bert_pretraining_data.transforms.handoff.shuffle_entries import SHUFFLES
+from bert_pretraining_data.transforms.handoff.shuffle.entries import SHUFFLES
 
 RECIPES = ("bert", "roberta", "d2l")
 

@@ -12,7 +12,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from bert_pretraining_data.transforms.d2l.example import encode_features
-from bert_pretraining_data.transforms.handoff.shuffle_entries import EntryBatch
+from bert_pretraining_data.transforms.handoff.shuffle.entries import EntryBatch
 from bert_pretraining_data.transforms.handoff.tokenized_documents import (CompactDocument,
                                                                           expand_document)
 from bert_pretraining_data.transforms.instances.masking import Masked, MaskingConfig

@@ -1,7 +1,7 @@
 """Varints (LEB128, protobuf's): 7 bits a byte, the high bit set on all but
 the last. One definition for every byte layout that uses them: the records'
 wire format (transforms.write.tf_example, transforms.d2l.example), the
-instances in flight (transforms.instances.instance_bytes) and the dedup
+instances in flight (transforms.handoff.shuffle.instances) and the dedup
 rows (transforms.dedup.clusters); compiled for the kernels, plain for Python.
 """
 

@@ -14,10 +14,10 @@ from apache_beam.transforms.window import GlobalWindows
 
 from bert_pretraining_data.transforms.counters import BundleCounters, CountingDoFn
 from bert_pretraining_data.transforms.handoff.compressed import Batch, CompressedList
-from bert_pretraining_data.transforms.handoff.shuffle_entries import EntryBatch
+from bert_pretraining_data.transforms.handoff.shuffle.entries import EntryBatch
+from bert_pretraining_data.transforms.handoff.shuffle.instances import stamp_source
 from bert_pretraining_data.transforms.handoff.tokenized_documents import (CompactDocument,
                                                                           compact_token_count)
-from bert_pretraining_data.transforms.instances.instance_bytes import stamp_source
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig
 from bert_pretraining_data.transforms.instances.pairs import InstanceConfig, Stat
 from bert_pretraining_data.transforms.instances.sample import (bound_sample, cap_document,

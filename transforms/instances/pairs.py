@@ -9,7 +9,7 @@ randomness, then appended as a shuffle entry (`emit`). The pipeline and
 `--reference_compatible` differ only in the generator passed in (one per
 document copy, or one for the run) and in `random_document`. `s` and `w` are
 transforms.instances.units_kernel's Settings and Workspace, `entries` the
-shuffle entries' EntryBuffer (transforms.handoff.shuffle_entries) and `stats`
+shuffle entries' EntryBuffer (transforms.handoff.shuffle.entries) and `stats`
 the counts by `Stat`.
 """
 
@@ -20,10 +20,10 @@ from enum import IntEnum
 
 from numba import njit
 
-from bert_pretraining_data.transforms.handoff.shuffle_entries import (ENTRY_HEADER, commit_entry,
+from bert_pretraining_data.transforms.handoff.shuffle.entries import (ENTRY_HEADER, commit_entry,
                                                                       reserve_entry)
-from bert_pretraining_data.transforms.instances.instance_bytes import (max_instance_size,
-                                                                      put_instance)
+from bert_pretraining_data.transforms.handoff.shuffle.instances import (max_instance_size,
+                                                                       put_instance)
 from bert_pretraining_data.transforms.instances.masking import mask_instance
 from bert_pretraining_data.transforms.mersenne_twister import randint, random
 from bert_pretraining_data.transforms.seeds import shuffle_key

@@ -13,7 +13,7 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from bert_pretraining_data.transforms.handoff.shuffle_entries import EntryBatch
+from bert_pretraining_data.transforms.handoff.shuffle.entries import EntryBatch
 from bert_pretraining_data.transforms.handoff.tokenized_documents import (CompactDocument,
                                                                           compact_arrays,
                                                                           compact_document,

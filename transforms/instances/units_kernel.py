@@ -9,7 +9,7 @@ Data is flat numpy: a document is int32 token ids and int64 sentence bounds
 (sentence s is tokens[bounds[s]:bounds[s + 1]]), a sample adds int64 document
 bounds over its sentences, a unit of work is its documents' compact bytes
 (transforms.handoff.tokenized_documents) with their seeds and dupe ranges,
-and the output shuffle entries (transforms.handoff.shuffle_entries.EntryBuffer).
+and the output shuffle entries (transforms.handoff.shuffle.entries.EntryBuffer).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from bert_pretraining_data.transforms.handoff.shuffle_entries import EntryBatch, entry_buffer
+from bert_pretraining_data.transforms.handoff.shuffle.entries import EntryBatch, entry_buffer
 from bert_pretraining_data.transforms.handoff.tokenized_documents import read_compact
 from bert_pretraining_data.transforms.instances import masking
 from bert_pretraining_data.transforms.instances.full_sequences import (create_doc_sentences,

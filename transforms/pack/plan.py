@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from bert_pretraining_data.transforms.handoff.shuffle_entries import gather
+from bert_pretraining_data.transforms.handoff.shuffle.entries import gather
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig, num_to_predict
 from bert_pretraining_data.transforms.pack.histogram import pack_histogram
 from bert_pretraining_data.transforms.seeds import mix64

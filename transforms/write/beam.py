@@ -3,12 +3,14 @@
 Entries go to shard `key % N`, and each bundle collects them per shard and
 flushes at a byte budget. The blobs reach their shard through the runner's
 GroupByKey (`--shuffle=runner`, the TFDS writer's pattern; Dataflow's Shuffle
-service, billed by the byte: each blob a zstd frame, transforms.write.entry_frames)
-or, on the DirectRunner, which holds a GroupByKey's input in memory, through
-temporary bucket files with only (shard, path) grouped (`--shuffle=files`). One worker writes each shard, holding its entries, so a
-shard's entries should fit a worker twice. A failed bundle's bucket files are
-never emitted; each shard's are swept after a Reshuffle (a checkpoint), so a
-retried shard write still finds them. Under `staging_dir`:
+service, billed by the byte: each blob a checksummed zstd frame,
+transforms.handoff.shuffle.frames) or, on the DirectRunner, which holds a
+GroupByKey's input in memory, through temporary bucket files with only
+(shard, path) grouped (`--shuffle=files`). One worker writes each shard,
+holding its entries, so a shard's entries should fit a worker twice. A
+failed bundle's bucket files are never emitted; each shard's are swept after
+a Reshuffle (a checkpoint), so a retried shard write still finds them. Under
+`staging_dir`:
 `buckets/shard-00003/<uuid>.bucket` (temporary) and one TFRecord file per shard.
 """
 
@@ -26,11 +28,11 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindows
 
 from bert_pretraining_data.transforms.counters import FIGURES, BundleCounters, CountingDoFn
-from bert_pretraining_data.transforms.handoff.shuffle_entries import (SHUFFLES, EntryBatch,
+from bert_pretraining_data.transforms.handoff.shuffle.entries import (SHUFFLES, EntryBatch,
                                                                       scan_entries, split_by_shard)
+from bert_pretraining_data.transforms.handoff.shuffle.frames import EntryCodebook, EntryFrames
 from bert_pretraining_data.transforms.handoff.tokenized_documents import compact_arrays
 from bert_pretraining_data.transforms.tokenize.chinese_words import MARK
-from bert_pretraining_data.transforms.write.entry_frames import EntryCodebook, EntryFrames
 from bert_pretraining_data.transforms.write.megatron import IndexedDatasetWriter
 from bert_pretraining_data.transforms.write.rows import RawRecords, RowWriter
 from bert_pretraining_data.transforms.write.tfrecord import read_records
@@ -46,7 +48,7 @@ _BUCKET_SUFFIX = ".bucket"
 # Bytes a bundle collects before it flushes: each flush is one bucket file per
 # shard (`files`), or one GroupByKey value, a zstd frame, per shard (`runner`,
 # where memory and the frames' sizes count: at 64 MiB a 750 GB job's 55,880
-# shards get frames of ~1.2 KB, two to twelve instances; transforms.write.entry_frames).
+# shards get frames of ~1.2 KB, two to twelve instances; transforms.handoff.shuffle.frames).
 BUFFER_BYTES = 64 << 20
 # The writers' outputs: a dict per shard written, and their counts.
 SHARDS = "shards"
@@ -236,14 +238,16 @@ class _WriteShardFn(CountingDoFn):
                 ) -> Iterator[tuple[dict[str, Any], list[str]]]:
         shard_index, values = element
         bucket_paths = []
+        name = self._shard_names[shard_index]
         data = bytearray()  # the shard's entries, one copy: a blob is dropped once appended
+        frames = 0
         for value in values:
             if isinstance(value, str):
                 bucket_paths.append(value)
                 data += read_file(value)
-            elif value is not None:  # through the runner's shuffle: a zstd frame
-                data += self._frames.decompress(value)
-        name = self._shard_names[shard_index]
+            elif value is not None:  # through the runner's shuffle: a frame
+                data += self._frames.decompress(value, f"shuffle frame {frames} of shard {name}")
+                frames += 1
         rows = self._rows.rows(*scan_entries(data, source=f"shard {name}"))
         del data
         if rows.file_name is None:
@@ -304,7 +308,7 @@ class WriteShards(beam.PTransform):
         self._compression = compression
         self._shuffle = shuffle
         self._rows = rows or RawRecords()
-        self._codebook = codebook  # the runner's frames' (transforms.write.entry_frames)
+        self._codebook = codebook  # the runner's frames' (transforms.handoff.shuffle.frames)
         self._max_buffer_bytes = max_buffer_bytes or BUFFER_BYTES
 
     def expand(self, entries: beam.PCollection):

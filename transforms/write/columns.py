@@ -16,8 +16,9 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from bert_pretraining_data.transforms.handoff.shuffle_entries import ENTRY_HEADER
-from bert_pretraining_data.transforms.instances.instance_bytes import instance_header, read_instance
+from bert_pretraining_data.transforms.handoff.shuffle.entries import ENTRY_HEADER
+from bert_pretraining_data.transforms.handoff.shuffle.instances import (instance_header,
+                                                                        read_instance)
 from bert_pretraining_data.transforms.write.rows import InstanceRows, PackedRows
 from bert_pretraining_data.transforms.write.tf_example import Field
 

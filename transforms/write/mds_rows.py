@@ -29,8 +29,8 @@ from typing import Any, Iterator
 import numpy as np
 from numba import njit
 
-from bert_pretraining_data.transforms.handoff.shuffle_entries import ENTRY_HEADER
-from bert_pretraining_data.transforms.instances.instance_bytes import instance_header
+from bert_pretraining_data.transforms.handoff.shuffle.entries import ENTRY_HEADER
+from bert_pretraining_data.transforms.handoff.shuffle.instances import instance_header
 from bert_pretraining_data.transforms.write.columns import (flat_columns, token_id_dtype,
                                                            unpadded_features)
 from bert_pretraining_data.transforms.write.mds import (FORMAT, INDEX_NAME, LENGTH, VERSION,

@@ -18,9 +18,10 @@ from typing import Any, Callable, Iterator, NamedTuple, Protocol
 import numpy as np
 from numba import njit
 
-from bert_pretraining_data.transforms.handoff.shuffle_entries import (ENTRY_HEADER, grow, key_order,
+from bert_pretraining_data.transforms.handoff.shuffle.entries import (ENTRY_HEADER, grow, key_order,
                                                                       payload)
-from bert_pretraining_data.transforms.instances.instance_bytes import instance_header, read_instance
+from bert_pretraining_data.transforms.handoff.shuffle.instances import (instance_header,
+                                                                        read_instance)
 from bert_pretraining_data.transforms.pack.plan import plan_rows
 from bert_pretraining_data.transforms.write.tf_example import (RecordLayout, encode, layout_arrays,
                                                                scratch_size)

@@ -47,7 +47,7 @@ class Field(enum.IntEnum):
     POSITIONS = 8  # each token's position within its sequence
     NEXT_SENTENCE_POSITIONS = 9  # each sequence's [CLS] position in the row
     NEXT_SENTENCE_WEIGHTS = 10  # 1.0 per sequence, 0.0 padding
-    SOURCE = 11  # a mixture's: each sequence's source (transforms.instances.instance_bytes)
+    SOURCE = 11  # a mixture's: each sequence's source (transforms.handoff.shuffle.instances)
 
 
 # The original's names; the Model Garden's v2 names (--use_v2_feature_names).

@@ -6,8 +6,8 @@ only with its shard (transforms.write.rows): no padding, no feature names,
 parsing an Example. Its masking travels as what it decided, not what it
 made: the unmasked ids, each prediction's gap from the one before and one
 byte of what replaced it ([MASK], itself, or a random id, which follows).
-In the shuffle's frames, with the run's codebook (transforms.write.entry_frames),
-that is 0.45-0.58x the bytes of the masked ids with positions and labels on
+In the shuffle's frames, with the run's codebook (transforms.handoff.shuffle.frames),
+that is 0.45-0.59x the bytes of the masked ids with positions and labels on
 text the codebook never saw (bench/shuffle_bytes.py), and the same records.
 
 Layout of one instance (little-endian):
@@ -25,7 +25,10 @@ Layout of one instance (little-endian):
   actions[k] uint8 MASKED, KEPT or REPLACED
   replaced[r]      the random id of each REPLACED prediction, in order
   boundary[n]      bytes, with bit 1
-Ids are 2 or 4 bytes each as bit 0 says.
+Ids are 2 or 4 bytes each as bit 0 says. In a frame the unmasked ids are
+varints instead (`with_varint_ids`, `with_fixed_ids`: a frequent id's rank
+takes one byte), the rest unchanged; the frames walk an instance only
+through this module's functions, so a layout change is made here alone.
 """
 
 from __future__ import annotations
@@ -33,8 +36,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from bert_pretraining_data.transforms.handoff.shuffle_entries import (ENTRY_HEADER,
-                                                                      ENTRY_KEY_SIZE, EntryBatch)
+from bert_pretraining_data.transforms.handoff.shuffle.entries import (ENTRY_HEADER,
+                                                                      ENTRY_KEY_SIZE, EntryBatch,
+                                                                      grow)
 from bert_pretraining_data.transforms.handoff.varints import get_varint, put_varint
 
 HEADER_SIZE = 14
@@ -141,6 +145,51 @@ def ids_span(data, pos):
     return start + (width if k else 0), n, width
 
 
+@njit(cache=True, inline="always")
+def unmasked_ids(data, pos, out, at):
+    """Copies the unmasked ids of the instance at data[pos:] to out[at:];
+    returns where they end in data."""
+    start, n, width = ids_span(data, pos)
+    for t in range(n):
+        out[at + t] = get_le(data, start + width * t, width)
+    return start + width * n
+
+
+@njit(cache=True)
+def with_varint_ids(data, pos, end, out, o, table, offset):
+    """Copies the instance at data[pos:end] to out[o:] (grown when short) with
+    each unmasked id v as the varint of table[v] (v + offset past the table's
+    end); returns (out, the copy's end). A varint takes at most one byte more
+    than its id."""
+    start, n, width = ids_span(data, pos)
+    out = grow(out, o + end - pos + n)
+    at = o + (start - pos)
+    out[o:at] = data[pos:start]
+    for t in range(n):
+        value = get_le(data, start + width * t, width)
+        at = put_varint(out, at, table[value] if value < len(table) else value + offset)
+    tail = end - (start + width * n)
+    out[at:at + tail] = data[end - tail:end]
+    return out, at + tail
+
+
+@njit(cache=True)
+def with_fixed_ids(data, pos, end, out, o, table, offset):
+    """The instance `with_varint_ids` made at data[pos:end], copied to out[o:]
+    (grown when short) with each varint v back as the id table[v] (v + offset
+    past the table's end); returns (out, the copy's end)."""
+    start, n, width = ids_span(data, pos)  # the header is the same in either form
+    out = grow(out, o + end - pos + (width - 1) * n)
+    write = o + (start - pos)
+    out[o:write] = data[pos:start]
+    at = start
+    for _ in range(n):
+        value, at = get_varint(data, at)
+        write = put_le(out, write, table[value] if value < len(table) else value + offset, width)
+    out[write:write + end - at] = data[at:end]
+    return out, write + end - at
+
+
 @njit(cache=True)
 def read_instance(data, pos, offset, tokens, boundary, positions, ids, with_source):
     """Copies the instance at data[pos:] into a row whose first `offset`
@@ -157,9 +206,7 @@ def read_instance(data, pos, offset, tokens, boundary, positions, ids, with_sour
     elif with_source:
         raise ValueError("an instance without a source id (stamp_source) in records with one")
     mask_id = get_le(data, at - width, width) if k else 0
-    for t in range(n):
-        tokens[offset + t] = get_le(data, at, width)
-        at += width
+    at = unmasked_ids(data, pos, tokens, offset)
     previous = -1
     for c in range(k):
         gap, at = get_varint(data, at)

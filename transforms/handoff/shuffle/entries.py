@@ -1,7 +1,7 @@
 """Shuffle entries: what the shuffle carries from CreateInstances to a shard.
 
 An entry is a 63-bit shuffle key, a payload length and the payload (an
-instance, transforms.instances.instance_bytes, or a serialized record). Entry
+instance, transforms.handoff.shuffle.instances, or a serialized record). Entry
 e goes to shard `key % N`, and a shard's entries are ordered by key (ties by
 the record each makes), so a shard's content and order depend only on the set
 of entries: not on bundles, workers, element order or retries.
@@ -121,7 +121,7 @@ def close_entry(out, pos, key, length):
 @njit(cache=True)
 def set_entry_length(out, pos, length):
     """Sets the payload length of the entry at out[pos:] (its payload
-    re-encoded in place, transforms.write.entry_frames); returns its end."""
+    re-encoded in place, transforms.handoff.shuffle.frames); returns its end."""
     for b in range(4):
         out[pos + ENTRY_KEY_SIZE + b] = (length >> (8 * b)) & 0xFF
     return pos + ENTRY_HEADER + length
