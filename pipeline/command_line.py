@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
 import inspect
 import logging
 import sys
@@ -168,14 +169,15 @@ def _default_help(field: dataclasses.Field) -> str:
 
 
 def parse_config(parser: OneLineParser, config_type: Callable[..., ToolConfig],
-                 groups: Sequence[type[FlagGroup]], argv: Sequence[str]
+                 groups: Sequence[type[FlagGroup]], argv: Sequence[str],
+                 rules: Sequence[Callable[[Any], list[Check]]] = ()
                  ) -> tuple[ToolConfig, list[str]]:
     """A tool's config from its command line, checked, and the flags left for Beam.
 
     A flag not given takes its field's default, or the one its group derives
     from other flags (`defaults`); another tool's spelling sets it too
-    (`spelled`); the first check of the groups, in order, that does not hold
-    is the ConfigError.
+    (`spelled`); the first check of the groups, in order, then of the `rules`
+    between groups, that does not hold is the ConfigError.
     """
     args, beam_args = split_known_args(parser, argv)
     given = {field.name: getattr(args, field.name) for field in flag_fields(*groups)
@@ -187,16 +189,19 @@ def parse_config(parser: OneLineParser, config_type: Callable[..., ToolConfig],
     for group in groups:
         values.update(group.spelled(args))
     config = config_type(**values)
-    check(config, groups, given.keys())
+    check(config, groups, given.keys(), rules)
     return config, beam_args
 
 
 def check(config: object, groups: Sequence[type[FlagGroup]],
-          given: AbstractSet[str] = frozenset()) -> None:
-    """Raises the ConfigError of the first check of `groups`, in order, that
-    does not hold of `config`; `given`: the flags given on the command line."""
-    for group in groups:
-        for ok, message in group.checks(config, given):
+          given: AbstractSet[str] = frozenset(),
+          rules: Sequence[Callable[[Any], list[Check]]] = ()) -> None:
+    """Raises the ConfigError of the first check of `groups`, in order, then
+    of `rules`, that does not hold of `config`; `given`: the flags given on
+    the command line."""
+    checks = [functools.partial(group.checks, config, given) for group in groups]
+    for checks_of in checks + [functools.partial(rule, config) for rule in rules]:
+        for ok, message in checks_of():  # a group's checks may read what earlier ones checked
             if not ok:
                 raise ConfigError(message)
 

@@ -152,3 +152,16 @@ def test_of_several_problems_the_earliest_groups_is_reported(flags):
         parse_args(BASE + flags)
     with pytest.raises(ConfigError, match=r"^--max_seq_length must be at least 5"):
         parse_args(BASE + ["--num_shards=0", "--max_seq_length=3"])
+
+
+def test_the_rules_between_groups_run_after_every_groups_checks():
+    """A recipe's and --reference_compatible's rules (options/rules.py) read
+    many groups; they come after the groups' own checks, as they did when the
+    run group, the last, held them: a group's problem is said first."""
+    with pytest.raises(ConfigError, match=r"^--recipe=roberta has no sentence-pair task"):
+        parse_args(BASE + ["--recipe=roberta", "--next_sentence=sop"])
+    with pytest.raises(ConfigError, match=r"^--max_seq_length must be at least 5"):
+        parse_args(BASE + ["--recipe=roberta", "--next_sentence=sop", "--max_seq_length=3"])
+    with pytest.raises(ConfigError, match=r"^--reference_compatible reproduces the original "
+                       r"BERT script; drop it with --recipe=roberta"):
+        parse_args(BASE + ["--reference_compatible", "--recipe=roberta", "--next_sentence=sop"])

@@ -7,7 +7,8 @@ section of --help) that also says what decides its default and what checks
 it; `Config` is every group's fields together. Flags the parser does not know
 go to Beam (`pipeline.beam_options`). Everything is checked before any
 pipeline object exists and becomes a frozen `Config` that the stages
-receive: no global FLAGS in library code.
+receive: no global FLAGS in library code. What a recipe and
+--reference_compatible allow of the other groups is in `rules.py`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from bert_pretraining_data.pipeline.options.masking import MaskingFlags
 from bert_pretraining_data.pipeline.options.mixture import MixtureFlags
 from bert_pretraining_data.pipeline.options.output import OutputFlags
 from bert_pretraining_data.pipeline.options.packing import PackingFlags
+from bert_pretraining_data.pipeline.options.rules import RULES
 from bert_pretraining_data.pipeline.options.run import RunFlags
 from bert_pretraining_data.pipeline.options.tokenizer import TokenizerFlags
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
@@ -72,4 +74,4 @@ def parser() -> OneLineParser:
 
 def parse_args(argv: Sequence[str]) -> tuple[Config, list[str]]:
     """Parses and validates; returns the config and the flags left for Beam."""
-    return parse_config(parser(), Config, GROUPS, argv)
+    return parse_config(parser(), Config, GROUPS, argv, RULES)
