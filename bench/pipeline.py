@@ -72,7 +72,7 @@ from bench.dedup_rates import dump_documents  # noqa: E402
 from bert_pretraining_data.pipeline.build import SAMPLE_DOCUMENT_SEQUENCES  # noqa: E402
 from bert_pretraining_data.pipeline.options import parse_args  # noqa: E402
 from bert_pretraining_data.pipeline.prepare import tokenizer_engine  # noqa: E402
-from bert_pretraining_data.pipeline.stages import Stages  # noqa: E402
+from bert_pretraining_data.pipeline.stages import StageSettings  # noqa: E402
 from bert_pretraining_data.transforms.instances.sample import (  # noqa: E402
     bound_sample, cap_document, sample_rank)
 from bert_pretraining_data.transforms.handoff.shuffle.entries import (  # noqa: E402
@@ -389,7 +389,8 @@ def stage_breakdown(corpus: pathlib.Path, *, flags: tuple[str, ...] = ()) -> Bre
                             *_tokenizer_flags(flags), *flags])
     vocab = config.tokenizer.load_vocabulary()
     engine, _ = tokenizer_engine(config, [(config, match_inputs(config.input_file))], vocab)
-    stages = Stages.of(config, vocab, engine)  # the engine a run chooses (a tokenizer.json's)
+    # the tokenizer engine a run chooses (a tokenizer.json's)
+    stages = StageSettings.of(config, vocab, engine)
     tokenize = TokenizeDocument(tokenizer=stages.tokenizer)
     tokenize.setup()
     records_fn = CreateInstances(

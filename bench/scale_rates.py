@@ -62,7 +62,7 @@ from bench.scale_model import (FORMATS, LENGTHS, ShapeRates, instances,  # noqa:
 from bert_pretraining_data.pipeline.options import parse_args  # noqa: E402
 from bert_pretraining_data.pipeline.prepare import (entry_codebook_of,  # noqa: E402
                                                     tokenizer_engine)
-from bert_pretraining_data.pipeline.stages import Stages  # noqa: E402
+from bert_pretraining_data.pipeline.stages import StageSettings  # noqa: E402
 from bert_pretraining_data.transforms.dedup.decisions import (Fingerprints,  # noqa: E402
                                                               fingerprint_batch)
 from bert_pretraining_data.transforms.handoff.compressed import CompressedList  # noqa: E402
@@ -148,7 +148,7 @@ def driver_seconds(corpus: pathlib.Path, tokenizer: tuple[str, ...]) -> float:
         files = match_inputs(config.input_file)
         start = time.process_time()
         engine, _ = tokenizer_engine(config, [(config, files)], vocab)
-        entry_codebook_of(config, Stages.of(config, vocab, engine), vocab, files)
+        entry_codebook_of(config, StageSettings.of(config, vocab, engine), vocab, files)
         return time.process_time() - start
 
     empty = corpus_path(0.01, shape="web", seed=0)

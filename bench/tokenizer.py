@@ -41,7 +41,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from helpers.oracle_tokenization import OracleTokenizer  # noqa: E402
 from bert_pretraining_data.transforms.tokenize.chinese_words import ID_BITS  # noqa: E402
-from bert_pretraining_data.transforms.tokenize.engines import (FAST, REFERENCE,  # noqa: E402
+from bert_pretraining_data.transforms.tokenize.engines import (FASTOKENS, TOKENIZERS,  # noqa: E402
                                                                fast_engine_json)
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec  # noqa: E402
 from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer  # noqa: E402
@@ -88,7 +88,7 @@ def _original(reference: str, vocab_path: str, lower: bool) -> Ids:
     return lambda line: original.convert_tokens_to_ids(original.tokenize(line))
 
 
-def _tokenizer_json(path: str, words: bool, engine: str = REFERENCE
+def _tokenizer_json(path: str, words: bool, engine: str = TOKENIZERS
                     ) -> Callable[[list[str]], list]:
     """A tokenizer.json's lines -> ids as the pipeline runs it, ids unmarked;
     `words`: as a run that groups words (whole-word masking, token_boundary);
@@ -177,8 +177,8 @@ def main(argv: list[str] | None = None) -> None:
                             lambda: _tokenizer_json(path, False), lines, megabytes,
                             args.passes, ours if same else None, batch=64)
         if fast_engine_json(pathlib.Path(path).read_bytes()) is not None:
-            measure(f"tokenizer.json ({pathlib.Path(path).stem}), batches, {FAST}",
-                    lambda: _tokenizer_json(path, False, FAST), lines, megabytes,
+            measure(f"tokenizer.json ({pathlib.Path(path).stem}), batches, {FASTOKENS}",
+                    lambda: _tokenizer_json(path, False, FASTOKENS), lines, megabytes,
                     args.passes, reference, batch=64)
         measure(f"tokenizer.json ({pathlib.Path(path).stem}), batches, words",
                 lambda: _tokenizer_json(path, True), lines, megabytes, args.passes,

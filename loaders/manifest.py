@@ -376,7 +376,8 @@ def read_manifest(location: str, split: str = TRAIN) -> Manifest:
                            "directory without one holds no finished dataset)")
     try:
         whole = DatasetManifest.from_json(json.loads(files.read_bytes(path)))
-        whole.flags["max_seq_length"]
+        if "max_seq_length" not in whole.flags:  # in every manifest; not in another JSON
+            raise KeyError("max_seq_length")
     except (ValueError, KeyError, TypeError) as err:
         raise DatasetError(f"{path}: not a manifest of create-pretraining-data "
                            f"({type(err).__name__}: {err})") from None

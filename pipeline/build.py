@@ -27,7 +27,7 @@ from bert_pretraining_data.pipeline.publish import (AUDIT_NAME, DECONTAMINATION_
                                                     MIXTURE_SOURCES_NAME, NEAR_COPY_NAME,
                                                     PROBLEM_LIST_NAME, SHARD_LIST_NAME,
                                                     SPLIT_NAME, OutputPaths, write_staging_json)
-from bert_pretraining_data.pipeline.stages import Stages
+from bert_pretraining_data.pipeline.stages import StageSettings
 from bert_pretraining_data.transforms.counters import FIGURES, CollectFigures, known_names
 from bert_pretraining_data.transforms.decontaminate.beam import Decontaminate
 from bert_pretraining_data.transforms.decontaminate.benchmarks import MATCHES
@@ -42,7 +42,8 @@ from bert_pretraining_data.transforms.instances.mixture import (alpha_weights, d
 from bert_pretraining_data.transforms.instances.units import fan_out_batch
 from bert_pretraining_data.transforms.read.beam import ReadDocuments, ReadDump, ReadTables
 from bert_pretraining_data.transforms.read.documents import DOCUMENTS, PROBLEMS, comma_separated
-from bert_pretraining_data.transforms.read.mixture import Mixture, source_key, source_of
+from bert_pretraining_data.transforms.read.mixture import (Mixture, input_sources, source_key,
+                                                           source_of)
 from bert_pretraining_data.transforms.split.beam import NEAR_COPIES, SplitDocuments, SplitFigures
 from bert_pretraining_data.transforms.split.held_out import TRAIN, split_seed
 from bert_pretraining_data.transforms.tokenize.beam import TokenizeDocument
@@ -92,7 +93,7 @@ class _Staging:
         return outputs[main]
 
 
-def write_shards(entries: beam.PCollection, *, config: Config, stages: Stages,
+def write_shards(entries: beam.PCollection, *, config: Config, stages: StageSettings,
                  output: OutputPaths, prefix: str, staging: _Staging) -> beam.PCollection:
     """Entries -> the length of the shard list it staged, the shards written
     into `output`'s staging."""
@@ -151,7 +152,7 @@ def source_figures(tokenized_docs: beam.PCollection, made: beam.PCollection, *,
     staging.list(made, output, MIXTURE_OUTPUT_NAME, "ListOutput")
 
 
-def indexed_sources(tokenized_docs: beam.PCollection, *, config: Config, stages: Stages,
+def indexed_sources(tokenized_docs: beam.PCollection, *, config: Config, stages: StageSettings,
                     output: OutputPaths, seed: int, mixture: Mixture, staging: _Staging
                     ) -> beam.PCollection:
     """A by_source mixture's tokenized corpus as Megatron-LM's indexed
@@ -164,7 +165,7 @@ def indexed_sources(tokenized_docs: beam.PCollection, *, config: Config, stages:
         lambda document, count: source_of(document[0]), count)
     lists, made = [], []
     for index, (part, source) in enumerate(zip(parts, mixture.sources)):
-        paths, label = output.split(source.name), f"{source.name}-"
+        paths, label = output.part(source.name), f"{source.name}-"
         shards = staging.counted(part | f"{label}WriteIndexed" >> WriteIndexedDatasets(
             staging_dir=paths.staging_dir, shard_names=paths.shard_names,
             dtype=stages.indexed_dtype, seed=seed), SHARDS)
@@ -183,8 +184,8 @@ def _sum_columns(rows: Iterable[tuple[int, ...]]) -> tuple[int, ...]:
     return tuple(map(sum, zip(*rows)))
 
 
-def split_instances(documents: beam.PCollection, *, name: str, config: Config, stages: Stages,
-                    output: OutputPaths, progress_dir: str | None, counted: bool,
+def split_instances(documents: beam.PCollection, *, name: str, config: Config,
+                    stages: StageSettings, output: OutputPaths, progress_dir: str | None, counted: bool,
                     staging: _Staging, mixture: Mixture | None = None) -> beam.PCollection:
     """One split's documents -> its shards; returns the length of their
     staged list. Training's steps keep their names; a held-out split's are
@@ -253,7 +254,7 @@ def split_instances(documents: beam.PCollection, *, name: str, config: Config, s
         parts = entries | "BySource" >> beam.Partition(
             lambda batch, count: entry_source(batch), len(mixture.sources))
         shard_lists = [write_shards(part, config=config, stages=stages,
-                                    output=output.split(source.name),
+                                    output=output.part(source.name),
                                     prefix=f"{source.name}-", staging=staging)
                        for part, source in zip(parts, mixture.sources)]
         return (shard_lists
@@ -296,7 +297,7 @@ def read_corpus(p: beam.Pipeline, *, config: Config, patterns: list[str],
             tuple(problems) | "SourceProblems" >> beam.Flatten())
 
 
-def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
+def build_pipeline(p: beam.Pipeline, *, config: Config, stages: StageSettings,
                    patterns: list[str], output: OutputPaths,
                    progress_dir: str | None = None,
                    input_bytes: int = 0,
@@ -313,7 +314,7 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
     documents_read, problems = read_corpus(p, config=config, patterns=patterns,
                                            mixture=mixture, staging=staging)
     docs_by_key = documents_read
-    sources = mixture.sources if mixture else (config,)
+    sources = input_sources(config, mixture)
     if config.dedup != "none":  # before anything else, so nothing sees a document twice
         deduped = docs_by_key | "Deduplicate" >> Deduplicate(fingerprints=Fingerprints(
             mode=config.dedup, ngram=config.dedup_ngram, threshold=config.dedup_threshold,
@@ -341,7 +342,7 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: Stages,
             output, NEAR_COPY_NAME, "ListNearCopies")
     shard_lists = {name: split_instances(
         split_documents, name=name, config=config,
-        stages=stages.held_out if name != TRAIN else stages, output=output.split(name),
+        stages=stages.held_out if name != TRAIN else stages, output=output.part(name),
         progress_dir=None if name != TRAIN else progress_dir,
         counted=config.split_fractions.active, staging=staging, mixture=mixture)
         for name, split_documents in splits.items()}

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from apache_beam.io.filesystem import CompressionTypes
 
 from bert_pretraining_data.pipeline.options import Config
-from bert_pretraining_data.pipeline.stages import Stages
+from bert_pretraining_data.pipeline.stages import StageSettings
 from bert_pretraining_data.transforms.handoff.shuffle.entries import EntryBatch
 from bert_pretraining_data.transforms.handoff.tokenized_documents import CompactDocument
 from bert_pretraining_data.transforms.instances.units import (FlatSample, fan_out_batch,
@@ -28,7 +28,7 @@ from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
 SampledDocuments = list[tuple[str, CompactDocument]]
 
 
-def sample_documents(config: Config, stages: Stages | None, vocab: Vocabulary | None,
+def sample_documents(config: Config, stages: StageSettings | None, vocab: Vocabulary | None,
                      inputs: Sequence[tuple[str, int]], budget: int
                      ) -> tuple[SampledDocuments, int] | None:
     """About `budget` bytes of the input as the Tokenize stage makes its
@@ -52,12 +52,12 @@ def sample_documents(config: Config, stages: Stages | None, vocab: Vocabulary | 
     return documents, sampled
 
 
-def sample_entries(config: Config, stages: Stages, documents: SampledDocuments, first: int,
+def sample_entries(config: Config, stages: StageSettings, documents: SampledDocuments, first: int,
                    stop: int) -> list[EntryBatch]:
     """The shuffle entries of copies first..stop-1 of every sampled document,
     as CreateInstances makes them (the sample's documents its own
     random-next sample)."""
-    engine = stages.engine()
+    kernels = stages.instance_kernels()
     sample = FlatSample.of(documents[:config.nsp_sample_size])
-    return [unit_instances(unit, sample=sample, engine=engine, seed=config.random_seed)[0]
+    return [unit_instances(unit, sample=sample, kernels=kernels, seed=config.random_seed)[0]
             for unit in fan_out_batch(documents, stop, first)]

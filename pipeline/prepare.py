@@ -24,7 +24,7 @@ from bert_pretraining_data.pipeline.local_runner import new_pipeline
 from bert_pretraining_data.pipeline.options import Config
 from bert_pretraining_data.pipeline.publish import OutputPaths, prepare_output
 from bert_pretraining_data.pipeline.run_manifest import PublishPlan
-from bert_pretraining_data.pipeline.stages import Stages
+from bert_pretraining_data.pipeline.stages import StageSettings
 from bert_pretraining_data.transforms.counters import read_counters
 from bert_pretraining_data.transforms.decontaminate.beam import match_benchmarks, read_benchmark
 from bert_pretraining_data.transforms.handoff.shuffle.frames import EntryCodebook, entry_codebook
@@ -32,10 +32,10 @@ from bert_pretraining_data.transforms.read.beam import (check_input_schema, matc
                                                        sample_lines)
 from bert_pretraining_data.transforms.read.documents import InputError, comma_separated
 from bert_pretraining_data.transforms.read.mixture import (INPUT_FLAGS, Mixture, MixtureError,
-                                                           Source, parse_mixture)
+                                                           Source, input_sources, parse_mixture)
 from bert_pretraining_data.transforms.read.tables import INPUT_FORMATS
 from bert_pretraining_data.transforms.tokenize.sentences import DEFAULT_SPLITTER, SPLITTERS
-from bert_pretraining_data.transforms.tokenize.engines import (CHECK_LINES, REFERENCE,
+from bert_pretraining_data.transforms.tokenize.engines import (CHECK_LINES, TOKENIZERS,
                                                                choose_engine)
 from bert_pretraining_data.transforms.tokenize.tokenizer_json import JsonTokenizer, JsonVocabulary
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
@@ -59,7 +59,7 @@ class Prepared:
     output: OutputPaths
     replaces: list[str]  # existing outputs the run will replace (--overwrite)
     vocab: Vocabulary | None  # None with --recipe=d2l, which computes its own
-    stages: Stages | None
+    stages: StageSettings | None
     benchmarks: list[str] = dataclasses.field(default_factory=list)  # --decontaminate's files
     mixture: Mixture | None = None  # --mixture's sources, read in place of --input_file
     engine_warning: str | None = None  # the tokenizer engine's check failed (tokenizer_engine)
@@ -97,7 +97,7 @@ def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:
     its own) and prepares the output location."""
     mixture = read_mixture(config) if config.mixture else None
     by_source = []
-    for source in mixture.sources if mixture else (config,):
+    for source in input_sources(config, mixture):
         try:
             files = match_inputs(source.input_file)
             check_input_schema(source.input_format, [path for path, _ in files],
@@ -121,8 +121,8 @@ def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:
         read_benchmark(path, config.decontaminate_field)
     vocab = config.tokenizer.load_vocabulary(FileSystems.open) if config.recipe != "d2l" else None
     engine, engine_warning = tokenizer_engine(
-        config, list(zip(mixture.sources if mixture else (config,), by_source)), vocab)
-    stages = Stages.of(config, vocab, engine) if vocab else None
+        config, list(zip(input_sources(config, mixture), by_source)), vocab)
+    stages = StageSettings.of(config, vocab, engine) if vocab else None
     # Only runs whose instances cross the runner's shuffle use it: not the
     # reference run (one process) nor a tokenized corpus' (no instances).
     if (stages is not None and config.shuffle == "runner" and not config.reference_compatible
@@ -136,7 +136,7 @@ def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:
                     mixture=mixture, engine_warning=engine_warning)
 
 
-def entry_codebook_of(config: Config, stages: Stages, vocab: Vocabulary,
+def entry_codebook_of(config: Config, stages: StageSettings, vocab: Vocabulary,
                       inputs: Sequence[tuple[str, int]]) -> EntryCodebook | None:
     """The codebook of the runner's shuffle frames (transforms.handoff.shuffle.frames),
     learned from the instances of CODEBOOK_SAMPLE_BYTES of the input, each
@@ -149,20 +149,20 @@ def entry_codebook_of(config: Config, stages: Stages, vocab: Vocabulary,
 
 
 def tokenizer_engine(config: Config,
-                     corpora: Sequence[tuple[Config | Source, list[tuple[str, int]]]],
+                     corpora: Sequence[tuple[Source, list[tuple[str, int]]]],
                      vocab: Vocabulary | None) -> tuple[str, str | None]:
     """The engine of a tokenizer.json run (transforms.tokenize.engines), and
-    the warning of a check that failed. `corpora`: (the flags or mixture
-    source that says how to read them, its files) for --input_file or each
-    source. The check encodes CHECK_LINES lines of the input, spread over it
-    (each source its share), with both engines: read from plain text or JSONL
-    files (a dump, Parquet or compressed files anywhere take the reference)."""
+    the warning of a check that failed. `corpora`: (the source, read as it
+    says, its files) for --input_file or each mixture source. The check
+    encodes CHECK_LINES lines of the input, spread over it (each source its
+    share), with both engines: read from plain text or JSONL files (a dump,
+    Parquet or compressed files anywhere take `tokenizers`)."""
     if not isinstance(vocab, JsonVocabulary) or any(
             corpus.input_format not in ("text", "jsonl")
             or any(CompressionTypes.detect_compression_type(path)
                    != CompressionTypes.UNCOMPRESSED for path, _ in files)
             for corpus, files in corpora):
-        return REFERENCE, None
+        return TOKENIZERS, None
 
     def sample() -> list[str]:  # read only when the fast engine could run
         lines = []
@@ -175,8 +175,8 @@ def tokenizer_engine(config: Config,
             share = CHECK_LINES // len(corpora)
             lines += found[::max(1, len(found) // share)][:share]
         return lines
-    reference = JsonTokenizer(vocab, words=False).lines_to_ids
-    return choose_engine(vocab.data, reference, sample, requested=config.tokenizer_engine,
+    tokenizers_ids = JsonTokenizer(vocab, words=False).lines_to_ids
+    return choose_engine(vocab.data, tokenizers_ids, sample, requested=config.tokenizer_engine,
                          words=config.tokenizer.words)
 
 

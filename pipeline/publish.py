@@ -59,8 +59,10 @@ class OutputPaths:
     final_paths: tuple[str, ...]
     manifest_path: str
     vocab_path: str | None = None  # the dataset's copy of its vocabulary (--output_dir)
-    # held-out splits: each split's name and shards, in the order of final_paths
-    split_shards: tuple[tuple[str, int], ...] = ()
+    # the output's parts, each a folder of shards: with a held-out split, each
+    # split's (train, validation, test); with a mixture written by source, each
+    # source's; their names and shard counts, in the order of final_paths
+    parts: tuple[tuple[str, int], ...] = ()
     # the files a shard is, its path and each of these (Megatron's: .bin and .idx)
     suffixes: tuple[str, ...] = ("",)
 
@@ -74,25 +76,26 @@ class OutputPaths:
         """Staging file names, one per final path, in shard order."""
         return [f"shard-{i:05d}" for i in range(len(self.final_paths))]
 
-    def split(self, name: str) -> "OutputPaths":
-        """One split's shards (the whole output when it has no held-out
-        split), staged in a folder of their own: each split's writer
+    def part(self, name: str) -> "OutputPaths":
+        """One part's shards (training's is the whole output when it has no
+        held-out split), staged in a folder of their own: each part's writer
         keeps its buckets and staging lists apart."""
-        if name == TRAIN and not {split for split, _ in self.split_shards} & set(SPLITS):
+        if name == TRAIN and not {part for part, _ in self.parts} & set(SPLITS):
             return self  # no split, or a mixture's sources: training is the whole output
         start = 0
-        for split, count in self.split_shards:
-            if split == name:
+        for part, count in self.parts:
+            if part == name:
                 return dataclasses.replace(
                     self, staging_dir=FileSystems.join(self.staging_dir, name),
-                    final_paths=self.final_paths[start:start + count], split_shards=())
+                    final_paths=self.final_paths[start:start + count], parts=())
             start += count
         raise ValueError(f"the output has no part {name!r}")
 
     @property
-    def splits(self) -> list["OutputPaths"]:
-        """Each split's paths, in the order of final_paths."""
-        return [self.split(name) for name, _ in self.split_shards] or [self]
+    def part_outputs(self) -> list["OutputPaths"]:
+        """Each part's paths (the whole output's alone without parts), in the
+        order of final_paths."""
+        return [self.part(name) for name, _ in self.parts] or [self]
 
     @property
     def staged_vocab_path(self) -> str:
@@ -120,9 +123,10 @@ def num_shards(config: Config, inputs: Sequence[tuple[str, int]]) -> int:
                                                    config.dupe_factor)
 
 
-def split_shards(config: Config, inputs: Sequence[tuple[str, int]],
+def part_shards(config: Config, inputs: Sequence[tuple[str, int]],
                  sources: Sequence[tuple[str, int]] = ()) -> tuple[tuple[str, int], ...]:
-    """Each split's shards (none without a held-out split): training's as
+    """Each part's shards (OutputPaths.parts; none without a held-out split
+    or a mixture written by source): with a split, training's as
     the run's, a held-out split's sized from its share of the input, one copy
     per document, and never more than training's. With a mixture written
     by source (`sources`: each one's name and input bytes), each source's
@@ -145,7 +149,7 @@ def prepare_output(config: Config, inputs: Sequence[tuple[str, int]],
     and writable staging directory. Every entry point starts here.
     `sources`: a mixture's, each one's name and input bytes."""
     output = output_paths(config, num_shards(config, inputs),
-                          split_shards(config, inputs, sources))
+                          part_shards(config, inputs, sources))
     replaces = check_output_location(config, output, overwrite=config.overwrite)
     remove_tree(output.staging_dir)  # whatever an interrupted run left
     check_writable(output)
@@ -202,7 +206,7 @@ def existing_outputs(config: Config, output: OutputPaths) -> list[str]:
     """Files already at the output location (the staging directory aside)."""
     if config.output_dir:  # its files, and those of the split folders this tool writes
         root = config.output_dir.rstrip("/")
-        folders = [(), *((name,) for name in sorted({*SPLITS, *dict(output.split_shards)}))]
+        folders = [(), *((name,) for name in sorted({*SPLITS, *dict(output.parts)}))]
         # an MDS shard set is a folder of files: its part-NNNNN-of-NNNNN folder's
         patterns = [FileSystems.join(root, *folder, *shard_set, "*") for folder in folders
                     for shard_set in ((), ("part-*-of-*",))]
@@ -259,11 +263,11 @@ def training_shards(output: OutputPaths) -> list[dict]:
     """Training's shards as the pipeline staged them, at their final paths
     (a mixture's sources, each in its folder: theirs in source order,
     numbered on)."""
-    train = output.split(TRAIN)
-    if train is not output or not output.split_shards:
+    train = output.part(TRAIN)
+    if train is not output or not output.parts:
         return placed(read_staging_json(train, SHARD_LIST_NAME), train)
     shards: list[dict] = []
-    for part in output.splits:
+    for part in output.part_outputs:
         for shard in placed(read_staging_json(part, SHARD_LIST_NAME), part):
             shards.append(dict(shard, shard=len(shards)))
     return shards
@@ -273,7 +277,7 @@ def staged_paths(output: OutputPaths) -> list[str]:
     """Where the shards are written before they are published, in the order
     of their final paths."""
     return [FileSystems.join(split.staging_dir, name + suffix)
-            for split in output.splits for name in split.shard_names
+            for split in output.part_outputs for name in split.shard_names
             for suffix in output.suffixes]
 
 
@@ -396,7 +400,7 @@ def _publish(output: OutputPaths, manifest: DatasetManifest, *, replaces: Sequen
     # manifest goes first. (A retried publish finds its own files there.)
     audit = [output.beside_manifest(AUDIT_NAME)] if manifest.decontamination else []
     indexes = output_format(manifest.flags["output_format"]).index_files(
-        [FileSystems.split(part.final_paths[0])[0] for part in output.splits])
+        [FileSystems.split(part.final_paths[0])[0] for part in output.part_outputs])
     ours = {*output.final_files, *(documents.final if documents else ()), output.vocab_path,
             *audit, *indexes}
     old = [p for p in replaces if p not in ours and FileSystems.exists(p)]
@@ -411,9 +415,9 @@ def _publish(output: OutputPaths, manifest: DatasetManifest, *, replaces: Sequen
         if FileSystems.exists(folder) and not FileSystems.match(
                 [FileSystems.join(folder, "*")])[0].metadata_list:
             FileSystems.delete([folder])
-    # A local rename needs its folder (a no-op on gs://): a split's, a shard set's.
-    folders = [FileSystems.split(output.split(split).final_paths[0])[0]
-               for split, _ in output.split_shards]
+    # A local rename needs its folder (a no-op on gs://): a part's, a shard set's.
+    folders = [FileSystems.split(output.part(name).final_paths[0])[0]
+               for name, _ in output.parts]
     if output.suffixes[0].startswith("/"):
         folders += output.final_paths
     for folder in folders:
@@ -430,7 +434,7 @@ def _publish(output: OutputPaths, manifest: DatasetManifest, *, replaces: Sequen
     move_files([FileSystems.join(output.staging_dir, AUDIT_NAME)] if audit else [], audit,
                [None] * len(audit))
     fmt = output_format(manifest.flags["output_format"])
-    for part, index in zip(output.splits, indexes):  # each folder of shards: its index
+    for part, index in zip(output.part_outputs, indexes):  # each folder of shards: its index
         with FileSystems.create(index) as handle:
             handle.write(fmt.index_bytes(list(part.final_paths), read_file))
     _copy_vocabulary(output, output.staged_vocab_path if manifest.flags["recipe"] == "d2l"

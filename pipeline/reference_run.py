@@ -19,7 +19,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from bert_pretraining_data.pipeline.options import Config
 from bert_pretraining_data.pipeline.publish import OutputPaths, staged_paths
-from bert_pretraining_data.pipeline.stages import Stages
+from bert_pretraining_data.pipeline.stages import StageSettings
 from bert_pretraining_data.transforms.instances.units_kernel import reference_entries
 from bert_pretraining_data.transforms.tokenize.chinese_words import line_ids
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import Tokenizer
@@ -74,7 +74,7 @@ def flatten(documents: list[list[list[int]]]) -> tuple[np.ndarray, np.ndarray, n
     return tokens, bounds, document_bounds
 
 
-def run_compat(config: Config, *, stages: Stages, tokenizer: Tokenizer,
+def run_compat(config: Config, *, stages: StageSettings, tokenizer: Tokenizer,
                output: OutputPaths) -> list[dict]:
     """Writes the staged shards; returns the shard list for the manifest."""
     rng = random.Random(config.random_seed)
@@ -84,10 +84,10 @@ def run_compat(config: Config, *, stages: Stages, tokenizer: Tokenizer,
         rng.shuffle(paths)  # ELECTRA's first draws: the order of its input files
     documents = read_documents(paths, line_ids(tokenizer, config.whole_word_segmenter),
                                end_at_file_end=electra, is_blank=config.tokenizer.is_blank)
-    engine = stages.engine(reference=True)
+    kernels = stages.instance_kernels(reference=True)
     batch, order, _ = reference_entries(
-        *flatten(documents), config.dupe_factor, rng, config.random_seed, engine.settings,
-        engine.workspace)
+        *flatten(documents), config.dupe_factor, rng, config.random_seed, kernels.settings,
+        kernels.workspace)
     shards = []
     for shard, (path, name) in enumerate(zip(staged_paths(output), output.shard_names)):
         ours = order[shard::len(output.shard_names)]  # round-robin, as the original

@@ -91,7 +91,7 @@ def split_records(config: Config, output: OutputPaths, train_instances: int,
     indexed = not output_format(config.output_format).makes_instances  # masked nowhere
     records = {}
     for name in fractions.names:
-        part = output.split(name)
+        part = output.part(name)
         (figures,) = read_staging_json(part, SPLIT_NAME)
         common = dict(fraction=fractions.fraction(name), **figures,
                       seed=split_seed(config.random_seed, name))
@@ -127,7 +127,7 @@ def mixture_section(config: Config, output: OutputPaths, mixture: Mixture | None
     (training's), and the copies dropped across sources."""
     if mixture is None:
         return None
-    train = output.split(TRAIN)
+    train = output.part(TRAIN)
     held = {row["source"]: row for row in read_staging_json(train, MIXTURE_SOURCES_NAME)}
     made = {row["source"]: row for row in read_staging_json(train, MIXTURE_OUTPUT_NAME)}
     total = sum(row["tokens"] for row in made.values())

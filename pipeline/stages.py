@@ -1,7 +1,7 @@
 """What the stages need, derived once from the flags and the vocabulary.
 
 The Beam pipeline (`build`), the reference run and the disk estimate all take
-their instance, masking and record settings from `Stages`, so a flag changes
+their instance, masking and record settings from `StageSettings`, so a flag changes
 them alike.
 """
 
@@ -15,9 +15,9 @@ from bert_pretraining_data.pipeline.options import Config
 from bert_pretraining_data.transforms.handoff.shuffle.frames import EntryCodebook
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig, masking_config
 from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
-from bert_pretraining_data.transforms.instances.units import Engine
+from bert_pretraining_data.transforms.instances.units import InstanceKernels
 from bert_pretraining_data.transforms.pack.plan import prediction_budget
-from bert_pretraining_data.transforms.tokenize.engines import REFERENCE
+from bert_pretraining_data.transforms.tokenize.engines import TOKENIZERS
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
 from bert_pretraining_data.transforms.write.formats import output_format
@@ -38,7 +38,7 @@ def check_framing(config: Config, vocab: Vocabulary) -> None:
 
 
 @dataclasses.dataclass(frozen=True)
-class Stages:
+class StageSettings:
     """What the stages need, derived once from the flags and the vocabulary."""
 
     instances: InstanceConfig
@@ -46,7 +46,8 @@ class Stages:
     rows: RowWriter  # how the shard writer makes records (the output format's)
     masks_here: bool  # --masking=static: instances are masked as they are made
     tokenizer: TokenizerSpec  # the workers' tokenizer, with the engine the run chose
-    held_out: "Stages | None" = None  # a held-out split's (--validation_fraction, --test_fraction)
+    # a held-out split's (--validation_fraction, --test_fraction)
+    held_out: "StageSettings | None" = None
     indexed_dtype: str | None = None  # a tokenized corpus' ids' numpy dtype (the format's)
     entry_codebook: EntryCodebook | None = None  # the runner's shuffle frames' (prepare)
 
@@ -56,21 +57,21 @@ class Stages:
         load time (--masking=none), with the same function."""
         return self.masking if self.masks_here else None
 
-    def engine(self, *, reference: bool = False) -> Engine:
-        """The instance kernels' Engine as CreateInstances builds it, for the
+    def instance_kernels(self, *, reference: bool = False) -> InstanceKernels:
+        """The instance kernels' settings and workspace as CreateInstances builds them, for the
         stages that make instances outside Beam (the disk estimate; with
         `reference`, --reference_compatible's run)."""
-        return Engine.of(self.instances, self.instance_masking, reference=reference)
+        return InstanceKernels.of(self.instances, self.instance_masking, reference=reference)
 
-    def with_entry_codebook(self, codebook: EntryCodebook | None) -> "Stages":
+    def with_entry_codebook(self, codebook: EntryCodebook | None) -> "StageSettings":
         """These stages, and a held-out split's, with the shuffle frames'
         codebook (transforms.handoff.shuffle.frames)."""
         held_out = self.held_out.with_entry_codebook(codebook) if self.held_out else None
         return dataclasses.replace(self, entry_codebook=codebook, held_out=held_out)
 
     @classmethod
-    def of(cls, config: Config, vocab: Vocabulary, tokenizer_engine: str = REFERENCE
-           ) -> "Stages":
+    def of(cls, config: Config, vocab: Vocabulary, tokenizer_engine: str = TOKENIZERS
+           ) -> "StageSettings":
         """Raises ConfigError when the tokenizer cannot frame what the objective
         writes, or when the output's writer is not installed. A tokenizer.json
         is encoded by `tokenizer_engine` (prepare.tokenizer_engine chose it)."""

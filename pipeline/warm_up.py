@@ -17,7 +17,8 @@ from bert_pretraining_data.transforms.handoff.shuffle.entries import scan_entrie
 from bert_pretraining_data.transforms.instances import units_kernel
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig
 from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
-from bert_pretraining_data.transforms.instances.units import Engine, warm_up as warm_up_instances
+from bert_pretraining_data.transforms.instances.units import InstanceKernels
+from bert_pretraining_data.transforms.instances.units import warm_up as warm_up_instances
 from bert_pretraining_data.transforms.pack import histogram, plan
 from bert_pretraining_data.transforms.tokenize import wordpiece_kernel
 from bert_pretraining_data.transforms.tokenize.vocabulary import parse_vocabulary
@@ -53,7 +54,7 @@ def warm_up() -> dict[str, tuple[int, int]]:
     """Runs every compiled kernel once (compiling it into the cache if needed);
     returns, per kernel, (signatures compiled, signatures loaded from the cache)."""
     for masking in (_MASKING, None):
-        batch = warm_up_instances(Engine.of(_INSTANCES, masking))
+        batch = warm_up_instances(InstanceKernels.of(_INSTANCES, masking))
     for writer in _ROWS:
         list(writer.rows(*scan_entries(batch.entries)).chunks)
     entries = shuffle_entries.EntryBatch.of([(3, b"b"), (2, b"a")])

@@ -19,7 +19,8 @@ from bert_pretraining_data.transforms.handoff.tokenized_documents import (compac
                                                                           expand_document)
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig
 from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
-from bert_pretraining_data.transforms.instances.units import Engine, FlatSample, unit_instances
+from bert_pretraining_data.transforms.instances.units import (FlatSample, InstanceKernels,
+                                                               unit_instances)
 from bert_pretraining_data.transforms.seeds import INSTANCE_STREAM, document_seed, position_rng
 from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
 from bert_pretraining_data.transforms.write.rows import InstanceRows
@@ -74,9 +75,9 @@ def python_records(doc_key, dupes, packed, sample, instances, masking, *, seed,
 
 def compiled_records(doc_key, dupes, packed, sample, instances, masking, *, seed,
                      max_predictions, padded):
-    engine = Engine.of(instances, masking)
+    kernels = InstanceKernels.of(instances, masking)
     batch, stats = unit_instances([(doc_key, packed, dupes)], sample=FlatSample.of(sample),
-                                engine=engine, seed=seed)
+                                kernels=kernels, seed=seed)
     rows = InstanceRows(RecordLayout(padded=padded), instances.max_seq_length, max_predictions)
     return records(batch, rows), stats
 
@@ -163,12 +164,12 @@ def test_a_unit_of_many_documents_is_their_records_one_after_another(uncased_voc
     docs = wiki_documents(uncased_vocab, 6)
     instances = InstanceConfig(max_seq_length=64, short_seq_prob=0.1,
                                cls_id=uncased_vocab.cls_id, sep_id=uncased_vocab.sep_id)
-    engine = Engine.of(instances, None)
+    kernels = InstanceKernels.of(instances, None)
     sample = FlatSample.of(docs[1::2])
     unit = [(key, packed, (i % 3, 4)) for i, (key, packed) in enumerate(docs)]
 
-    together, stats = unit_instances(unit, sample=sample, engine=engine, seed=9)
-    one_by_one = [unit_instances([part], sample=sample, engine=engine, seed=9)
+    together, stats = unit_instances(unit, sample=sample, kernels=kernels, seed=9)
+    one_by_one = [unit_instances([part], sample=sample, kernels=kernels, seed=9)
                   for part in unit]
     assert entries(together) == [pair for batch, _ in one_by_one for pair in entries(batch)]
     assert stats["instances"] == sum(s["instances"] for _, s in one_by_one) == len(together) > 20

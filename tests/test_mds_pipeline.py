@@ -26,7 +26,7 @@ from bert_pretraining_data.pipeline.inspect_data import report
 from bert_pretraining_data.pipeline.beam_options import ConfigError
 from bert_pretraining_data.pipeline.main import main, run
 from bert_pretraining_data.pipeline.options import parse_args
-from bert_pretraining_data.pipeline.stages import Stages
+from bert_pretraining_data.pipeline.stages import StageSettings
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
 from bert_pretraining_data.transforms.write.mds_rows import MDSRows
 from bert_pretraining_data.transforms.write.rows import InstanceRows
@@ -294,6 +294,6 @@ def test_a_vocabulary_too_large_for_the_formats_ids_is_one_line(uncased_vocab, t
     huge = _Huge(uncased_vocab.tokens, uncased_vocab.sha256)
     object.__setattr__(huge, "size", size)
     with pytest.raises(ConfigError, match=message) as caught:
-        Stages.of(config, huge)
+        StageSettings.of(config, huge)
     assert "\n" not in str(caught.value)
-    assert Stages.of(config, uncased_vocab)  # the real size is fine
+    assert StageSettings.of(config, uncased_vocab)  # the real size is fine

@@ -27,7 +27,8 @@ from bert_pretraining_data.transforms.handoff.shuffle.instances import put_insta
 from bert_pretraining_data.transforms.handoff.tokenized_documents import compact_document
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig, num_to_predict
 from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
-from bert_pretraining_data.transforms.instances.units import Engine, FlatSample, unit_instances
+from bert_pretraining_data.transforms.instances.units import (FlatSample, InstanceKernels,
+                                                               unit_instances)
 from bert_pretraining_data.transforms.pack.histogram import pack_histogram
 from bert_pretraining_data.transforms.pack.plan import plan_rows, prediction_budget
 from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
@@ -142,7 +143,8 @@ def _entries(vocab, mode: dict, max_seq_length: int, documents: int = 40):
         continuation=tuple(vocab.continuation_flags()) if boundary else None,
         ngram=mode.get("ngram", 0)) if mode["masking"] else None
     batch, _ = unit_instances([(key, doc, (0, 2)) for key, doc in docs],
-                            sample=FlatSample.of(docs[::3]), engine=Engine.of(instances, masking),
+                            sample=FlatSample.of(docs[::3]),
+                            kernels=InstanceKernels.of(instances, masking),
                             seed=11)
     layout = RecordLayout(token_boundary=boundary, next_sentence_labels=mode["next_sentence"]
                           != "none", masked_lm=masking is not None)

@@ -184,7 +184,7 @@ def test_a_shard_streams_out_as_it_is_written(uncased_vocab, monkeypatch):
     import pyarrow.parquet as pq
 
     from bert_pretraining_data.pipeline.options import parse_args
-    from bert_pretraining_data.pipeline.stages import Stages
+    from bert_pretraining_data.pipeline.stages import StageSettings
     from bert_pretraining_data.transforms.instances.units import FlatSample, unit_instances
     from bert_pretraining_data.transforms.handoff.tokenized_documents import compact_document
     from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
@@ -194,7 +194,7 @@ def test_a_shard_streams_out_as_it_is_written(uncased_vocab, monkeypatch):
     monkeypatch.setattr(parquet_rows, "ROW_GROUP_ROWS", 10)
     config, _ = parse_args([f"--input_file={CORPUS}", "--output_dir=unused",
                             f"--vocab_file={UNCASED_VOCAB}", "--output_format=parquet"])
-    stages = Stages.of(config, uncased_vocab)
+    stages = StageSettings.of(config, uncased_vocab)
     tokenizer = FullTokenizer(uncased_vocab)
     documents = [(f"ewt:{number}", compact_document([tokenizer.tokenize_to_ids(line)
                                                      for line in text.splitlines()]))
@@ -202,7 +202,7 @@ def test_a_shard_streams_out_as_it_is_written(uncased_vocab, monkeypatch):
                                                .split("\n\n")[:40])]
     batch, _ = unit_instances([(key, document, (0, 2)) for key, document in documents],
                               sample=FlatSample.of(documents), seed=11,
-                              engine=stages.engine())
+                              kernels=stages.instance_kernels())
     tables = []
     table = parquet_rows.ParquetRows._table
     monkeypatch.setattr(parquet_rows.ParquetRows, "_table",

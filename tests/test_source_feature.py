@@ -21,7 +21,7 @@ from bert_pretraining_data.loaders.records import (InstanceDecoder, decode_examp
 from bert_pretraining_data.loaders.tf_data import tf_dataset
 from bert_pretraining_data.loaders.torch_data import IGNORE_INDEX, Collator, make_dataloader
 from bert_pretraining_data.pipeline.options import parse_args
-from bert_pretraining_data.pipeline.stages import Stages, record_layout
+from bert_pretraining_data.pipeline.stages import StageSettings, record_layout
 from bert_pretraining_data.transforms.handoff.shuffle.entries import (ENTRY_HEADER, EntryBatch,
                                                                       scan_entries)
 from bert_pretraining_data.transforms.handoff.shuffle.instances import (HEADER_SIZE, entry_source,
@@ -50,7 +50,7 @@ class Corpus:
     """Each source's instances (its own copies of the documents), unstamped."""
 
     batches: list[EntryBatch]
-    stages: Stages
+    stages: StageSettings
     vocab_size: int
 
     def joined(self, stamped: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -67,7 +67,7 @@ class Corpus:
 @pytest.fixture(scope="module")
 def corpus(uncased_vocab) -> Corpus:
     config, _ = parse_args(FLAGS)
-    stages = Stages.of(config, uncased_vocab)
+    stages = StageSettings.of(config, uncased_vocab)
     tokenizer = FullTokenizer(uncased_vocab)
     text = (DATA / "sample_text.txt").read_text(encoding="utf-8")
     documents = [(f"sample:{i}", compact_document([tokenizer.tokenize_to_ids(line)
@@ -75,7 +75,7 @@ def corpus(uncased_vocab) -> Corpus:
                  for i, document in enumerate(text.split("\n\n"))]
     sample = FlatSample.of(documents)
     batches = [unit_instances([(key, document, (4 * s, 4 * s + 4)) for key, document in documents],
-                              sample=sample, engine=stages.engine(), seed=12345)[0]
+                              sample=sample, kernels=stages.instance_kernels(), seed=12345)[0]
                for s in range(len(SOURCES))]
     assert min(len(b) for b in batches) > 20
     return Corpus(batches, stages, len(uncased_vocab))

@@ -24,7 +24,8 @@ from conftest import DATA, UNCASED_VOCAB
 from helpers.tokenizer_files import bert_wordpiece, modernbert_bpe, roberta_bpe
 from bert_pretraining_data.pipeline.main import main, run
 from bert_pretraining_data.transforms.tokenize import engines
-from bert_pretraining_data.transforms.tokenize.engines import FAST, REFERENCE, fast_engine_json
+from bert_pretraining_data.transforms.tokenize.engines import (FASTOKENS, TOKENIZERS,
+                                                               fast_engine_json)
 from bert_pretraining_data.transforms.tokenize.tokenizer_json import (JsonTokenizer,
                                                                       load_tokenizer_json)
 
@@ -61,9 +62,9 @@ def files(tmp_path_factory) -> dict[str, pathlib.Path]:
 @pytest.mark.parametrize("family", ["roberta", "modernbert"])
 def test_fastokens_gives_the_librarys_ids_on_every_line(files, family):
     vocabulary = load_tokenizer_json(str(files[family]))
-    fast = JsonTokenizer(vocabulary, words=False, engine=FAST)
+    fast = JsonTokenizer(vocabulary, words=False, engine=FASTOKENS)
     assert fast._fast is not None  # the fast engine, not the reference behind it
-    reference = JsonTokenizer(vocabulary, words=False, engine=REFERENCE)
+    reference = JsonTokenizer(vocabulary, words=False, engine=TOKENIZERS)
     assert fast.lines_to_ids(CORPUS) == reference.lines_to_ids(CORPUS)
     assert len(CORPUS) > 2500
 
@@ -73,7 +74,7 @@ def test_a_file_fastokens_cannot_express_takes_the_reference(files, tmp_path):
     corpus = DATA / "en_ewt-ud-test.paragraphs.txt"
     manifest = run([f"--input_file={corpus}", f"--tokenizer_file={files['bert']}",
                     f"--output_dir={tmp_path / 'out'}", "--dupe_factor=1"])
-    assert manifest["tokenizer_engine"] == REFERENCE
+    assert manifest["tokenizer_engine"] == TOKENIZERS
 
 
 def test_a_run_that_groups_words_takes_the_reference(files, tmp_path):
@@ -81,7 +82,7 @@ def test_a_run_that_groups_words_takes_the_reference(files, tmp_path):
     manifest = run([f"--input_file={corpus}", f"--tokenizer_file={files['roberta']}",
                     f"--output_dir={tmp_path / 'out'}", "--dupe_factor=1", "--recipe=roberta",
                     "--masking=static", "--do_whole_word_mask"])
-    assert manifest["tokenizer_engine"] == REFERENCE
+    assert manifest["tokenizer_engine"] == TOKENIZERS
 
 
 def _shards(out: pathlib.Path) -> dict[str, bytes]:
@@ -96,7 +97,7 @@ def test_the_fast_engine_writes_the_reference_runs_bytes(files, tmp_path, family
     fast = run([*flags, f"--output_dir={tmp_path / 'fast'}"])
     reference = run([*flags, f"--output_dir={tmp_path / 'reference'}",
                      "--tokenizer_engine=tokenizers"])
-    assert (fast["tokenizer_engine"], reference["tokenizer_engine"]) == (FAST, REFERENCE)
+    assert (fast["tokenizer_engine"], reference["tokenizer_engine"]) == (FASTOKENS, TOKENIZERS)
     assert fast["flags"]["tokenizer_engine"] == "auto"
     assert _shards(tmp_path / "fast") == _shards(tmp_path / "reference") != {}
 
@@ -117,7 +118,7 @@ def test_a_mixture_of_text_and_jsonl_sources_takes_the_fast_engine(files, tmp_pa
     fast = run([*flags, f"--output_dir={tmp_path / 'fast'}"])
     reference = run([*flags, f"--output_dir={tmp_path / 'reference'}",
                      "--tokenizer_engine=tokenizers"])
-    assert (fast["tokenizer_engine"], reference["tokenizer_engine"]) == (FAST, REFERENCE)
+    assert (fast["tokenizer_engine"], reference["tokenizer_engine"]) == (FASTOKENS, TOKENIZERS)
     assert _shards(tmp_path / "fast") == _shards(tmp_path / "reference") != {}
 
 
@@ -126,7 +127,7 @@ def test_a_compressed_input_takes_the_reference(files, tmp_path):
     corpus.write_bytes(gzip.compress((DATA / "en_ewt-ud-test.paragraphs.txt").read_bytes()))
     manifest = run([f"--input_file={corpus}", f"--tokenizer_file={files['roberta']}",
                     "--recipe=roberta", f"--output_dir={tmp_path / 'out'}", "--dupe_factor=1"])
-    assert manifest["tokenizer_engine"] == REFERENCE and manifest["total_instances"] > 0
+    assert manifest["tokenizer_engine"] == TOKENIZERS and manifest["total_instances"] > 0
 
 
 def test_a_planted_difference_sends_the_run_to_the_reference(files, tmp_path, monkeypatch,
@@ -149,7 +150,7 @@ def test_a_planted_difference_sends_the_run_to_the_reference(files, tmp_path, mo
     warning = capsys.readouterr().err
     assert "warning: fastokens encodes a line of this input unlike tokenizers (" in warning
     manifest = json.loads((tmp_path / "planted" / "manifest.json").read_text())
-    assert manifest["tokenizer_engine"] == REFERENCE
+    assert manifest["tokenizer_engine"] == TOKENIZERS
     assert any("fastokens encodes a line" in w for w in manifest["warnings"])
     monkeypatch.setattr(engines, "fast_engine_json", real)
     run([*flags, f"--output_dir={tmp_path / 'reference'}", "--tokenizer_engine=tokenizers"])

@@ -22,8 +22,9 @@ from bert_pretraining_data.transforms.instances.masking import MaskingConfig
 from bert_pretraining_data.transforms.instances.pairs import InstanceConfig, Stat
 from bert_pretraining_data.transforms.instances.sample import (bound_sample, cap_document,
                                                                sample_rank)
-from bert_pretraining_data.transforms.instances.units import (WORK_UNIT_TOKENS, Engine, FlatSample,
-                                                              WorkUnit, unit_instances, warm_up)
+from bert_pretraining_data.transforms.instances.units import (WORK_UNIT_TOKENS, FlatSample,
+                                                              InstanceKernels, WorkUnit,
+                                                              unit_instances, warm_up)
 from bert_pretraining_data.transforms.progress_sink import ProgressSink
 from bert_pretraining_data.transforms.read.mixture import source_of
 from bert_pretraining_data.transforms.worker_memory import tune_worker_memory
@@ -81,8 +82,8 @@ class CreateInstances(CountingDoFn):
 
     def setup(self) -> None:
         tune_worker_memory()
-        self._engine = Engine.of(*self._configs)
-        warm_up(self._engine)
+        self._kernels = InstanceKernels.of(*self._configs)
+        warm_up(self._kernels)
         self._sample_source: object = None
         self._progress = ProgressSink(self._progress_dir)
 
@@ -93,7 +94,7 @@ class CreateInstances(CountingDoFn):
     def process(self, element: WorkUnit, nsp_sample) -> Iterator[EntryBatch]:
         if nsp_sample is not self._sample_source:  # materialized once per worker
             self._sample, self._sample_source = FlatSample.of(nsp_sample), nsp_sample
-        batch, stats = unit_instances(element, sample=self._sample, engine=self._engine,
+        batch, stats = unit_instances(element, sample=self._sample, kernels=self._kernels,
                                       seed=self._seed)
         if self._progress.active:
             self._progress.add(instances=stats[Stat.INSTANCES.counter],

@@ -27,8 +27,8 @@ from bert_pretraining_data.transforms.seeds import document_seed
 
 
 @dataclasses.dataclass(frozen=True)
-class Engine:
-    """The kernels' settings and a workspace, built once per worker
+class InstanceKernels:
+    """What the instance kernels run with: their settings and a workspace, built once per worker
     (`DoFn.setup`) from the flags' configs. Without a masking config
     (`--masking=none`) instances carry no predictions."""
 
@@ -39,7 +39,7 @@ class Engine:
 
     @classmethod
     def of(cls, instances: InstanceConfig, masking: MaskingConfig | None, *,
-           reference: bool = False) -> "Engine":
+           reference: bool = False) -> "InstanceKernels":
         return cls(instances=instances, masking=masking,
                    settings=settings(instances, masking, reference=reference),
                    workspace=workspace(instances.max_seq_length,
@@ -71,13 +71,13 @@ class FlatSample:
                    index={key: i for i, (key, _) in enumerate(sample)})
 
 
-def warm_up(engine: Engine) -> EntryBatch:
+def warm_up(kernels: InstanceKernels) -> EntryBatch:
     """Loads the kernels now (compiling them once per machine, cached beside
     the module: docs/design-notes.md, transforms.instances.units), so that no
     element pays for it; returns the shuffle entries it made."""
     document = compact_document([[0, 0], [0]])
     return unit_instances([("warm-up", document, (0, 1))],
-                          sample=FlatSample.of([("sampled", document)]), engine=engine,
+                          sample=FlatSample.of([("sampled", document)]), kernels=kernels,
                           seed=0)[0]
 
 
@@ -92,7 +92,7 @@ InstanceStats = dict[str, int]
 WorkUnit = list[tuple[str, CompactDocument, tuple[int, int]]]
 
 
-def unit_instances(unit: WorkUnit, *, sample: FlatSample, engine: Engine, seed: int
+def unit_instances(unit: WorkUnit, *, sample: FlatSample, kernels: InstanceKernels, seed: int
                    ) -> tuple[EntryBatch, InstanceStats]:
     """The shuffle entries of every copy of every document of a unit, document
     by document, copy by copy, instance by instance: one kernel call."""
@@ -105,7 +105,7 @@ def unit_instances(unit: WorkUnit, *, sample: FlatSample, engine: Engine, seed: 
         np.array([first for _, _, (first, _) in unit], dtype=np.int64),
         np.array([end for _, _, (_, end) in unit], dtype=np.int64),
         np.array([sample.index.get(key, -1) for key, _, _ in unit], dtype=np.int64),
-        sample.tokens, sample.bounds, sample.documents, engine.settings, engine.workspace)
+        sample.tokens, sample.bounds, sample.documents, kernels.settings, kernels.workspace)
     return EntryBatch.filled(entries), {stat.counter: int(stats[stat]) for stat in Stat}
 
 

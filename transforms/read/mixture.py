@@ -52,6 +52,15 @@ class Source:
     weight: float | None
 
 
+def input_sources(flags: Any, mixture: Mixture | None) -> tuple[Source, ...]:
+    """What a run reads: a mixture's sources, or, without one, --input_file
+    read with the input flags (`flags`, the run's config) as one source."""
+    if mixture:
+        return mixture.sources
+    return (Source(name="input", input_file=flags.input_file, weight=1.0,
+                   **{flag: getattr(flags, flag) for flag in INPUT_FLAGS}),)
+
+
 @dataclasses.dataclass(frozen=True)
 class Mixture:
     """The sources in the order listed (the first keeps a copy two share),

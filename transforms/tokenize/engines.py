@@ -1,17 +1,18 @@
 """The engine that encodes a tokenizer.json's lines: the `tokenizers` library
-(the reference), or `fastokens`, a faster engine that reads the same file,
-where it is exact (`--tokenizer_engine=auto`).
+(the one the file is made for), or `fastokens`, a faster engine that reads
+the same file, where it is exact (`--tokenizer_engine=auto`).
 
 fastokens reproduces byte-level BPE (RoBERTa's, GPT-2's, ModernBERT's
 kind): a BPE model behind a ByteLevel pre-tokenizer, with no normalizer.
-Anything else takes the reference. It does not read every post-processor,
+Anything else takes `tokenizers`. It does not read every post-processor,
 and ids without special tokens never pass one, so its copy of the file has
-none; nor added tokens, whose text the pipeline encodes as text. It gives ids only, no word ids, so a run that groups words (whole-word
-masking, ALBERT's token_boundary) takes the reference too.
+none; nor added tokens, whose text the pipeline encodes as text. It gives
+ids only, no word ids, so a run that groups words (whole-word masking,
+ALBERT's token_boundary) takes `tokenizers` too.
 
 Exact is checked, not trusted: before any work, the run encodes a stable
 sample of its own input's lines with both engines, and a single difference
-sends the whole run to the reference, with a warning that names the engine
+sends the whole run to `tokenizers`, with a warning that names the engine
 and the line (transforms.tokenize.engines.choose_engine).
 """
 
@@ -21,14 +22,14 @@ import json
 import os
 from typing import Any, Callable, Sequence
 
-REFERENCE = "tokenizers"
-FAST = "fastokens"
-ENGINES = ("auto", REFERENCE)  # --tokenizer_engine: what a user may ask for
+TOKENIZERS = "tokenizers"
+FASTOKENS = "fastokens"
+ENGINES = ("auto", TOKENIZERS)  # --tokenizer_engine: what a user may ask for
 # Lines of the run's own input both engines encode before the run uses the
 # fast one: a difference on 1 line in 1,000 is missed with probability
 # 0.999^5000 < 0.7%.
 CHECK_LINES = 5_000
-# fastokens' thread pools: one thread, as the reference runs (a runner keeps
+# fastokens' thread pools: one thread, as `tokenizers` runs (a runner keeps
 # a worker process busy per core).
 _THREADS = ("FASTOKENS_BPE_THREADS", "RAYON_NUM_THREADS")
 
@@ -62,7 +63,7 @@ def load_fast_engine(engine_json: str) -> Any | None:
         return None
     try:
         return fastokens.Tokenizer.from_json_str(engine_json)
-    except Exception:  # noqa: BLE001 - any file it cannot read takes the reference
+    except Exception:  # noqa: BLE001 - any file it cannot read takes `tokenizers`
         return None
 
 
@@ -72,23 +73,23 @@ def fast_ids(engine: Any, lines: Sequence[str]) -> list[list[int]]:
                                                                     add_special_tokens=False)]
 
 
-def choose_engine(data: bytes, reference: Callable[[Sequence[str]], list[list[int]]],
+def choose_engine(data: bytes, tokenizers_ids: Callable[[Sequence[str]], list[list[int]]],
                   sample: Callable[[], Sequence[str]], *, requested: str, words: bool
                   ) -> tuple[str, str | None]:
     """(the engine the run uses, a warning or None). The fast engine only
     where asked (`auto`), where the file and the run allow it and where its
-    ids equal `reference`'s on every line `sample()` gives (the run's
+    ids equal `tokenizers_ids`'s on every line `sample()` gives (the run's
     sample, read only then)."""
-    if requested == REFERENCE or words:
-        return REFERENCE, None
+    if requested == TOKENIZERS or words:
+        return TOKENIZERS, None
     engine_json = fast_engine_json(data)
     engine = load_fast_engine(engine_json) if engine_json is not None else None
     lines = sample() if engine is not None else []
     if not lines:
-        return REFERENCE, None
-    for line, fast, slow in zip(lines, fast_ids(engine, lines), reference(lines)):
+        return TOKENIZERS, None
+    for line, fast, slow in zip(lines, fast_ids(engine, lines), tokenizers_ids(lines)):
         if fast != slow:
-            return REFERENCE, (f"{FAST} encodes a line of this input unlike {REFERENCE} "
-                               f"({line[:80]!r}): the run uses {REFERENCE}; "
-                               f"--tokenizer_engine={REFERENCE} skips the check")
-    return FAST, None
+            return TOKENIZERS, (f"{FASTOKENS} encodes a line of this input unlike {TOKENIZERS} "
+                               f"({line[:80]!r}): the run uses {TOKENIZERS}; "
+                               f"--tokenizer_engine={TOKENIZERS} skips the check")
+    return FASTOKENS, None

@@ -21,8 +21,9 @@ from typing import Sequence
 
 from bert_pretraining_data.transforms.handoff.files import open_binary
 from bert_pretraining_data.transforms.tokenize.chinese_words import ID_BITS, MARK
-from bert_pretraining_data.transforms.tokenize.engines import (FAST, REFERENCE, fast_engine_json,
-                                                               fast_ids, load_fast_engine)
+from bert_pretraining_data.transforms.tokenize.engines import (FASTOKENS, TOKENIZERS,
+                                                               fast_engine_json, fast_ids,
+                                                               load_fast_engine)
 from bert_pretraining_data.transforms.tokenize.vocabulary import (Framing, Opener, Vocabulary,
                                                                   VocabularyError,
                                                                   read_vocabulary_file)
@@ -190,7 +191,7 @@ class JsonTokenizer:
     when the run groups words (`words`)."""
 
     def __init__(self, vocabulary: JsonVocabulary, *, words: bool = True,
-                 engine: str = REFERENCE) -> None:
+                 engine: str = TOKENIZERS) -> None:
         # One thread: a runner already keeps a worker process busy per core,
         # and the library's thread pool, woken for every document's batch,
         # costs more CPU (system time most of all) than it saves
@@ -201,7 +202,7 @@ class JsonTokenizer:
         self._words = words
         # The fast engine the run checked (transforms.tokenize.engines); where
         # a worker cannot load it, the reference gives the same ids.
-        engine_json = fast_engine_json(vocabulary.data) if engine == FAST else None
+        engine_json = fast_engine_json(vocabulary.data) if engine == FASTOKENS else None
         self._fast = load_fast_engine(engine_json) if engine_json and not words else None
 
     def lines_to_ids(self, lines: Sequence[str]) -> list[list[int]]:

@@ -20,7 +20,7 @@ from bert_pretraining_data.transforms.handoff.files import open_binary
 from bert_pretraining_data.transforms.tokenize.sentencepiece_model import load_model, parse_model
 from bert_pretraining_data.transforms.tokenize.sentencepiece_text import (SentencePieceTokenizer,
                                                                           preprocess_text)
-from bert_pretraining_data.transforms.tokenize.engines import REFERENCE
+from bert_pretraining_data.transforms.tokenize.engines import TOKENIZERS
 from bert_pretraining_data.transforms.tokenize.tokenizer_json import (JsonTokenizer,
                                                                       load_tokenizer_json,
                                                                       parse_tokenizer_json)
@@ -62,7 +62,7 @@ class TokenizerSpec:
     # token_boundary read them, and the library encodes faster without.
     words: bool = True
     # A tokenizer.json's engine, as the run chose it (transforms.tokenize.engines)
-    engine: str = REFERENCE
+    engine: str = TOKENIZERS
 
     @classmethod
     def of(cls, flags: Mapping[str, object]) -> "TokenizerSpec":
