@@ -175,8 +175,7 @@ def indexed_sources(tokenized_docs: beam.PCollection, *, config: Config, stages:
     source_figures(tokenized_docs, made | "MadeBySources" >> beam.Flatten(), mixture=mixture,
                    output=output, seed=seed, copies=(1.0,) * count,
                    planned=mixture_weights(tokenized_docs, mixture), staging=staging)
-    return (lists | "ListedSources" >> beam.Flatten()
-            | "CountSourceShards" >> beam.CombineGlobally(sum))
+    return _listed_sources(lists)
 
 
 def _sum_columns(rows: Iterable[tuple[int, ...]]) -> tuple[int, ...]:
@@ -185,8 +184,9 @@ def _sum_columns(rows: Iterable[tuple[int, ...]]) -> tuple[int, ...]:
 
 
 def split_instances(documents: beam.PCollection, *, name: str, config: Config,
-                    stages: StageSettings, output: OutputPaths, progress_dir: str | None, counted: bool,
-                    staging: _Staging, mixture: Mixture | None = None) -> beam.PCollection:
+                    stages: StageSettings, output: OutputPaths, progress_dir: str | None,
+                    counted: bool, staging: _Staging, mixture: Mixture | None = None
+                    ) -> beam.PCollection:
     """One split's documents -> its shards; returns the length of their
     staged list. Training's steps keep their names; a held-out split's are
     prefixed with its own (Validation..., Test...), and it is made with its
@@ -194,9 +194,43 @@ def split_instances(documents: beam.PCollection, *, name: str, config: Config,
     documents, so no split holds another's text. `counted`: the split's
     documents and tokens go to its staging list. `mixture`: each instance is
     stamped with its source; training's copies are the sources' weights,
-    each source's figures are staged."""
+    each source's figures are staged, and its sources may be written each in
+    its folder (a held-out split is one part of the output)."""
     prefix = "" if name == TRAIN else name.title()
     seed = split_seed(config.random_seed, name)
+    training_mixture = mixture if name == TRAIN else None
+    tokenized_docs = tokenize_split(documents, prefix=prefix, config=config, stages=stages,
+                                    output=output, progress_dir=progress_dir, counted=counted,
+                                    staging=staging, mixture=mixture)
+    if not output_format(config.output_format).makes_instances:  # a tokenized corpus
+        if training_mixture is not None:  # each source's prefixes
+            return indexed_sources(tokenized_docs, config=config, stages=stages, output=output,
+                                   seed=seed, mixture=training_mixture, staging=staging)
+        shards = staging.counted(tokenized_docs | f"{prefix}WriteIndexed" >> WriteIndexedDatasets(
+            staging_dir=output.staging_dir, shard_names=output.shard_names,
+            dtype=stages.indexed_dtype, seed=seed), SHARDS)
+        return list_shards(shards, output, prefix)
+    entries = split_entries(tokenized_docs, prefix=prefix, seed=seed, config=config,
+                            stages=stages, output=output, progress_dir=progress_dir,
+                            staging=staging, mixture=mixture, training_mixture=training_mixture,
+                            dupe_factor=config.dupe_factor if name == TRAIN and not mixture else 1)
+    if training_mixture is not None and config.mixture_layout == "by_source":
+        parts = entries | "BySource" >> beam.Partition(
+            lambda batch, count: entry_source(batch), len(training_mixture.sources))
+        return _listed_sources([write_shards(part, config=config, stages=stages,
+                                             output=output.part(source.name),
+                                             prefix=f"{source.name}-", staging=staging)
+                                for part, source in zip(parts, training_mixture.sources)])
+    return write_shards(entries, config=config, stages=stages, output=output, prefix=prefix,
+                        staging=staging)
+
+
+def tokenize_split(documents: beam.PCollection, *, prefix: str, config: Config,
+                   stages: StageSettings, output: OutputPaths, progress_dir: str | None,
+                   counted: bool, staging: _Staging, mixture: Mixture | None
+                   ) -> beam.PCollection:
+    """A split's documents, tokenized (each mixture source's with its own
+    sentence splitter); `counted`: their figures staged as the split's."""
     tokenized_docs = staging.counted(documents | f"{prefix}Tokenize" >> beam.ParDo(
         TokenizeDocument(
             tokenizer=stages.tokenizer, whole_word_segmenter=config.whole_word_segmenter,
@@ -207,14 +241,19 @@ def split_instances(documents: beam.PCollection, *, name: str, config: Config,
         staging.list(tokenized_docs | f"{prefix}CountSplit" >> beam.CombineGlobally(SplitFigures())
                      | f"{prefix}SplitRow" >> beam.Map(lambda figures: [figures]),
                      output, SPLIT_NAME, f"{prefix}ListSplit")
-    if not output_format(config.output_format).makes_instances:  # a tokenized corpus
-        if mixture is not None and name == TRAIN:  # by_source: each source's prefixes
-            return indexed_sources(tokenized_docs, config=config, stages=stages, output=output,
-                                   seed=seed, mixture=mixture, staging=staging)
-        shards = staging.counted(tokenized_docs | f"{prefix}WriteIndexed" >> WriteIndexedDatasets(
-            staging_dir=output.staging_dir, shard_names=output.shard_names,
-            dtype=stages.indexed_dtype, seed=seed), SHARDS)
-        return list_shards(shards, output, prefix)
+    return tokenized_docs
+
+
+def split_entries(tokenized_docs: beam.PCollection, *, prefix: str, seed: int, config: Config,
+                  stages: StageSettings, output: OutputPaths, progress_dir: str | None,
+                  staging: _Staging, mixture: Mixture | None,
+                  training_mixture: Mixture | None, dupe_factor: int) -> beam.PCollection:
+    """A split's tokenized documents -> its instances' shuffle entries: its
+    random-next sample, its documents in batches spread over the workers,
+    fanned out to their copies (`dupe_factor` each, or with a mixture
+    layout of mixed, `training_mixture`'s weights; its sources' figures are
+    staged) and made into instances (stamped with their source with a
+    `mixture`)."""
     nsp_sample = tokenized_docs | f"{prefix}SampleRandomDocuments" >> SampleDocuments(
         seed=seed, size=config.nsp_sample_size, max_bytes=config.nsp_sample_max_bytes,
         max_tokens_per_document=SAMPLE_DOCUMENT_SEQUENCES * config.max_seq_length)
@@ -231,37 +270,31 @@ def split_instances(documents: beam.PCollection, *, name: str, config: Config,
         BatchDocuments(by_source=mixture is not None, compress=config.shuffle == "runner"))
     if config.shuffle == "runner":
         spread = spread | f"{prefix}SpreadDocuments" >> beam.Reshuffle()
-    weighted = mixture is not None and name == TRAIN and config.mixture_layout == "mixed"
-    if mixture is not None and name == TRAIN:
-        planned = mixture_weights(tokenized_docs, mixture)
-        copies = planned if weighted else tuple(1.0 for _ in mixture.sources)
+    weighted = training_mixture is not None and config.mixture_layout == "mixed"
+    if training_mixture is not None:
+        planned = mixture_weights(tokenized_docs, training_mixture)
+        copies = planned if weighted else tuple(1.0 for _ in training_mixture.sources)
     if weighted:
         fanned = spread | "FanOutSources" >> beam.FlatMap(fan_out_mixture, planned, seed)
     else:
-        dupe_factor = config.dupe_factor if name == TRAIN and not mixture else 1
         fanned = spread | f"{prefix}FanOutDupes" >> beam.FlatMap(fan_out_batch, dupe_factor)
     entries = staging.counted(fanned | f"{prefix}CreateInstances" >> beam.ParDo(
         CreateInstances(instances=stages.instances, seed=seed, masking=stages.instance_masking,
                         progress_dir=progress_dir, stamp_sources=mixture is not None),
         nsp_sample=beam.pvalue.AsSingleton(nsp_sample)).with_outputs(FIGURES, main="entries"),
         "entries")
-    if mixture is not None and name == TRAIN:
+    if training_mixture is not None:
         made = entries | "CountOutput" >> beam.Map(
             lambda batch: (entry_source(batch), (len(batch), entry_tokens(batch))))
-        source_figures(tokenized_docs, made, mixture=mixture, output=output, seed=seed,
+        source_figures(tokenized_docs, made, mixture=training_mixture, output=output, seed=seed,
                        copies=copies, planned=planned, staging=staging)
-    if mixture is not None and config.mixture_layout == "by_source":
-        parts = entries | "BySource" >> beam.Partition(
-            lambda batch, count: entry_source(batch), len(mixture.sources))
-        shard_lists = [write_shards(part, config=config, stages=stages,
-                                    output=output.part(source.name),
-                                    prefix=f"{source.name}-", staging=staging)
-                       for part, source in zip(parts, mixture.sources)]
-        return (shard_lists
-                | "ListedSources" >> beam.Flatten()
-                | "CountSourceShards" >> beam.CombineGlobally(sum))
-    return write_shards(entries, config=config, stages=stages, output=output, prefix=prefix,
-                        staging=staging)
+    return entries
+
+
+def _listed_sources(lengths: list[beam.PCollection]) -> beam.PCollection:
+    """The lengths of each source's staged shard list, summed."""
+    return (lengths | "ListedSources" >> beam.Flatten()
+            | "CountSourceShards" >> beam.CombineGlobally(sum))
 
 
 def _read(p: beam.Pipeline, label: str, *, input_format: str, patterns: list[str],
