@@ -25,6 +25,7 @@ from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
 from bert_pretraining_data.transforms.write.formats import output_format
 from bert_pretraining_data.transforms.write.formats.output_format import OutputFormat
 from bert_pretraining_data.transforms.write.formats.tfrecord import TFRECORD
+from bert_pretraining_data.transforms.write.shard_record import ShardRecord
 
 MANIFEST_NAME = "manifest.json"
 # The manifest's layout; a reader of version 1 reads every manifest written so far.
@@ -122,15 +123,16 @@ class SplitRecord:
     seed: int  # its instances' and masks' seed
     dupe_factor: int  # copies of each document
     masking: str  # static, or training's none
-    shards: list[dict[str, Any]] | None = None  # held-out: its shards
+    shards: list[ShardRecord] | None = None  # held-out: its shards
     features: dict[str, str] | None = None
     schema: dict[str, str] | None = None
     packing: Packing | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "SplitRecord":
-        packing = data.get("packing")
-        return cls(**{**data, "packing": Packing(**packing) if packing else None})
+        packing, shards = data.get("packing"), data.get("shards")
+        return cls(**{**data, "packing": Packing(**packing) if packing else None,
+                      "shards": [ShardRecord.from_json(s) for s in shards] if shards else shards})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,7 +146,7 @@ class DatasetManifest:
     features: dict[str, str]  # bert: feature name on disk -> what it holds; d2l: {}
     vocab_sha256: str | None  # of the vocabulary the run used (None: not recorded)
     inputs: list[dict[str, Any]]  # each input file's path and bytes
-    shards: list[dict[str, Any]]  # the writer's account of each shard, and its path
+    shards: list[ShardRecord]  # the writer's account of each shard, and its path
     total_instances: int  # a packed record holds several
     counters: dict[str, int]
     dedup: dict[str, Any]  # the dedup stage's figures
@@ -165,10 +167,14 @@ class DatasetManifest:
         data = {key: value for key, value in dataclasses.asdict(self).items()
                 if value is not None}
         data.update(data.pop("refresh", {}))
+        data["shards"] = [shard.to_json() for shard in self.shards]
         if self.splits:
             data["splits"] = {name: {key: value for key, value in split.items()
                                      if value is not None}
                               for name, split in data["splits"].items()}
+            for name, split in self.splits.items():
+                if split.shards is not None:
+                    data["splits"][name]["shards"] = [shard.to_json() for shard in split.shards]
         return data
 
     @classmethod
@@ -180,6 +186,7 @@ class DatasetManifest:
         it did not record is empty (inputs, counters, versions) or None
         (vocab_sha256)."""
         flags = {**_FLAGS_OLDER_MANIFESTS_LACK, **data["flags"]}
+        shards = [ShardRecord.from_json(shard) for shard in data["shards"]]
         packing = data.get("packing")
         documents = data.get("documents")
         return cls(
@@ -188,9 +195,8 @@ class DatasetManifest:
             features=data["features"] if "features" in data else _implied_features(flags),
             vocab_sha256=data.get("vocab_sha256"),
             inputs=data.get("inputs", []),
-            shards=data["shards"],
-            total_instances=data.get("total_instances",
-                                     sum(s["records"] for s in data["shards"])),
+            shards=shards,
+            total_instances=data.get("total_instances", sum(s.records for s in shards)),
             counters=data.get("counters", {}),
             dedup=data.get("dedup", dict(NO_DEDUP)),
             input_problems=data.get("input_problems", []),
@@ -226,7 +232,7 @@ class DatasetManifest:
             flags={**self.flags, "dupe_factor": record.dupe_factor, "random_seed": record.seed,
                    "masking": record.masking})
 
-    def all_shards(self) -> list[dict[str, Any]]:
+    def all_shards(self) -> list[ShardRecord]:
         """Every split's shards, training's first (what publishing moves)."""
         held_out = [self.splits[name].shards for name in self.split_names[1:]]
         return [*self.shards, *(shard for shards in held_out for shard in shards)]
@@ -239,7 +245,7 @@ class DatasetManifest:
     @property
     def shard_bytes(self) -> int:
         """The shards' bytes together (a refresh compares its versions by them)."""
-        return sum(s["bytes"] for s in self.all_shards())
+        return sum(s.bytes or 0 for s in self.all_shards())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -382,7 +388,7 @@ def read_manifest(location: str, split: str = TRAIN) -> Manifest:
         raise DatasetError(f"{path}: not a manifest of create-pretraining-data "
                            f"({type(err).__name__}: {err})") from None
     content = whole.split(split)
-    entries = sorted(content.shards, key=lambda s: s["shard"])
+    entries = sorted(content.shards, key=lambda s: s.shard)
     # a split's shards are in a folder named after it
     base_dir = files.join(files.dirname(path), split) if whole.splits else files.dirname(path)
     shards = []
@@ -392,9 +398,9 @@ def read_manifest(location: str, split: str = TRAIN) -> Manifest:
     fmt = output_format(whole.flags["output_format"])
     data_file = fmt.data_file(whole.flags)
     for entry in entries:
-        found = _resolve_shard(entry["path"], base_dir, path, data_file[0])
-        shards.append(Shard(found + data_file[1], entry["records"], first, fmt))
-        first += entry["records"]
+        found = _resolve_shard(entry.path, base_dir, path, data_file[0])
+        shards.append(Shard(found + data_file[1], entry.records, first, fmt))
+        first += entry.records
     return Manifest(path=path, content=content, shards=tuple(shards), whole=whole)
 
 

@@ -105,10 +105,13 @@ def write_shards(entries: beam.PCollection, *, config: Config, stages: StageSett
 
 
 def list_shards(shards: beam.PCollection, output: OutputPaths, prefix: str) -> beam.PCollection:
-    """The writer's shard dicts, staged as one list for the publisher."""
+    """The writer's ShardRecords, staged as one list for the publisher
+    (publish.staged_shards reads it)."""
     return (shards
             | f"{prefix}CollectShards" >> beam.combiners.ToList()
-            | f"{prefix}ListShards" >> beam.Map(stage_list, output, SHARD_LIST_NAME))
+            | f"{prefix}ListShards" >> beam.Map(
+                lambda records: stage_list([r.to_json() for r in records], output,
+                                           SHARD_LIST_NAME)))
 
 
 def mixture_weights(tokenized_docs: beam.PCollection, mixture: Mixture):
@@ -171,7 +174,7 @@ def indexed_sources(tokenized_docs: beam.PCollection, *, config: Config, stages:
             dtype=stages.indexed_dtype, seed=seed), SHARDS)
         lists.append(list_shards(shards, paths, label))
         made.append(shards | f"{label}CountOutput" >> beam.Map(
-            lambda shard, index: (index, (shard["records"], shard["tokens"])), index))
+            lambda shard, index: (index, (shard.records, shard.tokens)), index))
     source_figures(tokenized_docs, made | "MadeBySources" >> beam.Flatten(), mixture=mixture,
                    output=output, seed=seed, copies=(1.0,) * count,
                    planned=mixture_weights(tokenized_docs, mixture), staging=staging)

@@ -23,11 +23,10 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from bert_pretraining_data.loaders.manifest import DatasetManifest
-from bert_pretraining_data.pipeline.build import SAMPLE_DOCUMENT_SEQUENCES, stage_list
+from bert_pretraining_data.pipeline.build import SAMPLE_DOCUMENT_SEQUENCES, list_shards
 from bert_pretraining_data.pipeline.options import Config
 from bert_pretraining_data.pipeline.prepare import Prepared, run_to_completion
-from bert_pretraining_data.pipeline.publish import (SHARD_LIST_NAME, OutputPaths, placed, publish,
-                                                    read_staging_json)
+from bert_pretraining_data.pipeline.publish import OutputPaths, publish, staged_shards
 from bert_pretraining_data.pipeline.run_manifest import run_manifest
 from bert_pretraining_data.transforms.d2l.beam import (AnalyzeVocabulary, CreatePairs,
                                                        EncodeParagraphs, LineSource, MaskTokens,
@@ -78,9 +77,7 @@ def build_d2l_pipeline(p: beam.Pipeline, *, config: Config, patterns: list[str],
     shards = (entries | "WriteShards" >> WriteShards(
         staging_dir=output.staging_dir, shard_names=output.shard_names,
         compression=config.compression, shuffle=config.shuffle))[SHARDS]
-    shard_list = (shards
-                  | "CollectShards" >> beam.combiners.ToList()
-                  | "ListShards" >> beam.Map(stage_list, output, SHARD_LIST_NAME))
+    shard_list = list_shards(shards, output, "")
     vocab_file = vocabulary | "WriteVocabulary" >> beam.Map(
         _write_vocabulary, output.staged_vocab_path)
     return {"paragraphs": paragraphs, "vocabulary": vocabulary, "encoded": encoded,
@@ -114,7 +111,7 @@ def run_d2l(prepared: Prepared) -> DatasetManifest:
     counters = run_to_completion(pipeline)
     manifest = run_manifest(config, output, vocab_sha256=_staged_vocabulary_sha256(output),
                             inputs=prepared.inputs,
-                            shards=placed(read_staging_json(output, SHARD_LIST_NAME), output),
+                            shards=staged_shards(output),
                             counters=counters, warnings=warnings(counters))
     publish(output, manifest, replaces=prepared.replaces)
     return manifest

@@ -162,10 +162,10 @@ def indexed_text(manifest: Manifest) -> str:
     """A Megatron-LM dataset's shards (--output_format=megatron): the prefixes
     --data-path takes, with their sentences, documents and tokens."""
     rows = [("prefix", "sentences", "documents", "tokens")]
-    rows += [(shard.path, f"{entry['records']:,}", f"{entry['documents']:,}",
-              f"{entry['tokens']:,}")
+    rows += [(shard.path, f"{entry.records:,}", f"{entry.figures['documents']:,}",
+              f"{entry.tokens:,}")
              for shard, entry in zip(manifest.shards, sorted(manifest.content.shards,
-                                                             key=lambda s: s["shard"]))]
+                                                             key=lambda s: s.shard))]
     lines = ["Megatron-LM indexed datasets (read them with megatron-core's "
              "IndexedDataset; docs/megatron.md):", *table(rows, left=("prefix",))]
     if manifest.content.mixture:
@@ -182,9 +182,9 @@ def megatron_blend(manifest: Manifest) -> list[tuple[float, str]]:
     tokens at the share the mixed layout would give it. Prefixes without a
     sentence are left out (megatron-core cannot open them)."""
     weights = {source["name"]: source["weight"] for source in manifest.content.mixture["sources"]}
-    entries = sorted(manifest.content.shards, key=lambda s: s["shard"])
-    return [(weights[posixpath.basename(posixpath.dirname(entry["path"]))] * entry["tokens"],
-             shard.path) for shard, entry in zip(manifest.shards, entries) if entry["records"]]
+    entries = sorted(manifest.content.shards, key=lambda s: s.shard)
+    return [(weights[posixpath.basename(posixpath.dirname(entry.path))] * entry.tokens,
+             shard.path) for shard, entry in zip(manifest.shards, entries) if entry.records]
 
 
 def mixture_text(mixture: dict) -> str:

@@ -103,7 +103,7 @@ def summary(path: str, manifest: DatasetManifest) -> str:
     shards, counters = manifest.shards, manifest.counters
     made = output_format(manifest.flags["output_format"]).holds
     lines = [f"wrote {manifest.total_instances:,} {made} in {len(shards)} shard(s):"]
-    lines += [f"  {s['path']}  ({s['records']:,} records)" for s in shards[:5]]
+    lines += [f"  {s.path}  ({s.records:,} records)" for s in shards[:5]]
     if len(shards) > 5:
         lines.append(f"  ... and {len(shards) - 5} more")
     for name, split in (manifest.splits or {}).items():

@@ -33,6 +33,7 @@ from bert_pretraining_data.transforms.split.held_out import SPLITS, TRAIN
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
 from bert_pretraining_data.transforms.write.beam import file_digest, read_file
 from bert_pretraining_data.transforms.write.formats import output_format
+from bert_pretraining_data.transforms.write.shard_record import ShardRecord
 
 STAGING_NAME = ".staging"
 SHARD_LIST_NAME = "shards.json"
@@ -253,24 +254,26 @@ def remove_tree(path: str) -> None:
         FileSystems.delete([path])
 
 
-def placed(shards: Sequence[dict], output: OutputPaths) -> list[dict]:
+def placed(shards: Sequence[ShardRecord], output: OutputPaths) -> list[ShardRecord]:
     """The writer's shard list in shard order, each at its final path."""
-    return [dict(s, path=output.final_paths[s["shard"]])
-            for s in sorted(shards, key=lambda s: s["shard"])]
+    return [s.placed(output.final_paths[s.shard]) for s in sorted(shards, key=lambda s: s.shard)]
 
 
-def training_shards(output: OutputPaths) -> list[dict]:
+def staged_shards(output: OutputPaths) -> list[ShardRecord]:
+    """The shard list a writer staged for this part of the output, placed."""
+    return placed([ShardRecord.from_json(shard)
+                   for shard in read_staging_json(output, SHARD_LIST_NAME)], output)
+
+
+def training_shards(output: OutputPaths) -> list[ShardRecord]:
     """Training's shards as the pipeline staged them, at their final paths
     (a mixture's sources, each in its folder: theirs in source order,
     numbered on)."""
     train = output.part(TRAIN)
     if train is not output or not output.parts:
-        return placed(read_staging_json(train, SHARD_LIST_NAME), train)
-    shards: list[dict] = []
-    for part in output.part_outputs:
-        for shard in placed(read_staging_json(part, SHARD_LIST_NAME), part):
-            shards.append(dict(shard, shard=len(shards)))
-    return shards
+        return staged_shards(train)
+    shards = [shard for part in output.part_outputs for shard in staged_shards(part)]
+    return [shard.placed(shard.path, number) for number, shard in enumerate(shards)]
 
 
 def staged_paths(output: OutputPaths) -> list[str]:
@@ -311,15 +314,6 @@ def move_files(sources: Sequence[str], destinations: Sequence[str],
             raise PublishError(f"{len(failed)} staged file(s) could not be moved, "
                                f"{source} -> {destination} among them "
                                f"({_one_line(cause)})") from error
-
-
-def _file_bytes(shard: dict, output: OutputPaths) -> list[tuple[int, str] | None]:
-    """(size, sha256) of each file a shard's manifest entry records, in
-    `output.suffixes` order (None: the reference run records none)."""
-    if "files" in shard:  # a Megatron pair: its files by suffix
-        return [(shard["files"][suffix[1:]]["bytes"], shard["files"][suffix[1:]]["sha256"])
-                for suffix in output.suffixes]
-    return [(shard["bytes"], shard["sha256"]) if "sha256" in shard else None]
 
 
 def _one_line(err: object, limit: int = 300) -> str:
@@ -426,7 +420,8 @@ def _publish(output: OutputPaths, manifest: DatasetManifest, *, replaces: Sequen
     # A rename is checked against the bytes the manifest records (the
     # reference run's shards record none).
     move_files(staged_paths(output), output.final_files,
-               [expected for s in manifest.all_shards() for expected in _file_bytes(s, output)])
+               [expected for s in manifest.all_shards()
+                for expected in s.file_digests([suffix[1:] for suffix in output.suffixes])])
     if documents is not None:
         recorded = {f["path"]: (f["bytes"], f["sha256"])
                     for f in manifest.refresh.documents["files"]}

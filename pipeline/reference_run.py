@@ -23,6 +23,7 @@ from bert_pretraining_data.pipeline.stages import StageSettings
 from bert_pretraining_data.transforms.instances.units_kernel import reference_entries
 from bert_pretraining_data.transforms.tokenize.chinese_words import line_ids
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import Tokenizer
+from bert_pretraining_data.transforms.write.shard_record import ShardRecord
 
 
 def original_file_order(input_file: str) -> list[str]:
@@ -75,7 +76,7 @@ def flatten(documents: list[list[list[int]]]) -> tuple[np.ndarray, np.ndarray, n
 
 
 def run_compat(config: Config, *, stages: StageSettings, tokenizer: Tokenizer,
-               output: OutputPaths) -> list[dict]:
+               output: OutputPaths) -> list[ShardRecord]:
     """Writes the staged shards; returns the shard list for the manifest."""
     rng = random.Random(config.random_seed)
     paths = original_file_order(config.input_file)
@@ -96,5 +97,5 @@ def run_compat(config: Config, *, stages: StageSettings, tokenizer: Tokenizer,
             for chunk in stages.rows.chunks(batch.entries, batch.bounds, ours,
                                             np.arange(len(ours) + 1, dtype=np.int64)):
                 f.write(chunk)
-        shards.append({"shard": shard, "name": name, "records": len(ours)})
+        shards.append(ShardRecord(shard=shard, name=name, records=len(ours)))
     return shards

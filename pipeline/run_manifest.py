@@ -23,13 +23,14 @@ from bert_pretraining_data.pipeline.options import Config
 from bert_pretraining_data.pipeline.publish import (AUDIT_NAME, DECONTAMINATION_NAME, DEDUP_NAME,
                                                     FIGURES_NAME, MIXTURE_OUTPUT_NAME,
                                                     MIXTURE_SOURCES_NAME, NEAR_COPY_NAME,
-                                                    PROBLEM_LIST_NAME, SHARD_LIST_NAME, SPLIT_NAME,
-                                                    OutputPaths, dataset_warnings, placed,
-                                                    read_staging_json, training_shards)
+                                                    PROBLEM_LIST_NAME, SPLIT_NAME, OutputPaths,
+                                                    dataset_warnings, read_staging_json,
+                                                    staged_shards, training_shards)
 from bert_pretraining_data.pipeline.stages import held_out_config, record_layout
 from bert_pretraining_data.transforms.read.mixture import Mixture
 from bert_pretraining_data.transforms.split.held_out import TRAIN, split_seed
 from bert_pretraining_data.transforms.write.formats import output_format
+from bert_pretraining_data.transforms.write.shard_record import ShardRecord
 
 
 def package_versions() -> dict[str, str]:
@@ -47,35 +48,30 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
-def packing_summary(config: Config, shards: Sequence[dict], max_predictions_per_row: int
+def packing_summary(config: Config, shards: Sequence[ShardRecord], max_predictions_per_row: int
                     ) -> Packing:
     """The packed rows (--pack_sequences), from the writer's shard list: their
     depths and how full they are."""
-    rows = sum(s["records"] for s in shards)
-    tokens = sum(s["tokens"] for s in shards)
-    by_depth = [sum(column) for column in zip(*(s["rows_by_depth"] for s in shards))]
+    rows = sum(s.records for s in shards)
+    tokens = sum(s.tokens for s in shards)
+    by_depth = [sum(column) for column in zip(*(s.figures["rows_by_depth"] for s in shards))]
     return Packing(max_sequences_per_pack=config.max_sequences_per_pack,
                    max_predictions_per_row=max_predictions_per_row,
-                   rows=rows, instances=sum(s["instances"] for s in shards), tokens=tokens,
+                   rows=rows, instances=sum(s.instances for s in shards), tokens=tokens,
                    token_slots=rows * config.max_seq_length,
                    filled=round(tokens / max(1, rows * config.max_seq_length), 6),
                    rows_by_depth={str(depth): n for depth, n in enumerate(by_depth, 1)})
 
 
-def _described(shards: Sequence[dict]) -> list[dict]:
-    """Shards as the manifest lists them: their columns are its schema."""
-    return [{k: v for k, v in s.items() if k != "columns"} for s in shards]
-
-
-def _schema(shards: Sequence[dict]) -> dict[str, str] | None:
+def _schema(shards: Sequence[ShardRecord]) -> dict[str, str] | None:
     """Parquet and MDS shards name their columns' types (MDS: encodings); the
     manifest states them once."""
-    return next((s["columns"] for s in shards if "columns" in s), None)
+    return next((s.columns for s in shards if s.columns is not None), None)
 
 
-def _instances(shards: Sequence[dict]) -> int:
+def _instances(shards: Sequence[ShardRecord]) -> int:
     """A packed shard's records are rows of several instances."""
-    return sum(s.get("instances", s["records"]) for s in shards)
+    return sum(s.instances for s in shards)
 
 
 def split_records(config: Config, output: OutputPaths, train_instances: int,
@@ -100,11 +96,11 @@ def split_records(config: Config, output: OutputPaths, train_instances: int,
                 **common, instances=train_instances, dupe_factor=config.dupe_factor,
                 masking=config.masking, **near)
             continue
-        shards = read_staging_json(part, SHARD_LIST_NAME)
+        shards = staged_shards(part)
         records[name] = SplitRecord(
             **common, instances=_instances(shards), near_copies_dropped=0, dupe_factor=1,
             masking=config.masking if indexed else held_out.masking,
-            shards=_described(placed(shards, part)),
+            shards=[shard.listed() for shard in shards],
             features={} if indexed else record_layout(held_out).roles(), schema=_schema(shards),
             packing=(packing_summary(held_out, shards, max_predictions_per_row)
                      if config.pack_sequences else None))
@@ -160,7 +156,7 @@ def _dedup_summary(output: OutputPaths, config: Config) -> dict:
 
 
 def run_manifest(config: Config, output: OutputPaths, *, vocab_sha256: str,
-                 inputs: Sequence[tuple[str, int]], shards: Sequence[dict],
+                 inputs: Sequence[tuple[str, int]], shards: Sequence[ShardRecord],
                  counters: dict[str, int], input_problems: Sequence[dict] = (),
                  warnings: Sequence[str] = (), max_predictions_per_row: int | None = None,
                  documents: DocumentPlan | None = None,
@@ -181,7 +177,7 @@ def run_manifest(config: Config, output: OutputPaths, *, vocab_sha256: str,
                   else record_layout(config).roles()),
         vocab_sha256=vocab_sha256,
         inputs=[{"path": p, "bytes": size} for p, size in inputs],
-        shards=_described(shards),
+        shards=[shard.listed() for shard in shards],
         total_instances=total_instances,
         counters=dict(sorted(counters.items())),
         dedup=dedup,

@@ -109,3 +109,36 @@ def test_a_run_writes_the_manifest_it_publishes(tmp_path, monkeypatch):
     assert result == manifest.to_json() == json.loads(text)
     assert manifest.packing is not None and manifest.schema is not None
     assert set(result) == set(_fixture("parquet_packed.json"))  # today's keys, no other
+
+
+def test_a_shard_entry_is_a_typed_record_that_writes_back_its_keys():
+    """A shard's entry is a ShardRecord (transforms.write.shard_record), read
+    and written in one place: its fields typed, its row writer's figures
+    beside them, and every key written back as read, a Megatron pair's files,
+    the reference run's entry without bytes and a held-out split's shards
+    included."""
+    fixture = _fixture("parquet_packed.json")
+    shard, entry = DatasetManifest.from_json(fixture).shards[0], fixture["shards"][0]
+    assert (shard.shard, shard.name, shard.records, shard.bytes, shard.sha256, shard.path) == (
+        entry["shard"], entry["name"], entry["records"], entry["bytes"], entry["sha256"],
+        entry["path"])
+    assert (shard.instances, shard.tokens) == (entry["instances"], entry["tokens"])
+    assert shard.figures == {"instances": entry["instances"], "tokens": entry["tokens"],
+                             "rows_by_depth": entry["rows_by_depth"]}
+    assert shard.file_digests([""]) == [(entry["bytes"], entry["sha256"])]
+
+    pair = {"shard": 1, "name": "shard-00001", "records": 7, "documents": 2, "tokens": 90,
+            "bytes": 1100, "path": "/out/part-00001-of-00002",
+            "files": {"bin": {"bytes": 1000, "sha256": "ab"}, "idx": {"bytes": 100, "sha256": "cd"}}}
+    reference = {"shard": 0, "name": "shard-00000", "records": 5, "path": "/out/a.tfrecord"}
+    today = _fixture("tfrecord.json")
+    split = {"fraction": 0.1, "documents": 3, "tokens": 40, "instances": 5, "seed": 7,
+             "near_copies_dropped": 0, "dupe_factor": 1, "masking": "static"}
+    with_splits = {**today, "shards": [reference], "splits": {
+        "train": {**split, "fraction": 0.9}, "validation": {**split, "shards": [pair]}}}
+    manifest = DatasetManifest.from_json(with_splits)
+    assert manifest.to_json() == with_splits
+    held_out = manifest.splits["validation"].shards[0]
+    assert held_out.file_digests(["bin", "idx"]) == [(1000, "ab"), (100, "cd")]
+    assert (held_out.records, held_out.tokens, held_out.figures["documents"]) == (7, 90, 2)
+    assert manifest.shards[0].instances == 5 and manifest.shards[0].file_digests([""]) == [None]

@@ -312,7 +312,7 @@ def test_columnar_versions_refresh_report_changes_and_expire(corpus, tmp_path, o
     assert changed["changes"]["documents"]["added"] == 1
     recorded = read_manifest(str(root / changed["version"]))
     assert changed["changes"]["bytes"]["current"] == sum(
-        s["bytes"] for s in recorded.content.shards)
+        s.bytes for s in recorded.content.shards)
     assert recorded.content.format == f"bert-pretraining-{output_format}/1"
     assert changed["expired_versions"] == [first["version"]]
     assert _versions(root) == [changed["version"]]

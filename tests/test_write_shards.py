@@ -29,6 +29,7 @@ from bert_pretraining_data.transforms.write.beam import (SHARDS, WriteShards, _D
                                                          file_digest, read_tfrecord_file,
                                                          shard_path, write_shard_file)
 from bert_pretraining_data.transforms.write.rows import RawRecords
+from bert_pretraining_data.transforms.write.shard_record import ShardRecord
 from bert_pretraining_data.transforms.write.tfrecord import frame_record, read_records, write_record
 from helpers.records import encode_example
 
@@ -323,8 +324,9 @@ def test_records_land_in_their_shard_sorted_and_empty_shards_are_written(tmp_pat
     expected_results = []
     for index, (name, records) in enumerate(zip(shard_names(), shards)):
         data = b"".join(frame_record(r) for r in records)
-        expected_results.append({"shard": index, "name": name, "records": len(records),
-                                 "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+        expected_results.append(ShardRecord(shard=index, name=name, records=len(records),
+                                            bytes=len(data),
+                                            sha256=hashlib.sha256(data).hexdigest()))
 
     result = run_write_shards(tmp_path, pairs, check=equal_to(expected_results))
 
@@ -398,10 +400,10 @@ def test_gzip_shards_are_readable_and_byte_identical_across_runs(tmp_path):
     def digests_match_files(staging_dir):
         def check(results):
             for result in results:
-                path = shard_path(str(staging_dir), result["name"])
-                if file_digest(path) != (result["bytes"], result["sha256"]):
+                path = shard_path(str(staging_dir), result.name)
+                if file_digest(path) != (result.bytes, result.sha256):
                     raise BeamAssertException(f"digest mismatch for {path}")
-            if sorted(r["shard"] for r in results) != list(range(NUM_SHARDS)):
+            if sorted(r.shard for r in results) != list(range(NUM_SHARDS)):
                 raise BeamAssertException(f"missing shards in {results}")
         return check
 

@@ -35,6 +35,7 @@ from bert_pretraining_data.transforms.handoff.tokenized_documents import compact
 from bert_pretraining_data.transforms.tokenize.chinese_words import MARK
 from bert_pretraining_data.transforms.write.megatron import IndexedDatasetWriter
 from bert_pretraining_data.transforms.write.rows import RawRecords, RowWriter
+from bert_pretraining_data.transforms.write.shard_record import ShardRecord
 from bert_pretraining_data.transforms.write.tfrecord import read_records
 
 
@@ -235,7 +236,7 @@ class _WriteShardFn(CountingDoFn):
         self._frames = EntryFrames(self._codebook)
 
     def process(self, element: tuple[int, Iterable[bytes | str | None]]
-                ) -> Iterator[tuple[dict[str, Any], list[str]]]:
+                ) -> Iterator[tuple[ShardRecord, list[str]]]:
         shard_index, values = element
         bucket_paths = []
         name = self._shard_names[shard_index]
@@ -261,7 +262,8 @@ class _WriteShardFn(CountingDoFn):
             stats = {"records": rows.records, "files": files,
                      "bytes": sum(f["bytes"] for f in files.values())}
         self._count.counts["records_written"] += stats["records"]
-        yield {"shard": shard_index, "name": name, **stats, **rows.stats}, sorted(bucket_paths)
+        yield (ShardRecord.from_json({"shard": shard_index, "name": name, **stats, **rows.stats}),
+               sorted(bucket_paths))
 
 
 class _DeleteBucketsFn(beam.DoFn):
@@ -270,9 +272,9 @@ class _DeleteBucketsFn(beam.DoFn):
     def __init__(self, *, staging_dir: str):
         self._staging_dir = staging_dir
 
-    def process(self, element: tuple[dict[str, Any], list[str]]) -> Iterator[dict[str, Any]]:
+    def process(self, element: tuple[ShardRecord, list[str]]) -> Iterator[ShardRecord]:
         result, bucket_paths = element
-        leftovers = FileSystems.match([bucket_glob(self._staging_dir, result["shard"])])
+        leftovers = FileSystems.match([bucket_glob(self._staging_dir, result.shard)])
         delete_files([*bucket_paths, *(m.path for m in leftovers[0].metadata_list)])
         yield result
 
@@ -285,9 +287,9 @@ class WriteShards(beam.PTransform):
     Entry e goes to shard `key % len(shard_names)`; `rows` (default: the
     payloads are serialized records, `RawRecords`) sorts a shard's entries and
     makes its records. Every shard is written, an empty one as an empty (or
-    empty gzip) file. Outputs SHARDS, one dict per shard: {"shard", "name",
-    "records", "bytes", "sha256"} describing the file as written under
-    `staging_dir`, plus the row writer's statistics; and FIGURES, its counts.
+    empty gzip) file. Outputs SHARDS, a ShardRecord per shard (its records,
+    bytes and sha256 as written under `staging_dir`, and the row writer's
+    figures); and FIGURES, its counts.
     """
 
     def __init__(self, *, staging_dir: str, shard_names: Sequence[str],
@@ -384,7 +386,7 @@ class _WriteIndexedDataset(CountingDoFn):
         self._count = BundleCounters("indexed_sequences")
 
     def process(self, element: tuple[int, Iterable[tuple[int, str, bytes] | None]]
-                ) -> Iterator[dict[str, Any]]:
+                ) -> Iterator[ShardRecord]:
         shard, documents = element
         name = self._shard_names[shard]
         files = {}
@@ -404,9 +406,9 @@ class _WriteIndexedDataset(CountingDoFn):
             handle.write(index)
         files["idx"] = {"bytes": len(index), "sha256": hashlib.sha256(index).hexdigest()}
         self._count.counts["indexed_sequences"] += writer.sequences
-        yield {"shard": shard, "name": name, "records": writer.sequences,
-               "documents": writer.documents, "tokens": writer.tokens,
-               "bytes": files["bin"]["bytes"] + files["idx"]["bytes"], "files": files}
+        yield ShardRecord(shard=shard, name=name, records=writer.sequences,
+                          bytes=files["bin"]["bytes"] + files["idx"]["bytes"], files=files,
+                          figures={"documents": writer.documents, "tokens": writer.tokens})
 
 
 class WriteIndexedDatasets(beam.PTransform):
@@ -414,8 +416,8 @@ class WriteIndexedDatasets(beam.PTransform):
     `.bin` and `.idx` pair per shard name, one sequence per sentence
     (transforms.write.megatron): each document in the shard and place its
     seeded hash gives, every shard written (an empty one too). Outputs
-    SHARDS, one dict per shard: its sequences, documents, tokens and files'
-    sizes and sha256; and FIGURES, its counts."""
+    SHARDS, a ShardRecord per shard: its sequences, documents, tokens and
+    files' sizes and sha256; and FIGURES, its counts."""
 
     def __init__(self, *, staging_dir: str, shard_names: Sequence[str], dtype: str,
                  seed: int) -> None:
