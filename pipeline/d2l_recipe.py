@@ -45,8 +45,9 @@ def _write_vocabulary(tokens: list[str], path: str) -> int:
 
 
 def build_d2l_pipeline(p: beam.Pipeline, *, config: Config, patterns: list[str],
-                       output: OutputPaths) -> dict[str, beam.PCollection]:
-    """Adds the recipe to `p` (runs nothing); returns PCollections for tests."""
+                       output: OutputPaths) -> None:
+    """Adds the recipe to `p` (runs nothing): it stages the shard list and
+    vocab.txt for run_d2l's publish."""
     seed, max_len = config.random_seed, config.max_seq_length
     root = key_root(patterns)
     lines = tuple(p | f"ReadLines{i}" >> beam.io.Read(LineSource(pattern, root))
@@ -77,12 +78,8 @@ def build_d2l_pipeline(p: beam.Pipeline, *, config: Config, patterns: list[str],
     shards = (entries | "WriteShards" >> WriteShards(
         staging_dir=output.staging_dir, shard_names=output.shard_names,
         compression=config.compression, shuffle=config.shuffle))[SHARDS]
-    shard_list = list_shards(shards, output, "")
-    vocab_file = vocabulary | "WriteVocabulary" >> beam.Map(
-        _write_vocabulary, output.staged_vocab_path)
-    return {"paragraphs": paragraphs, "vocabulary": vocabulary, "encoded": encoded,
-            "instances": masked, "shards": shards, "shard_list": shard_list,
-            "vocab_file": vocab_file}
+    list_shards(shards, output, "")
+    _ = vocabulary | "WriteVocabulary" >> beam.Map(_write_vocabulary, output.staged_vocab_path)
 
 
 def _staged_vocabulary_sha256(output: OutputPaths) -> str:
