@@ -28,6 +28,9 @@ from bert_pretraining_data.transforms.write.formats.tfrecord import TFRECORD
 from bert_pretraining_data.transforms.write.shard_record import ShardRecord
 
 MANIFEST_NAME = "manifest.json"
+# In a refresh's --output_root: one line, the name of the newest complete
+# version (pipeline.versions), the one a reader given the root reads.
+LATEST_NAME = "LATEST"
 # The manifest's layout; a reader of version 1 reads every manifest written so far.
 FORMAT_VERSION = 1
 # An --output_dir dataset's vocabulary, beside its manifest: its vocab.txt, its
@@ -350,11 +353,16 @@ class Manifest:
 
 def find_manifest(location: str) -> str:
     """The manifest of a dataset directory, a manifest path, or a shard pattern
-    (looked up in the pattern's directory)."""
+    (looked up in the pattern's directory); of a refresh's root, the manifest
+    of the version its LATEST names."""
     if location.endswith(".json"):
         return location
     directory = location if files.is_dir(location) else files.dirname(location)
-    return files.join(directory, MANIFEST_NAME)
+    found, latest = files.join(directory, MANIFEST_NAME), files.join(directory, LATEST_NAME)
+    if not files.exists(found) and files.exists(latest):
+        version = files.read_bytes(latest).decode("utf-8").strip()
+        return files.join(directory, version, MANIFEST_NAME)
+    return found
 
 
 def _resolve_shard(recorded: str, base_dir: str, manifest_path: str, file: str = "") -> str:

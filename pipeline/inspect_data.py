@@ -3,6 +3,7 @@
     inspect-pretraining-data out/                     # summary, 20 instances, histogram
     inspect-pretraining-data gs://b/bert-data/ --num_instances=5 --plot=lengths.png
     inspect-pretraining-data out/ --split=validation  # a held-out split's instances
+    inspect-pretraining-data root/                    # a refresh's: the version LATEST names
 
 The manifest's summary (and its table of splits, when it has held-out ones),
 the first instances of one split decoded like the original's "*** Example ***"
@@ -25,6 +26,8 @@ from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, Pack
 from bert_pretraining_data.loaders.records import Instance, read_instances
 from bert_pretraining_data.pipeline.command_line import (FlagGroup, OneLineParser, build_parser,
                                                          flag, run_command)
+from bert_pretraining_data.pipeline.retention import list_versions
+from bert_pretraining_data.pipeline.versions import read_latest
 from bert_pretraining_data.transforms.split.held_out import SPLITS, TRAIN
 from bert_pretraining_data.transforms.write.formats import output_format
 
@@ -187,6 +190,22 @@ def megatron_blend(manifest: Manifest) -> list[tuple[float, str]]:
              shard.path) for shard, entry in zip(manifest.shards, entries) if entry.records]
 
 
+def refresh_root_text(location: str, manifest: Manifest) -> str | None:
+    """Given a refresh's --output_root (the loaders read the version its LATEST
+    names): its versions, and which one this report reads."""
+    if posixpath.dirname(manifest.path).rstrip("/") == location.rstrip("/"):
+        return None  # a dataset's own directory, or a manifest path
+    latest = read_latest(location) if not location.endswith(".json") else None
+    if latest is None:
+        return None
+    versions = list_versions(location)
+    complete = [version.name for version in versions if version.complete]
+    writing = len(versions) - len(complete)
+    return (f"refresh root {location.rstrip('/')}: {len(complete)} version(s) "
+            f"({', '.join(complete)})" + (f", {writing} being written" if writing else "")
+            + f"; LATEST names {latest}, which this report reads")
+
+
 def mixture_text(mixture: dict) -> str:
     """A row per source of a mixture (--mixture): its weight, what it held
     and what it made, and the copies dropped across sources."""
@@ -291,6 +310,9 @@ def report(dataset: str, *, split: str = TRAIN, num_instances: int = 20,
     manifest = read_manifest(dataset, split=split)
     tokens = vocabulary_tokens(manifest, vocab_file)
     parts = [summary(manifest)]
+    root = refresh_root_text(dataset, manifest)
+    if root:
+        parts[0] = root + "\n" + parts[0]
     if not output_format(manifest.output_format).makes_instances:
         return "\n".join([*parts, indexed_text(manifest)])
     if manifest.content.splits:
@@ -330,7 +352,8 @@ class InspectFlags(FlagGroup):
 
     SECTION = ("dataset", "which dataset, and how much of it is read")
 
-    dataset: str = flag("dataset directory or manifest.json (local or gs://)", positional=True)
+    dataset: str = flag("dataset directory, manifest.json or a refresh's --output_root (the "
+                        "version its LATEST names; local or gs://)", positional=True)
     split: str = flag(
         "the split whose instances are printed and measured: a dataset written with "
         "--validation_fraction or --test_fraction has held-out ones beside training",

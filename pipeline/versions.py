@@ -13,9 +13,9 @@ import re
 
 from apache_beam.io.filesystems import FileSystems
 
+from bert_pretraining_data.loaders.manifest import LATEST_NAME
 from bert_pretraining_data.pipeline.beam_options import ConfigError
 
-LATEST_NAME = "LATEST"
 FINGERPRINT_NAME = "fingerprint.json"
 VERSION_NAME = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{8}")  # what version_name makes
 

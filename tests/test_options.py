@@ -96,6 +96,10 @@ def test_beam_options_pass_through():
     (["--next_sentence=mlm"], "argument --next_sentence: invalid choice"),
     (["--ngram=2", "--reference_compatible", "--random_seed=-1"], "in [0, 2**32)"),
     (["--reference_compatible", "--sentence_splitter=syntok"], "drop --sentence_splitter"),
+    (["--output_format=megatron", "--recipe=roberta"],
+     "--recipe=roberta makes instances here; drop one"),
+    (["--output_format=megatron", "--reference_compatible"],
+     "--reference_compatible writes the original's records, not --output_format=megatron's"),
     (["--dupe_factr=5"], "unknown flag --dupe_factr: not a flag of this tool nor a Beam"),
     (["--runer", "DirectRunner"], "unknown flag --runer"),
 ])

@@ -14,7 +14,9 @@ import pytest
 
 from conftest import DATA, UNCASED_VOCAB
 from helpers.gcs_emulator import gcs  # noqa: F401  (fixture)
+from bert_pretraining_data.loaders.manifest import read_manifest
 from bert_pretraining_data.pipeline.beam_options import ConfigError
+from bert_pretraining_data.pipeline.inspect_data import report
 from bert_pretraining_data.pipeline.main import create_dataset
 from bert_pretraining_data.pipeline.refresh import Fingerprint, input_states, main, promote, refresh
 from bert_pretraining_data.pipeline.versions import FINGERPRINT_NAME
@@ -175,6 +177,15 @@ def test_unchanged_corpus_is_skipped_and_a_change_makes_a_new_version(corpus, tm
     assert flags_changed["expired_versions"] == [first["version"]]
     assert _versions(root) == [changed["version"], flags_changed["version"]]
 
+    # Given the root, the loaders and inspect-pretraining-data read the version LATEST names.
+    newest = root / flags_changed["version"]
+    assert read_manifest(str(root)).path == str(newest / "manifest.json")
+    assert report(str(root), num_instances=1).startswith(
+        f"refresh root {root}: 2 version(s) ({changed['version']}, {flags_changed['version']}); "
+        f"LATEST names {flags_changed['version']}, which this report reads\n"
+        f"dataset: {newest / 'manifest.json'}")
+    assert "refresh root" not in report(str(newest), num_instances=1)
+
 
 @pytest.mark.slow
 def test_failed_run_leaves_latest_untouched(corpus, tmp_path):
@@ -295,7 +306,6 @@ def test_columnar_versions_refresh_report_changes_and_expire(corpus, tmp_path, o
     """--output_format=parquet or mds through a refresh: each version's shards
     read back, the change report counts documents and bytes, retention keeps
     the newest."""
-    from bert_pretraining_data.loaders.manifest import read_manifest
     from bert_pretraining_data.loaders.records import read_instances
 
     root = tmp_path / "root"

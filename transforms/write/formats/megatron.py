@@ -40,9 +40,11 @@ class MegatronFormat(OutputFormat):
              "--dupe_factor and --masking"),
             (config.compression is None, "Megatron-LM reads uncompressed .bin files; drop "
              "--compression and --gzip_compress"),
-            (config.recipe == "bert" and not config.reference_compatible,
-             f"--output_format={self.name} writes the bert recipe's tokenized corpus, without "
-             "--reference_compatible; drop one"),
+            (config.recipe == "bert", f"--output_format={self.name} writes a tokenized "
+             "corpus, from which Megatron-LM makes its own samples, and --recipe="
+             f"{config.recipe} makes instances here; drop one"),
+            (not config.reference_compatible, "--reference_compatible writes the original's "
+             f"records, not --output_format={self.name}'s tokenized corpus; drop one"),
             (not config.mixture or config.mixture_layout == "by_source",
              f"--output_format={self.name} writes a mixture's sources apart, for a blend "
              "(--data-path) to weigh at training time: add --mixture_layout=by_source"),
