@@ -56,8 +56,8 @@ def create_dataset(argv: Sequence[str], *, history: DocumentHistory | None = Non
     check_dataflow_options(config, beam_args)
     prepared = prepare(config, beam_args)
     estimate = functools.cache(lambda: estimate_space(prepared))
-    # a local output's space, and the tokenizer engine's check: said before the work
-    for warning in (space_warning(prepared, estimate), prepared.engine_warning):
+    # a local output's space, and what prepare found: said before the work
+    for warning in (space_warning(prepared, estimate), *prepared.warnings):
         if warning:
             print(f"{PROG}: warning: {warning}", file=sys.stderr, flush=True)
     with full_disk_reported(prepared, estimate):
@@ -79,7 +79,7 @@ def _run_bert(prepared: Prepared, history: DocumentHistory | None) -> DatasetMan
                                    output=output), output)
         manifest = run_manifest(config, output, vocab_sha256=prepared.vocab.sha256,
                                 inputs=prepared.inputs, shards=shards, counters={},
-                                warnings=list(filter(None, [prepared.engine_warning])),
+                                warnings=list(prepared.warnings),
                                 tokenizer_engine=prepared.stages.tokenizer.engine,
                                 max_predictions_per_row=prepared.stages.rows.max_predictions,
                                 mixture=prepared.mixture)

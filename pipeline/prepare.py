@@ -22,6 +22,7 @@ from bert_pretraining_data.pipeline.changes import DocumentHistory, DocumentPlan
 from bert_pretraining_data.pipeline.input_sample import sample_documents, sample_entries
 from bert_pretraining_data.pipeline.local_runner import new_pipeline
 from bert_pretraining_data.pipeline.options import Config
+from bert_pretraining_data.pipeline.options.masking import prediction_cap_warning
 from bert_pretraining_data.pipeline.publish import OutputPaths, prepare_output
 from bert_pretraining_data.pipeline.run_manifest import PublishPlan
 from bert_pretraining_data.pipeline.stages import StageSettings
@@ -62,7 +63,9 @@ class Prepared:
     stages: StageSettings | None
     benchmarks: list[str] = dataclasses.field(default_factory=list)  # --decontaminate's files
     mixture: Mixture | None = None  # --mixture's sources, read in place of --input_file
-    engine_warning: str | None = None  # the tokenizer engine's check failed (tokenizer_engine)
+    # known before the work: the tokenizer engine's check failed (tokenizer_engine),
+    # the masks' cap is under what --masked_lm_prob asks (prediction_cap_warning)
+    warnings: tuple[str, ...] = ()
 
     @property
     def patterns(self) -> list[str]:
@@ -80,7 +83,7 @@ class Prepared:
                            max_predictions_per_row=self.stages.rows.max_predictions,
                            documents=documents, mixture=self.mixture,
                            tokenizer_engine=self.stages.tokenizer.engine,
-                           engine_warning=self.engine_warning)
+                           warnings=self.warnings)
 
     def document_plan(self, history: DocumentHistory | None) -> DocumentPlan | None:
         """Where this run's document hashes go, when a refresh asks for them."""
@@ -133,7 +136,8 @@ def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:
         for source, files in zip(mixture.sources, by_source)] if mixture else ())
     return Prepared(config=config, beam_args=beam_args, inputs=inputs, output=output,
                     replaces=replaces, vocab=vocab, stages=stages, benchmarks=benchmarks,
-                    mixture=mixture, engine_warning=engine_warning)
+                    mixture=mixture, warnings=tuple(filter(None, [
+                        engine_warning, prediction_cap_warning(config)])))
 
 
 def entry_codebook_of(config: Config, stages: StageSettings, vocab: Vocabulary,

@@ -213,7 +213,7 @@ class PublishPlan:
     documents: DocumentPlan | None = None  # where the documents' hashes went (a refresh)
     mixture: Mixture | None = None
     tokenizer_engine: str | None = None
-    engine_warning: str | None = None  # the tokenizer engine's check failed
+    warnings: Sequence[str] = ()  # known before the run (pipeline.prepare.Prepared)
 
 
 def staged_manifest(plan: PublishPlan) -> DatasetManifest:
@@ -226,8 +226,7 @@ def staged_manifest(plan: PublishPlan) -> DatasetManifest:
     return run_manifest(plan.config, output, vocab_sha256=plan.vocab_sha256, inputs=plan.inputs,
                         shards=training_shards(output), counters=figures,
                         input_problems=problems,
-                        warnings=[*dataset_warnings(figures, problems),
-                                  *filter(None, [plan.engine_warning])],
+                        warnings=[*dataset_warnings(figures, problems), *plan.warnings],
                         tokenizer_engine=plan.tokenizer_engine,
                         max_predictions_per_row=plan.max_predictions_per_row,
                         documents=plan.documents, mixture=plan.mixture)

@@ -10,7 +10,9 @@ import pytest
 
 from bert_pretraining_data.pipeline import options
 from bert_pretraining_data.pipeline.beam_options import ConfigError, with_worker_requirements
+from bert_pretraining_data.pipeline.main import run
 from bert_pretraining_data.pipeline.options import parse_args
+from bert_pretraining_data.pipeline.options.masking import prediction_cap_warning
 from bert_pretraining_data.pipeline.options.output import default_num_shards
 from conftest import DATA, UNCASED_VOCAB
 
@@ -169,3 +171,30 @@ def test_the_rules_between_groups_run_after_every_groups_checks():
     with pytest.raises(ConfigError, match=r"^--reference_compatible reproduces the original "
                        r"BERT script; drop it with --recipe=roberta"):
         parse_args(BASE + ["--reference_compatible", "--recipe=roberta", "--next_sentence=sop"])
+
+
+@pytest.mark.parametrize("flags, shown", [
+    ([], None),  # the original's 128 x 0.15 = 19.2 under its 20
+    (["--max_seq_length=512", "--max_predictions_per_seq=80"], None),  # Google's 512 runs
+    (["--max_seq_length=512"], "masks at most 3.9% of a full 512-token instance's tokens, not "
+     "the --masked_lm_prob=0.15 asked; add --max_predictions_per_seq=77"),
+    (["--next_sentence=none", "--masked_lm_prob=0.3", "--max_seq_length=1024",
+      "--pack_sequences=True"], "masks at most 2.0% of a full 1024-token instance's tokens, not "
+     "the --masked_lm_prob=0.3 asked; add --max_predictions_per_seq=308"),
+    (["--max_seq_length=512", "--masking=none"], None),  # no masks made here
+    (["--max_seq_length=512", "--recipe=roberta"], None),  # its cap is derived
+])
+def test_a_cap_under_the_masked_share_asked_is_said(flags, shown):
+    """The drop-in default of 20 predictions stays, and a run whose cap keeps
+    a full instance under --masked_lm_prob says so (issue 53: 2% masked where
+    30% was asked, without a word)."""
+    warning = prediction_cap_warning(parse_args(BASE + flags)[0])
+    assert warning == (None if shown is None else f"--max_predictions_per_seq=20 {shown}")
+
+
+def test_the_cap_warning_is_printed_and_kept_in_the_manifest(tmp_path, capsys):
+    manifest = run([f"--input_file={DATA / 'sample_text.txt'}", f"--vocab_file={UNCASED_VOCAB}",
+                    f"--output_dir={tmp_path}", "--max_seq_length=256", "--progress=none"])
+    warning = prediction_cap_warning(parse_args(BASE + ["--max_seq_length=256"])[0])
+    assert warning in manifest["warnings"]
+    assert f"create-pretraining-data: warning: {warning}" in capsys.readouterr().err

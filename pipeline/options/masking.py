@@ -4,11 +4,32 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 from typing import AbstractSet, Any, Sequence
 
 from bert_pretraining_data.pipeline.command_line import Check, FlagGroup, flag
 from bert_pretraining_data.transforms.tokenize.chinese_words import SEGMENTERS
 from bert_pretraining_data.transforms.write.formats import output_format
+
+
+# How far masked_lm_prob x max_seq_length may pass --max_predictions_per_seq
+# before a run says so: the original's 128 x 0.15 = 19.2 under its 20 passes.
+PREDICTION_CAP_MARGIN = 1.05
+
+
+def prediction_cap_warning(config: Any) -> str | None:
+    """A full instance gets min(masked_lm_prob x its tokens, the cap) masks.
+    The original keeps the cap of 20 at any length, silently: at 512 tokens
+    and 0.15 it masks 4% where 15% was asked. The drop-in default stays; this
+    says when it bites (the d2l and RoBERTa recipes derive their cap)."""
+    wanted = config.masked_lm_prob * config.max_seq_length
+    cap = config.max_predictions_per_seq
+    if config.masking != "static" or wanted <= PREDICTION_CAP_MARGIN * cap:
+        return None
+    return (f"--max_predictions_per_seq={cap} masks at most {cap / config.max_seq_length:.1%} "
+            f"of a full {config.max_seq_length}-token instance's tokens, not the "
+            f"--masked_lm_prob={config.masked_lm_prob:g} asked; add "
+            f"--max_predictions_per_seq={math.ceil(wanted)}")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
