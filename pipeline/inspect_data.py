@@ -114,14 +114,19 @@ def describe(instance: Instance, tokens: list[str] | None, manifest: Manifest) -
 
 def summary(manifest: Manifest) -> str:
     flags = manifest.flags
-    shown = ("max_seq_length", "max_predictions_per_seq", "masked_lm_prob", "dupe_factor",
-             "random_seed", "do_lower_case", "do_whole_word_mask", "compression")
-    lines = [f"dataset: {manifest.path}",
-             f"{manifest.total_instances:,} instances in {len(manifest.shards)} "
-             f"{manifest.output_format} shard(s); "
-             f"recipe {manifest.recipe}, padding {manifest.padding}, "
-             f"masking {manifest.masking}",
-             objective(manifest),
+    fmt = output_format(manifest.output_format)
+    if fmt.makes_instances:
+        shown = ("max_seq_length", "max_predictions_per_seq", "masked_lm_prob", "dupe_factor",
+                 "random_seed", "do_lower_case", "do_whole_word_mask", "compression")
+        made = [f"{manifest.total_instances:,} instances in {len(manifest.shards)} "
+                f"{manifest.output_format} shard(s); recipe {manifest.recipe}, padding "
+                f"{manifest.padding}, masking {manifest.masking}", objective(manifest)]
+    else:  # a tokenized corpus: the trainer makes its samples, and masks them
+        shown = ("random_seed", "do_lower_case")
+        made = [f"{manifest.total_instances:,} {fmt.holds} in {len(manifest.shards)} "
+                f"{fmt.label} shard(s): the tokenized corpus, a sequence a sentence, with no "
+                "instances, pairs or masks (the trainer makes its samples, epochs and masks)"]
+    lines = [f"dataset: {manifest.path}", *made,
              "flags: " + " ".join(f"{name}={flags.get(name)}" for name in shown),
              f"vocabulary: {manifest.vocab_path} (sha256 "
              f"{str(manifest.content.vocab_sha256)[:12]}...)"]
@@ -174,7 +179,7 @@ def indexed_text(manifest: Manifest) -> str:
     if manifest.content.mixture:
         lines += [mixture_text(manifest.content.mixture),
                   "Megatron-LM blend of the sources at their weights (--data-path):",
-                  "  " + " ".join(f"{weight:.6g} {prefix}"
+                  "  " + " ".join(f"{np.format_float_positional(weight, trim='-')} {prefix}"
                                   for weight, prefix in megatron_blend(manifest))]
     return "\n".join(lines)
 

@@ -85,6 +85,15 @@ def test_megatron_core_reads_each_sentence_of_each_document_once(corpus):
     assert [s["records"] for s in manifest["shards"]] == [len(d["sequences"]) for d in found]
     assert manifest["format"] == "bert-pretraining-megatron/1"
 
+    # inspect-pretraining-data describes the tokenized corpus as it is (issue 53: it printed
+    # the bert recipe's padding, NSP, the collator's masking and max_seq_length)
+    text = report(out)
+    assert (f"{manifest['total_instances']:,} sentences in 2 Megatron-LM indexed dataset "
+            "shard(s): the tokenized corpus") in text
+    for absent in ("recipe", "padding", "next sentence", "collator", "max_seq_length",
+                   "instances in"):
+        assert absent not in text
+
 
 _BLEND = """
 import json, sys
@@ -118,6 +127,7 @@ def test_a_by_source_mixture_blends_in_megatron_at_its_weights(corpus, tmp_path)
     run([f"--mixture={mixture}", f"--output_dir={out}", f"--vocab_file={UNCASED_VOCAB}",
          "--output_format=megatron", "--mixture_layout=by_source", "--num_shards=2"])
     blend = report(str(out)).splitlines()[-1].strip()
+    assert "e+" not in blend and "e-" not in blend  # weights in full, as --data-path takes them
     found = run_client(client_python("megatron-core", MEGATRON_CORE), _BLEND, blend)
     spec = TokenizerSpec(str(UNCASED_VOCAB), True)
     tokenizer = spec.tokenizer(spec.load_vocabulary())
