@@ -83,7 +83,7 @@ class Prepared:
                            max_predictions_per_row=self.stages.rows.max_predictions,
                            documents=documents, mixture=self.mixture,
                            tokenizer_engine=self.stages.tokenizer.engine,
-                           warnings=self.warnings)
+                           warnings=self.warnings, own_flags=self.vocab.own_flags())
 
     def document_plan(self, history: DocumentHistory | None) -> DocumentPlan | None:
         """Where this run's document hashes go, when a refresh asks for them."""

@@ -161,16 +161,19 @@ def run_manifest(config: Config, output: OutputPaths, *, vocab_sha256: str,
                  warnings: Sequence[str] = (), max_predictions_per_row: int | None = None,
                  documents: DocumentPlan | None = None,
                  mixture: Mixture | None = None,
-                 tokenizer_engine: str | None = None) -> DatasetManifest:
+                 tokenizer_engine: str | None = None,
+                 own_flags: dict[str, object] | None = None) -> DatasetManifest:
     """The manifest of a run that finished, before it is published: its
     shards (training's, at their final paths: publish.placed), counters, input
     problems and warnings, and what its pipeline staged beside them (the
-    dedup figures; the hash files `documents` asked for)."""
+    dedup figures; the hash files `documents` asked for). `own_flags`: the
+    settings the vocabulary decides itself (Vocabulary.own_flags), recorded
+    over the flags'."""
     total_instances = _instances(shards)
     dedup = _dedup_summary(output, config)
     manifest = DatasetManifest(
         format=manifest_format(config.output_format),
-        flags=config.flags(),
+        flags={**config.flags(), **(own_flags or {})},
         # d2l's own features are described by its recipe; a tokenized corpus' files hold ids only.
         features=({} if config.recipe == "d2l"
                   or not output_format(config.output_format).makes_instances
@@ -214,6 +217,7 @@ class PublishPlan:
     mixture: Mixture | None = None
     tokenizer_engine: str | None = None
     warnings: Sequence[str] = ()  # known before the run (pipeline.prepare.Prepared)
+    own_flags: dict[str, object] = dataclasses.field(default_factory=dict)  # the vocabulary's
 
 
 def staged_manifest(plan: PublishPlan) -> DatasetManifest:
@@ -229,4 +233,5 @@ def staged_manifest(plan: PublishPlan) -> DatasetManifest:
                         warnings=[*dataset_warnings(figures, problems), *plan.warnings],
                         tokenizer_engine=plan.tokenizer_engine,
                         max_predictions_per_row=plan.max_predictions_per_row,
-                        documents=plan.documents, mixture=plan.mixture)
+                        documents=plan.documents, mixture=plan.mixture,
+                        own_flags=plan.own_flags)

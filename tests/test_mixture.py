@@ -189,6 +189,9 @@ def test_a_document_in_two_sources_is_kept_in_the_first(sources, once):
 
 def test_every_instance_names_its_source(once):
     out, manifest = once
+    counters = manifest["counters"]  # every source's documents, its JSONL one's too
+    assert counters["documents"] == (counters["tokenized_documents"] + counters["empty_documents"]
+                                      + counters["duplicate_documents"])
     assert manifest["features"]["source"] == "source"
     counts = collections.Counter(i.source for i in read_instances(read_manifest(out)))
     assert dict(counts) == {i: s["instances"]

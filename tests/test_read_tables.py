@@ -61,7 +61,8 @@ def jsonl_run(tmp_path_factory):
 def test_jsonl_documents_become_records_run_pretraining_reads(jsonl_run):
     tmp, texts, manifest = jsonl_run
     counters = manifest["counters"]
-    assert counters["records"] == counters["tokenized_documents"] == len(texts) == 316
+    assert (counters["records"] == counters["documents"] == counters["tokenized_documents"]
+            == len(texts) == 316)
     # Paragraphs were split into sentences: more sentences than lines of text.
     lines = sum(len([l for l in t.split("\n") if l.strip()]) for t in texts)
     assert counters["sentences"] > 1.5 * lines
@@ -159,6 +160,7 @@ def test_a_dump_gives_the_records_of_its_articles_as_jsonl_and_parquet(tmp_path)
     counters = manifest["counters"]
     assert (counters["pages"], counters["articles"], counters["redirect_pages"],
             counters["non_article_pages"]) == (76, 12, 63, 1)
+    assert counters["documents"] == counters["tokenized_documents"] == 12
     records = read_examples([s["path"] for s in manifest["shards"]], 64, 10)
     assert len(records) == manifest["total_instances"] > 1000
     texts = dump_articles()

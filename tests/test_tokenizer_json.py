@@ -10,6 +10,7 @@ sentences of one document, as many as fit, a longer sentence cut into blocks.
 from __future__ import annotations
 
 import collections
+import json
 import math
 import pathlib
 
@@ -171,6 +172,9 @@ def test_bert_tokenizer_json_gives_the_vocab_file_shards(tmp_path, tokenizers_di
         assert shards == sorted(p.name for p in json_.glob("part-*"))
         for shard in shards:
             assert (vocab / shard).read_bytes() == (json_ / shard).read_bytes(), (name, shard)
+    # the manifest records the file's own settings, not the WordPiece flags' defaults
+    flags = json.loads((json_ / "manifest.json").read_text())["flags"]
+    assert (flags["do_lower_case"], flags["tokenization"]) == (True, "WordPiece")
 
 
 def _without_post_processor(path: pathlib.Path, out: pathlib.Path) -> pathlib.Path:
@@ -323,6 +327,11 @@ def test_inspect_decodes_with_the_datasets_tokenizer(tmp_path, tokenizers_dir, c
     tokens = " ".join(library.id_to_token(i) for i in ids[:n])
     assert tokens.startswith("<s> ") and "<mask>" in printed
     assert f"tokens: {tokens}\n" in printed
+    # RoBERTa's byte-level BPE keeps case: recorded and shown as the file's, not as
+    # --do_lower_case's default (issue 53)
+    flags = json.loads((out / "manifest.json").read_text())["flags"]
+    assert (flags["do_lower_case"], flags["tokenization"]) == (False, "BPE")
+    assert " do_lower_case=False" in printed
 
 
 def test_tf_dataset_pads_unpadded_records_with_the_tokenizers_pad(tmp_path, tokenizers_dir):

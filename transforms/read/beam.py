@@ -205,17 +205,19 @@ class _SeparateProblems(CountingDoFn):
 
 class _ParseRows(CountingDoFn):
     """An input row (a JSON line, or a Parquet row as a dict) -> (key, [paragraphs]),
-    or a count of why it gave none (transforms.read.tables.row_document)."""
+    or a count of why it gave none (transforms.read.tables.row_document); the
+    documents are counted as every reader counts them."""
 
     def __init__(self, *, text_field: str, json_lines: bool) -> None:
         self._field = text_field
         self._json = json_lines
-        self._count = BundleCounters(*ROW_COUNTERS)
+        self._count = BundleCounters(*ROW_COUNTERS, "documents")
 
     def process(self, row) -> Iterator[Document]:
         document = row_document(row, text_field=self._field, json_lines=self._json,
                                 counts=self._count.counts)
         if document is not None:
+            self._count.counts["documents"] += 1
             yield document
 
 
@@ -311,14 +313,16 @@ class _Articles(CountingDoFn):
 
 class _ToDocument(CountingDoFn):
     """(title, wikitext) -> (key, [paragraphs]) of its plain text
-    (transforms.read.wikipedia.article_document)."""
+    (transforms.read.wikipedia.article_document); the documents are counted
+    as every reader counts them."""
 
     def __init__(self) -> None:
-        self._count = BundleCounters(*ARTICLE_COUNTERS)
+        self._count = BundleCounters(*ARTICLE_COUNTERS, "documents")
 
     def process(self, article: tuple[str, str]) -> Iterator[Document]:
         document = article_document(article[1], counts=self._count.counts)
         if document is not None:
+            self._count.counts["documents"] += 1
             yield document
 
 

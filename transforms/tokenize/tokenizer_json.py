@@ -44,6 +44,13 @@ class JsonVocabulary(Vocabulary):
     pad: int = 0
     unk: int = -1  # byte-level BPE has no unknown token
     data: bytes = dataclasses.field(default=b"", repr=False, compare=False)
+    lowercases: bool = False  # its normalizer lowercases text
+    model: str = "BPE"  # its model's kind: BPE, WordPiece, Unigram, WordLevel
+
+    def own_flags(self) -> dict[str, object]:
+        """The file decides what --do_lower_case and --tokenization say of a
+        vocab.txt, which --tokenizer_file refuses: the manifest records the file's."""
+        return {"do_lower_case": self.lowercases, "tokenization": self.model}
 
     @property
     def cls_id(self) -> int:
@@ -164,10 +171,13 @@ def parse_tokenizer_json(data: bytes, *, source: str = "tokenizer.json") -> Json
         raise _error(source, "it has no pad token (a special added token [PAD] or <pad>); "
                              "add it when training the tokenizer")
     unk = _special(added, "unk")
+    normalizer = tokenizer.normalizer
     return JsonVocabulary(
         tokens=tokens, sha256=hashlib.sha256(data).hexdigest(),
         framing=_framing(tokenizer, source), mask=mask, pad=pad,
-        unk=-1 if unk is None else unk, data=data)
+        unk=-1 if unk is None else unk, data=data,
+        lowercases=normalizer is not None and normalizer.normalize_str("A") == "a",
+        model=type(tokenizer.model).__name__)
 
 
 def load_tokenizer_json(path: str, open_file: Opener = open_binary) -> JsonVocabulary:

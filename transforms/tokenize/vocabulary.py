@@ -52,6 +52,12 @@ class Vocabulary:
     def __post_init__(self) -> None:
         object.__setattr__(self, "ids", {t: i for i, t in enumerate(self.tokens)})
 
+    def own_flags(self) -> dict[str, object]:
+        """The settings a vocabulary decides itself, by the flags' names, that
+        a manifest records in place of the flags (a tokenizer.json's); none
+        for a vocab.txt, which the flags describe."""
+        return {}
+
     @property
     def cls_id(self) -> int:
         return self.ids["[CLS]"]
