@@ -213,6 +213,25 @@ def test_json_lines_items_are_their_field():
     assert read_benchmark_items("/b/squad.txt", data, "text")[0] == (1, '{"text": "one", "id": 1}')
 
 
+def test_several_fields_read_each_lines_first():
+    """--decontaminate_field=sentence,context: a GLUE-style file and a
+    SQuAD-style file in one run, each line's first field that holds text
+    (issue 53: one field per run, and the error's advice could satisfy
+    neither file)."""
+    glue = b'{"sentence": "the movie was fine", "label": 1}\n'
+    squad = b'{"question": "who?", "context": "a long passage"}\n'
+    both = b'{"context": "second", "sentence": "first"}\n'
+    assert read_benchmark_items("/b/sst2.jsonl", glue, "sentence,context") == [
+        (1, "the movie was fine")]
+    assert read_benchmark_items("/b/squad.jsonl", squad, "sentence, context") == [
+        (1, "a long passage")]
+    assert read_benchmark_items("/b/both.jsonl", both, "sentence,context") == [(1, "first")]
+    with pytest.raises(DecontaminationError, match=r"line 1: no text field 'sentence' or "
+                       r"'context' \(its fields: question, answer\); pass "):
+        read_benchmark_items("/b/qa.jsonl", b'{"question": "q", "answer": "a"}\n',
+                             "sentence,context")
+
+
 @pytest.mark.parametrize("path, data, named", [
     ("/b/empty.txt", b"", "holds no benchmark item"),
     ("/b/blank.jsonl", b"\n \n", "holds no benchmark item"),

@@ -32,7 +32,8 @@ class EvaluationFlags(FlagGroup):
         "listed in decontamination.json beside the manifest", default=None)
     decontaminate_field: str = flag(
         "with --decontaminate: the field of a JSONL benchmark record that holds its "
-        "text", default="text", parser_default=None)
+        "text; comma-separated, the first a record has (sentence,context: GLUE-style and "
+        "SQuAD-style files together)", default="text", parser_default=None)
     decontaminate_ngram: int = flag(
         "with --decontaminate: words per n-gram, after case folding and stripping "
         "punctuation (GPT-3's and lm-eval's 13)", default=13, parser_default=None)

@@ -202,7 +202,10 @@ def is_json_lines(path: str) -> bool:
 def read_benchmark_items(path: str, data: bytes, field: str) -> list[tuple[int, str]]:
     """(1-based line number, text) of each item of one benchmark file (its
     bytes decompressed): a non-blank line of a text file, or the `field` of
-    a JSON line of a .jsonl/.json file."""
+    a JSON line of a .jsonl/.json file (`field`: comma-separated names, the
+    first a line has: a GLUE-style file's `sentence` beside a SQuAD-style
+    file's `context`)."""
+    fields = tuple(name.strip() for name in field.split(",") if name.strip())
     try:
         text = data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as err:
@@ -210,7 +213,7 @@ def read_benchmark_items(path: str, data: bytes, field: str) -> list[tuple[int, 
             f"--decontaminate file {path} is not UTF-8 text ({err.reason} at byte {err.start}); "
             "convert it to UTF-8") from None
     json_lines = is_json_lines(path)
-    items = [(number, _json_item(path, number, line, field) if json_lines else line.strip())
+    items = [(number, _json_item(path, number, line, fields) if json_lines else line.strip())
              for number, line in enumerate(text.split("\n"), start=1) if line.strip()]
     if not items:
         raise DecontaminationError(
@@ -219,8 +222,8 @@ def read_benchmark_items(path: str, data: bytes, field: str) -> list[tuple[int, 
     return items
 
 
-def _json_item(path: str, number: int, line: str, field: str) -> str:
-    """The text of one JSON line's item."""
+def _json_item(path: str, number: int, line: str, fields: tuple[str, ...]) -> str:
+    """The text of one JSON line's item: its first field of `fields` that holds text."""
     try:
         row = json.loads(line)
     except ValueError as err:
@@ -228,14 +231,17 @@ def _json_item(path: str, number: int, line: str, field: str) -> str:
             f"--decontaminate file {path}, line {number}: not JSON ({getattr(err, 'msg', err)}); "
             "give one JSON object per line, or name the file .txt to read one item per line"
         ) from None
-    text = row.get(field) if isinstance(row, dict) else None
-    if not isinstance(text, str):
-        fields = ("none: not an object" if not isinstance(row, dict) else ", ".join(
+    found = [row[name] for name in fields if isinstance(row, dict)
+             and isinstance(row.get(name), str)]
+    if not found:
+        has = ("none: not an object" if not isinstance(row, dict) else ", ".join(
             list(row)[:_LISTED_FIELDS] + ["..."] * (len(row) > _LISTED_FIELDS)) or "none")
+        wanted = " or ".join(repr(name) for name in fields)
         raise DecontaminationError(
-            f"--decontaminate file {path}, line {number}: no text field {field!r} (its fields: "
-            f"{fields}); pass --decontaminate_field naming the field that holds the text")
-    return text
+            f"--decontaminate file {path}, line {number}: no text field {wanted} (its fields: "
+            f"{has}); pass --decontaminate_field naming the field that holds the text "
+            "(comma-separated for files of several kinds: each line's first)")
+    return found[0]
 
 
 def audit_records(index: BenchmarkIndex, key: str, lines: Sequence[str],
