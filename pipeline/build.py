@@ -35,8 +35,8 @@ from bert_pretraining_data.transforms.dedup.beam import Deduplicate
 from bert_pretraining_data.transforms.dedup.decisions import SUMMARY, Fingerprints, dedup_partitions
 from bert_pretraining_data.transforms.handoff.shuffle.instances import entry_source, entry_tokens
 from bert_pretraining_data.transforms.hashes.beam import WriteDocumentHashes
-from bert_pretraining_data.transforms.instances.beam import (BatchDocuments, CreateInstances,
-                                                             SampleDocuments)
+from bert_pretraining_data.transforms.instances.beam import (ENTRIES, BatchDocuments,
+                                                             CreateInstances, SampleDocuments)
 from bert_pretraining_data.transforms.instances.mixture import (alpha_weights, document_figures,
                                                                 fan_out_mixture, source_tokens)
 from bert_pretraining_data.transforms.instances.units import fan_out_batch
@@ -284,8 +284,8 @@ def split_entries(tokenized_docs: beam.PCollection, *, prefix: str, seed: int, c
     entries = staging.counted(fanned | f"{prefix}CreateInstances" >> beam.ParDo(
         CreateInstances(instances=stages.instances, seed=seed, masking=stages.instance_masking,
                         progress_dir=progress_dir, stamp_sources=mixture is not None),
-        nsp_sample=beam.pvalue.AsSingleton(nsp_sample)).with_outputs(FIGURES, main="entries"),
-        "entries")
+        nsp_sample=beam.pvalue.AsSingleton(nsp_sample)).with_outputs(FIGURES, main=ENTRIES),
+        ENTRIES)
     if training_mixture is not None:
         made = entries | "CountOutput" >> beam.Map(
             lambda batch: (entry_source(batch), (len(batch), entry_tokens(batch))))

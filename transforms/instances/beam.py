@@ -61,6 +61,10 @@ class BatchDocuments(beam.DoFn):
             yield GlobalWindows.windowed_value(self._batches[group])
 
 
+# CreateInstances' main output, batches of shuffle entries, beside its FIGURES.
+ENTRIES = "entries"
+
+
 class CreateInstances(CountingDoFn):
     """[(doc_key, compact document, (first dupe, end dupe))] + sample -> EntryBatch.
 
