@@ -358,11 +358,22 @@ def find_manifest(location: str) -> str:
     if location.endswith(".json"):
         return location
     directory = location if files.is_dir(location) else files.dirname(location)
-    found, latest = files.join(directory, MANIFEST_NAME), files.join(directory, LATEST_NAME)
-    if not files.exists(found) and files.exists(latest):
-        version = files.read_bytes(latest).decode("utf-8").strip()
-        return files.join(directory, version, MANIFEST_NAME)
-    return found
+    found = files.join(directory, MANIFEST_NAME)
+    latest = None if files.exists(found) else latest_version(directory)
+    return files.join(directory, latest, MANIFEST_NAME) if latest else found
+
+
+def latest_version(root: str) -> str | None:
+    """The version a refresh's root's LATEST names (None: not a refresh's root)."""
+    path = files.join(root, LATEST_NAME)
+    return files.read_bytes(path).decode("utf-8").strip() if files.exists(path) else None
+
+
+def published_versions(root: str) -> list[str]:
+    """A refresh's root's versions that hold a manifest (a version is
+    published manifest first; retention may be deleting older ones)."""
+    return [name for name in files.list_names(root)
+            if files.exists(files.join(root, name, MANIFEST_NAME))]
 
 
 def _resolve_shard(recorded: str, base_dir: str, manifest_path: str, file: str = "") -> str:

@@ -21,13 +21,12 @@ from typing import Sequence
 import numpy as np
 
 from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, Packing,
+                                                    latest_version, published_versions,
                                                     read_manifest, read_vocabulary,
                                                     read_vocabulary_bytes)
 from bert_pretraining_data.loaders.records import Instance, read_instances
 from bert_pretraining_data.pipeline.command_line import (FlagGroup, OneLineParser, build_parser,
                                                          flag, run_command)
-from bert_pretraining_data.pipeline.retention import list_versions
-from bert_pretraining_data.pipeline.versions import read_latest
 from bert_pretraining_data.transforms.split.held_out import SPLITS, TRAIN
 from bert_pretraining_data.transforms.write.formats import output_format
 
@@ -198,17 +197,15 @@ def megatron_blend(manifest: Manifest) -> list[tuple[float, str]]:
 def refresh_root_text(location: str, manifest: Manifest) -> str | None:
     """Given a refresh's --output_root (the loaders read the version its LATEST
     names): its versions, and which one this report reads."""
-    if posixpath.dirname(manifest.path).rstrip("/") == location.rstrip("/"):
-        return None  # a dataset's own directory, or a manifest path
-    latest = read_latest(location) if not location.endswith(".json") else None
+    root = location.rstrip("/")
+    if posixpath.dirname(posixpath.dirname(manifest.path)) != root:
+        return None  # a dataset's own directory, a manifest path, a shard pattern
+    latest = latest_version(root)
     if latest is None:
         return None
-    versions = list_versions(location)
-    complete = [version.name for version in versions if version.complete]
-    writing = len(versions) - len(complete)
-    return (f"refresh root {location.rstrip('/')}: {len(complete)} version(s) "
-            f"({', '.join(complete)})" + (f", {writing} being written" if writing else "")
-            + f"; LATEST names {latest}, which this report reads")
+    versions = published_versions(root)
+    return (f"refresh root {root}: {len(versions)} version(s) ({', '.join(versions)}); "
+            f"LATEST names {latest}, which this report reads")
 
 
 def mixture_text(mixture: dict) -> str:

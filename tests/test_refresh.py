@@ -288,6 +288,10 @@ def test_refresh_on_gcs(gcs, corpus):  # noqa: F811
     top = {name.split("/")[2] for name in gcs.names("refresh/data/")}
     assert top == {LATEST_NAME, first["version"], second["version"]}  # no temporary left
     assert f"refresh/data/{second['version']}/{FINGERPRINT_NAME}" in gcs.names("refresh/data/")
+    root = gcs.url("refresh/data")  # the root on a bucket, listed through gcsfs
+    assert report(root, num_instances=1).startswith(
+        f"refresh root {root}: 2 version(s) ({first['version']}, {second['version']}); "
+        f"LATEST names {second['version']}, which this report reads\n")
 
     gcs.delete("refresh/corpus/a.txt")
     third = refresh([*argv, "--keep_versions=1"], now=NEXT_MONDAY + datetime.timedelta(days=7))

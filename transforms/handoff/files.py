@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import os
 import posixpath
 from typing import BinaryIO, Iterator
 
@@ -29,7 +30,7 @@ def is_url(path: str) -> bool:
 
 
 class _GFileSystem:
-    """TensorFlow's gfile behind the three fsspec methods used here."""
+    """TensorFlow's gfile behind the four fsspec methods used here."""
 
     def __init__(self, gfile) -> None:
         self._gfile = gfile
@@ -42,6 +43,9 @@ class _GFileSystem:
 
     def isdir(self, path: str) -> bool:
         return self._gfile.isdir(path)
+
+    def ls(self, path: str, detail: bool = False) -> list[str]:
+        return self._gfile.listdir(path)
 
 
 def _filesystem(url: str):
@@ -89,3 +93,11 @@ def is_dir(path: str) -> bool:
     if is_url(path):
         return _filesystem(path).isdir(path)
     return posixpath.isdir(path)
+
+
+def list_names(directory: str) -> list[str]:
+    """The names of what a directory holds, sorted."""
+    if is_url(directory):
+        found = _filesystem(directory).ls(directory, detail=False)
+        return sorted(posixpath.basename(path.rstrip("/")) for path in found)
+    return sorted(os.listdir(directory))
