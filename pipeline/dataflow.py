@@ -176,10 +176,14 @@ def launch(argv: Sequence[str], *, after_publish: AfterPublish | None = None,
     Template calls it through pipeline.refresh.template_main (deploy/flex_main.py)."""
     config, beam_args = parse_args(argv)
     check_dataflow_options(config, beam_args)
-    if config.reference_compatible or config.recipe != "bert":
-        raise ConfigError("launch-only jobs (the Flex Template) build the bert recipe; "
-                          "run --reference_compatible or --recipe=d2l with "
+    if config.reference_compatible:
+        raise ConfigError("--reference_compatible runs in one process, as the original, not as "
+                          "a launch-only job (the Flex Template); run it with "
                           "create-pretraining-data")
+    if config.recipe == "d2l":
+        raise ConfigError("--recipe=d2l computes its vocabulary with tf.Transform in a pipeline "
+                          "of its own, which a launch-only job (the Flex Template) does not "
+                          "build; run it with create-pretraining-data")
     prepared = prepare(config, beam_args)
     documents = prepared.document_plan(history)
     pipeline = prepared.new_pipeline()

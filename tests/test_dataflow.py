@@ -204,3 +204,20 @@ def test_other_runners_are_not_checked():
     ("DirectRunner", False), (None, False)])
 def test_is_dataflow(runner, expected):
     assert is_dataflow([f"--runner={runner}"] if runner else []) is expected
+
+
+@pytest.mark.parametrize("flags, named", [
+    (["--recipe=d2l", "--output_dir={out}"],
+     "--recipe=d2l computes its vocabulary with tf.Transform in a pipeline of its own"),
+    ([f"--vocab_file={UNCASED_VOCAB}", "--reference_compatible", "--output_file={out}/a.tfrecord"],
+     "--reference_compatible runs in one process, as the original"),
+])
+def test_a_launch_only_job_refuses_what_it_cannot_build_naming_the_local_command(tmp_path, flags,
+                                                                                 named):
+    """The Flex Template builds the bert and RoBERTa recipes (issue 53); what it
+    refuses is said with the command that runs it and why, before any work."""
+    argv = [f"--input_file={DATA / 'sample_text.txt'}",
+            *(flag.format(out=tmp_path / "out") for flag in flags)]
+    with pytest.raises(ConfigError, match=f"^{named}.*; run it with create-pretraining-data$"):
+        launch(argv)
+    assert not (tmp_path / "out").exists()

@@ -36,7 +36,6 @@ PARAMS = {p["name"]: p for p in METADATA["parameters"]}
 NOT_IN_TEMPLATE = {
     "output_file": "exact file names as the original; template runs write a directory",
     "reference_compatible": "runs in one process, not on Dataflow",
-    "recipe": "launch-only jobs build the bert recipe (pipeline/dataflow.py)",
     "input_split_bytes": "hidden; for tests only",
     "nodo_lower_case": "absl spelling of do_lower_case=false",
     "nodo_whole_word_mask": "absl spelling of do_whole_word_mask=false",
@@ -50,6 +49,8 @@ NOT_IN_TEMPLATE = {
     "sp_model_file": "the Model Garden's spelling of spm_model_file",
     "list_expired_versions": "a question asked from a workstation; a launch must build a job",
 }
+# Choices of a CLI flag the template does not offer, and why.
+TEMPLATE_REFUSES = {"recipe": {"d2l": "its own tf.Transform pipeline (pipeline/dataflow.py)"}}
 # Pipeline options a launch passes besides the template's own parameters.
 PIPELINE_OPTIONS = {"sdk_container_image"}
 PATH_PARAMS = {"input_file", "vocab_file", "spm_model_file", "tokenizer_file", "output_dir",
@@ -109,7 +110,8 @@ def _samples(name: str, action) -> tuple[list[str], list[str]]:
         example = PARAMS[name]["helpText"].rsplit("Example: ", 1)[1]
         return [example], ["/tmp/local/dir", "corpus/*.txt", ""]
     if action.choices:
-        return list(action.choices), ["other", ""]
+        refused = list(TEMPLATE_REFUSES.get(name, {}))
+        return [c for c in action.choices if c not in refused], [*refused, "other", ""]
     if name in FRACTION_PARAMS:
         return ["0", "0.01", ".2", "0.45"], ["0.5", "1", "-0.1", "ten", ""]
     if action.type is int:

@@ -24,7 +24,7 @@ from bert_pretraining_data.pipeline.versions import LATEST_NAME
 from bert_pretraining_data.pipeline.versions import read_latest
 from bert_pretraining_data.pipeline.versions import version_name
 from helpers.records import read_examples
-from helpers.tokenizer_files import modernbert_bpe
+from helpers.tokenizer_files import modernbert_bpe, roberta_bpe
 
 FLAGS = ["--dupe_factor=1", "--num_shards=2", "--max_seq_length=64",
          "--max_predictions_per_seq=10"]
@@ -338,20 +338,25 @@ BUNDLE_MEASURES = ("dedup_shuffle_bytes", "shuffle_entry_bytes", "bucket_files")
 
 
 @pytest.mark.slow
-def test_a_launch_only_refresh_writes_the_manifest_a_local_one_writes(tmp_path):
+@pytest.mark.parametrize("recipe, make_tokenizer", [("bert", modernbert_bpe),
+                                                    ("roberta", roberta_bpe)])
+def test_a_launch_only_refresh_writes_the_manifest_a_local_one_writes(tmp_path, recipe,
+                                                                      make_tokenizer):
     """The Flex Template's mode (--launch_only: the job publishes itself, here on
     the DirectRunner) and a local run publish through one function from what
     the pipeline staged: on a tokenizer.json, a held-out split and a mixture,
     their manifests differ in their paths alone (versions and times agree in
-    one process), the figures of every stage included."""
-    modernbert_bpe((DATA / "wikitext2_valid.txt").read_text().splitlines(),
+    one process), the figures of every stage included. The bert recipe with
+    ModernBERT's framing, and the RoBERTa recipe with RoBERTa's (issue 53:
+    launch-only jobs took the bert recipe alone)."""
+    make_tokenizer((DATA / "wikitext2_valid.txt").read_text().splitlines(),
                    tmp_path / "tokenizer.json", vocab_size=2000)
     (tmp_path / "mixture.json").write_text(json.dumps({"sources": [
         {"name": "wiki", "input_file": str(DATA / "wiki_small.txt")},
         {"name": "sample", "input_file": str(DATA / "sample_text.txt"), "weight": 2}]}))
     flags = [f"--mixture={tmp_path / 'mixture.json'}",
              f"--tokenizer_file={tmp_path / 'tokenizer.json'}", "--validation_fraction=0.2",
-             "--max_seq_length=64", "--max_predictions_per_seq=10"]
+             "--max_seq_length=64", "--max_predictions_per_seq=10", f"--recipe={recipe}"]
     manifests = {}
     for name, mode in (("job", ["--launch_only"]), ("local", [])):
         version = refresh([*flags, f"--output_root={tmp_path / name}", *mode],
@@ -362,5 +367,7 @@ def test_a_launch_only_refresh_writes_the_manifest_a_local_one_writes(tmp_path):
     for manifest in (in_job, local):  # they measure how the runner bundled the work
         assert all(manifest["counters"].pop(name) > 0 for name in BUNDLE_MEASURES)
     assert in_job == local
-    assert in_job["counters"]["documents"] > 0 and in_job["counters"]["masked_tokens"] > 0
+    assert in_job["flags"]["recipe"] == recipe and in_job["counters"]["documents"] > 0
+    # RoBERTa's training split is masked at load time
+    assert in_job["flags"]["masking"] == ("static" if recipe == "bert" else "none")
     assert in_job["tokenizer_engine"] and in_job["mixture"]["sources"][1]["copies"] > 0
