@@ -267,6 +267,11 @@ class Manifest:
         return self.content.flags
 
     @property
+    def held_out(self) -> bool:
+        """Whether this is a held-out split's view (validation, test)."""
+        return self.content is not self.whole
+
+    @property
     def recipe(self) -> str:
         return self.flags["recipe"]
 

@@ -131,7 +131,9 @@ class PretrainingDataset(IterableDataset):
                                    self.world_size * workers)
         shards = self.manifest.shards
         plan = plan_reads([s.records for s in shards], self._shard_order(), start, stop)
-        instances = (self._decode(record, index, self.epoch)
+        # a held-out split unmasked on disk gets the same masks at every evaluation
+        epoch = 0 if self.manifest.held_out else self.epoch
+        instances = (self._decode(record, index, epoch)
                      for shard, first, last in plan
                      for index, record in read_shard(shards[shard], first, last))
         if self.shuffle:

@@ -116,10 +116,13 @@ class StageSettings:
 
 
 def held_out_config(config: Config) -> Config:
-    """A held-out split's flags: each document once, masked here (whatever
-    training's --masking), so that every evaluation sees the same masks. The
-    same objective, framing, packing and format (its seed: split_seed)."""
-    return dataclasses.replace(config, dupe_factor=1, masking="static",
+    """A held-out split's flags: each document once, masked as training is
+    (--held_out_masking says otherwise): a split masked at load time by the
+    trainer's collator, as RoBERTa's and ModernBERT's evaluation loaders do,
+    must not hold masks already. The same objective, framing, packing and
+    format (its seed: split_seed)."""
+    return dataclasses.replace(config, dupe_factor=1,
+                               masking=config.held_out_masking or config.masking,
                                validation_fraction=0.0, test_fraction=0.0)
 
 

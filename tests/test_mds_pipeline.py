@@ -271,6 +271,13 @@ def test_each_split_has_its_own_index(runs):
     for split in ("train", "validation"):
         index = json.loads((root / split / "index.json").read_text())
         assert sum(s["samples"] for s in index["shards"]) == len(_instances(str(root), split)) > 0
+    # ModernBERT's eval_loader masks at load time: the validation split holds no masks
+    # (issue 53: 12-24% of its tokens were [MASK] before the collator masked them again)
+    mask_id = UNCASED_VOCAB.read_text(encoding="utf-8").splitlines().index("[MASK]")
+    validation = read_instances(read_manifest(str(root), split="validation"))
+    assert not any(mask_id in instance.input_ids.tolist() or len(instance.masked_lm_positions)
+                   for instance in validation)
+    assert read_manifest(str(root), split="validation").masking == "none"
 
 
 class _Huge(Vocabulary):

@@ -102,7 +102,8 @@ def _grams(tokens: list[int]) -> set[tuple[int, ...]]:
 def _run(corpus, out, *extra: str) -> dict:
     return run([f"--input_file={corpus}", f"--output_dir={out}", f"--vocab_file={VOCAB}",
                 "--max_seq_length=512", "--max_predictions_per_seq=80", "--dupe_factor=2",
-                "--next_sentence=none", "--masking=none", "--dedup=exact",
+                "--next_sentence=none", "--masking=none", "--held_out_masking=static",
+                "--dedup=exact",
                 f"--validation_fraction={FRACTIONS.validation}",
                 f"--test_fraction={FRACTIONS.test}", *extra])
 

@@ -34,9 +34,15 @@ def _build(out: pathlib.Path, *flags: str) -> tuple[str, dict]:
 
 @pytest.fixture(scope="module")
 def unmasked(tmp_path_factory) -> tuple[str, dict]:
-    """Training masked at load time; its held-out splits masked on disk."""
+    """Training masked at load time; its held-out splits masked on disk, as asked."""
     return _build(tmp_path_factory.mktemp("splits") / "unmasked", *SPLIT_FLAGS,
-                  "--masking=none")
+                  "--masking=none", "--held_out_masking=static")
+
+
+@pytest.fixture(scope="module")
+def follows(tmp_path_factory) -> tuple[str, dict]:
+    """Training masked at load time, and its held-out splits as training (the default)."""
+    return _build(tmp_path_factory.mktemp("splits") / "follows", *SPLIT_FLAGS, "--masking=none")
 
 
 @pytest.fixture(scope="module")
@@ -107,6 +113,26 @@ def test_held_out_masks_are_static_while_training_masks_are_dynamic(unmasked):
     assert [labels for _, labels in first] != [labels for _, labels in second]
     masked = [sum(label != IGNORE for label in labels) for _, labels in first]
     assert all(masked)  # dynamic masks, but masks: the collator did mask training
+
+
+@pytest.mark.slow
+def test_held_out_splits_follow_trainings_masking_with_one_set_of_masks(follows):
+    """Issue 53: a held-out split masked on disk under a trainer that masks at
+    load time was masked twice. By default it is written as training is,
+    unmasked, and the loader masks it with the same masks at every
+    evaluation, where training's change every epoch."""
+    path, manifest = follows
+    assert manifest["splits"]["validation"]["masking"] == "none"
+    written = read_examples(sorted(str(p) for p in (pathlib.Path(path) / "validation")
+                                   .glob("part-*")), SEQ, PREDICTIONS)
+    assert written and not any(sum(record["masked_lm_weights"]) for record in written)
+    validation = make_dataloader(path, batch_size=16, split="validation", shuffle=False)
+    first, second = loader_rows(validation), loader_rows(validation)
+    assert first == second and all(any(label != IGNORE for label in labels)
+                                   for _, labels in first)
+    training = make_dataloader(path, batch_size=16, shuffle=False)
+    assert ([labels for _, labels in loader_rows(training)]
+            != [labels for _, labels in loader_rows(training)])
 
 
 @pytest.mark.slow

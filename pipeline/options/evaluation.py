@@ -25,6 +25,12 @@ class EvaluationFlags(FlagGroup):
     test_fraction: float = flag(
         "the share of documents held out as the test split (test/), as "
         "--validation_fraction", default=0.0)
+    held_out_masking: str | None = flag(
+        "how held-out splits are masked: static: here, once, so every evaluation sees the "
+        "same masks; none: unmasked, as training's --masking=none, for a reader that masks "
+        "at load time (this package's loaders mask a held-out split with the same masks at "
+        "every evaluation)", choices=["static", "none"], default=None,
+        default_help="training's --masking")
     decontaminate: str | None = flag(
         "benchmark texts no split may contain, comma-separated file patterns (local "
         "or gs://): one item per line, or JSONL (--decontaminate_field); a document "
@@ -62,6 +68,13 @@ class EvaluationFlags(FlagGroup):
                                                    "decontaminate_ngram"},
              "--decontaminate_field and --decontaminate_ngram apply with --decontaminate; "
              "add it"),
+            (bool(fractions) or "held_out_masking" not in given, "--held_out_masking applies "
+             "with --validation_fraction or --test_fraction; add one"),
+            (not (config.held_out_masking == "none" and (
+                config.whole_word_segmenter != "none"
+                or (config.tokenizer_file and config.do_whole_word_mask))),
+             "--held_out_masking=none leaves held-out records with plain ids, and this run's "
+             "whole words are known only when masking here; drop --held_out_masking=none"),
             (config.decontaminate_ngram >= 1, "--decontaminate_ngram must be at least 1, "
              f"got {config.decontaminate_ngram}"),
             (not (config.reference_compatible and (fractions or config.decontaminate)),
