@@ -98,6 +98,8 @@ def test_beam_options_pass_through():
     (["--next_sentence=mlm"], "argument --next_sentence: invalid choice"),
     (["--ngram=2", "--reference_compatible", "--random_seed=-1"], "in [0, 2**32)"),
     (["--reference_compatible", "--sentence_splitter=syntok"], "drop --sentence_splitter"),
+    (["--held_out_masking=none"], "--held_out_masking applies with --validation_fraction or "
+     "--test_fraction; add one"),
     (["--output_format=megatron", "--recipe=roberta"],
      "--recipe=roberta makes instances here; drop one"),
     (["--output_format=megatron", "--reference_compatible"],
