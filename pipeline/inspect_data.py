@@ -21,9 +21,8 @@ from typing import Sequence
 import numpy as np
 
 from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, Packing,
-                                                    latest_version, published_versions,
-                                                    read_manifest, read_vocabulary,
-                                                    read_vocabulary_bytes)
+                                                    published_versions, read_manifest,
+                                                    read_vocabulary, read_vocabulary_bytes)
 from bert_pretraining_data.loaders.records import Instance, read_instances
 from bert_pretraining_data.pipeline.command_line import (FlagGroup, OneLineParser, build_parser,
                                                          flag, run_command)
@@ -195,15 +194,13 @@ def megatron_blend(manifest: Manifest) -> list[tuple[float, str]]:
 
 
 def refresh_root_text(location: str, manifest: Manifest) -> str | None:
-    """Given a refresh's --output_root (the loaders read the version its LATEST
-    names): its versions, and which one this report reads."""
+    """Given a refresh's --output_root: its versions, and which one this
+    report reads (the one its LATEST names, where the loaders found the manifest)."""
     root = location.rstrip("/")
-    if posixpath.dirname(posixpath.dirname(manifest.path)) != root:
+    version = posixpath.dirname(manifest.path)
+    if posixpath.dirname(version) != root:
         return None  # a dataset's own directory, a manifest path, a shard pattern
-    latest = latest_version(root)
-    if latest is None:
-        return None
-    versions = published_versions(root)
+    latest, versions = posixpath.basename(version), published_versions(root)
     return (f"refresh root {root}: {len(versions)} version(s) ({', '.join(versions)}); "
             f"LATEST names {latest}, which this report reads")
 

@@ -29,7 +29,7 @@ from bert_pretraining_data.pipeline.prepare import Prepared, prepare, run_to_com
 from bert_pretraining_data.pipeline.progress_printer import local_progress
 from bert_pretraining_data.pipeline.publish import PublishError, placed, publish
 from bert_pretraining_data.pipeline.reference_run import run_compat
-from bert_pretraining_data.pipeline.run_manifest import run_manifest, staged_manifest
+from bert_pretraining_data.pipeline.run_manifest import plan_manifest, staged_manifest
 from bert_pretraining_data.transforms.decontaminate.benchmarks import DecontaminationError
 from bert_pretraining_data.transforms.read.documents import InputError
 from bert_pretraining_data.transforms.split.held_out import TRAIN
@@ -77,12 +77,7 @@ def _run_bert(prepared: Prepared, history: DocumentHistory | None) -> DatasetMan
         shards = placed(run_compat(config, stages=prepared.stages,
                                    tokenizer=config.tokenizer.tokenizer(prepared.vocab),
                                    output=output), output)
-        manifest = run_manifest(config, output, vocab_sha256=prepared.vocab.sha256,
-                                inputs=prepared.inputs, shards=shards, counters={},
-                                warnings=list(prepared.warnings),
-                                tokenizer_engine=prepared.stages.tokenizer.engine,
-                                max_predictions_per_row=prepared.stages.rows.max_predictions,
-                                mixture=prepared.mixture)
+        manifest = plan_manifest(prepared.publish_plan(documents), shards=shards, counters={})
     else:
         pipeline = prepared.new_pipeline()
         documents = prepared.document_plan(history)

@@ -99,8 +99,8 @@ def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:
     said now), reads the vocabulary (every recipe's but d2l's, which computes
     its own) and prepares the output location."""
     mixture = read_mixture(config) if config.mixture else None
-    by_source = []
-    for source in input_sources(config, mixture):
+    sources, by_source = input_sources(config, mixture), []
+    for source in sources:
         try:
             files = match_inputs(source.input_file)
             check_input_schema(source.input_format, [path for path, _ in files],
@@ -124,7 +124,7 @@ def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:
         read_benchmark(path, config.decontaminate_field)
     vocab = config.tokenizer.load_vocabulary(FileSystems.open) if config.recipe != "d2l" else None
     engine, engine_warning = tokenizer_engine(
-        config, list(zip(input_sources(config, mixture), by_source)), vocab)
+        config, list(zip(sources, by_source)), vocab)
     stages = StageSettings.of(config, vocab, engine) if vocab else None
     # Only runs whose instances cross the runner's shuffle use it: not the
     # reference run (one process) nor a tokenized corpus' (no instances).

@@ -220,18 +220,25 @@ class PublishPlan:
     own_flags: dict[str, object] = dataclasses.field(default_factory=dict)  # the vocabulary's
 
 
-def staged_manifest(plan: PublishPlan) -> DatasetManifest:
-    """The manifest of a pipeline that finished, from what it staged: its
-    shards, input problems and figures (the manifest's counters, data on
-    every runner), and each stage's list."""
-    output = plan.output
-    (figures,) = read_staging_json(output, FIGURES_NAME)
-    problems = read_staging_json(output, PROBLEM_LIST_NAME)
-    return run_manifest(plan.config, output, vocab_sha256=plan.vocab_sha256, inputs=plan.inputs,
-                        shards=training_shards(output), counters=figures,
-                        input_problems=problems,
-                        warnings=[*dataset_warnings(figures, problems), *plan.warnings],
+def plan_manifest(plan: PublishPlan, *, shards: Sequence[ShardRecord],
+                  counters: dict[str, int], input_problems: Sequence[dict] = (),
+                  warnings: Sequence[str] = ()) -> DatasetManifest:
+    """run_manifest of a run the plan describes, given what the run made
+    (`warnings`: what its output says, before those known at launch)."""
+    return run_manifest(plan.config, plan.output, vocab_sha256=plan.vocab_sha256,
+                        inputs=plan.inputs, shards=shards, counters=counters,
+                        input_problems=input_problems, warnings=[*warnings, *plan.warnings],
                         tokenizer_engine=plan.tokenizer_engine,
                         max_predictions_per_row=plan.max_predictions_per_row,
                         documents=plan.documents, mixture=plan.mixture,
                         own_flags=plan.own_flags)
+
+
+def staged_manifest(plan: PublishPlan) -> DatasetManifest:
+    """The manifest of a pipeline that finished, from what it staged: its
+    shards, input problems and figures (the manifest's counters, data on
+    every runner), and each stage's list."""
+    (figures,) = read_staging_json(plan.output, FIGURES_NAME)
+    problems = read_staging_json(plan.output, PROBLEM_LIST_NAME)
+    return plan_manifest(plan, shards=training_shards(plan.output), counters=figures,
+                         input_problems=problems, warnings=dataset_warnings(figures, problems))
