@@ -151,6 +151,15 @@ def test_parameter_regexes_agree_with_the_cli(name):
         assert not _matches(PARAMS[name], value), value
 
 
+def test_the_template_takes_several_benchmark_fields_as_the_cli_does():
+    """--decontaminate_field=sentence,context reaches a Flex Template launch too."""
+    assert _matches(PARAMS["decontaminate_field"], "sentence,context")
+    assert not _matches(PARAMS["decontaminate_field"], "sentence, context")
+    config, _ = parse_args([*BASE_FLAGS, *NEEDS["decontaminate_field"],
+                            "--decontaminate_field=sentence,context"])
+    assert config.decontaminate_field == "sentence,context"
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("gcloud") is None, reason="needs the gcloud CLI")
 def test_gcloud_accepts_the_metadata(tmp_path):
