@@ -29,8 +29,8 @@ from bert_pretraining_data.pipeline.stages import StageSettings
 from bert_pretraining_data.transforms.counters import read_counters
 from bert_pretraining_data.transforms.decontaminate.beam import match_benchmarks, read_benchmark
 from bert_pretraining_data.transforms.handoff.shuffle.frames import EntryCodebook, entry_codebook
-from bert_pretraining_data.transforms.read.beam import (check_input_schema, match_inputs,
-                                                       sample_lines)
+from bert_pretraining_data.transforms.read.beam import (check_input_format, check_input_schema,
+                                                       match_inputs, sample_lines)
 from bert_pretraining_data.transforms.read.documents import InputError, comma_separated
 from bert_pretraining_data.transforms.read.mixture import (INPUT_FLAGS, Mixture, MixtureError,
                                                            Source, input_sources, parse_mixture)
@@ -103,8 +103,10 @@ def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:
     for source in sources:
         try:
             files = match_inputs(source.input_file)
-            check_input_schema(source.input_format, [path for path, _ in files],
-                               source.text_field)
+            paths = [path for path, _ in files]
+            check_input_schema(source.input_format, paths, source.text_field)
+            check_input_format(source.input_format, paths, 'set its "input_format": "{}"'
+                               if mixture else "pass --input_format={}")
         except InputError as err:
             if not mixture:
                 raise

@@ -274,5 +274,5 @@ def test_an_output_format_is_spelled_in_its_adapter_not_across_the_house():
     assert _modules_spelling("mds") == ["transforms/write/formats/mds.py",
                                         "transforms/write/mds.py"]  # its files' format field
     assert _modules_spelling("parquet") == [  # the read stage's input format, the adapter
-        "transforms/read/beam.py", "transforms/read/tables.py",
-        "transforms/write/formats/parquet.py"]
+        "transforms/read/beam.py", "transforms/read/input_formats.py",
+        "transforms/read/tables.py", "transforms/write/formats/parquet.py"]

@@ -7,6 +7,8 @@ import dataclasses
 from typing import AbstractSet, Any, Sequence
 
 from bert_pretraining_data.pipeline.command_line import Check, FlagGroup, flag
+from bert_pretraining_data.transforms.read.documents import comma_separated
+from bert_pretraining_data.transforms.read.input_formats import format_of_names
 from bert_pretraining_data.transforms.read.tables import INPUT_FORMATS
 from bert_pretraining_data.transforms.tokenize.sentences import DEFAULT_SPLITTER, SPLITTERS
 
@@ -24,7 +26,10 @@ class InputFlags(FlagGroup):
         "original; jsonl: one JSON object per line, a document each; parquet: a document "
         "per row (Hugging Face's corpora); wikipedia: a MediaWiki XML dump "
         "(pages-articles*.xml.bz2), an article per document",
-        choices=list(INPUT_FORMATS), default="text")
+        choices=list(INPUT_FORMATS),
+        default_help="from the files' names (.xml: wikipedia, .jsonl or .json: jsonl, .parquet: "
+                     "parquet, before .gz/.bz2/.zst), else text; the files' first bytes "
+                     "must agree")
     text_field: str = flag(
         "with --input_format=jsonl|parquet: the field holding a document's text",
         default="text")
@@ -39,7 +44,10 @@ class InputFlags(FlagGroup):
 
     @classmethod
     def defaults(cls, args: argparse.Namespace, beam_args: Sequence[str]) -> dict[str, Any]:
-        return {"sentence_splitter": "none" if args.input_format == "text" else DEFAULT_SPLITTER}
+        input_format = (args.input_format or format_of_names(comma_separated(args.input_file))
+                        or "text")
+        return {"input_format": input_format,
+                "sentence_splitter": "none" if input_format == "text" else DEFAULT_SPLITTER}
 
     @classmethod
     def checks(cls, config: Any, given: AbstractSet[str]) -> list[Check]:

@@ -31,6 +31,8 @@ from bert_pretraining_data.transforms.read.documents import (DOCUMENTS, PROBLEMS
                                                              _read_lines, comma_separated,
                                                              document_key, key_root,
                                                              split_documents)
+from bert_pretraining_data.transforms.read.input_formats import (DESCRIPTIONS, HEAD_BYTES,
+                                                                 format_of_head, format_of_name)
 from bert_pretraining_data.transforms.read.tables import ROW_COUNTERS, row_document
 from bert_pretraining_data.transforms.read.wikipedia import (ARTICLE_COUNTERS, ARTICLE_NAMESPACE,
                                                              article_document, dump_pages,
@@ -219,6 +221,38 @@ class _ParseRows(CountingDoFn):
         if document is not None:
             self._count.counts["documents"] += 1
             yield document
+
+
+def check_input_format(input_format: str, paths: Sequence[str], setting: str) -> None:
+    """Before the job: the files hold what the run reads them as. The first
+    file of each suffix among `paths` is sniffed (transforms.read.input_formats);
+    files of two formats, or of a format other than `input_format`, are a
+    one-line InputError whose fix is `setting` with the format filled in (how
+    the caller's user sets it: a flag, a mixture source's key)."""
+    firsts: dict[str | None, str] = {}
+    for path in paths:
+        if not is_index(path):  # a multistream dump's index is read with its dump
+            firsts.setdefault(format_of_name(path), path)
+    found = {}
+    for path in firsts.values():
+        try:
+            with FileSystems.open(path) as handle:
+                head = handle.read(HEAD_BYTES)
+        except Exception:  # noqa: BLE001 - the reader reports a file it cannot read
+            continue
+        held = format_of_head(head)
+        if held is not None:
+            found.setdefault(held, path)
+    if len(found) > 1:
+        (one, first), (other, second) = sorted(found.items())[:2]
+        raise InputError(f"{first} holds {DESCRIPTIONS[one]} and {second} "
+                         f"{DESCRIPTIONS[other]}: read each as a source of a --mixture "
+                         "(docs/mixtures.md)")
+    for held, path in found.items():
+        # A JSONL file's lines that are not JSON objects are counted as it is read.
+        if held != input_format and (held, input_format) != ("text", "jsonl"):
+            raise InputError(f"{path} holds {DESCRIPTIONS[held]}, which the run would read "
+                             f"as {DESCRIPTIONS[input_format]}: {setting.format(held)}")
 
 
 def check_input_schema(input_format: str, paths: Sequence[str], text_field: str) -> None:

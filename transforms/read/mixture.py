@@ -5,8 +5,10 @@ sources, read in one run, each with its own input flags and a weight.
                  {"name": "web", "input_file": ["web/a.jsonl", "web/b.jsonl"],
                   "input_format": "jsonl", "weight": 0.4}]}
 
-or, in place of the weights, `"alpha": 0.3` (and optionally `"total_tokens"`):
-temperature sampling as XLM-R's, each source's share of output tokens
+A source without `input_format` takes the one its files' names say
+(transforms.read.input_formats: `.xml.bz2`, `.jsonl.gz`, `.parquet`), else the
+command line's. In place of the weights, `"alpha": 0.3` (and optionally
+`"total_tokens"`): temperature sampling as XLM-R's, each source's share of output tokens
 q_i = p_i^alpha / sum_j p_j^alpha from the tokens it holds after dedup
 (transforms.instances.mixture). YAML reads too (JSON is YAML).
 
@@ -24,7 +26,8 @@ from typing import Any, Sequence
 
 import yaml
 
-from bert_pretraining_data.transforms.read.documents import InputError
+from bert_pretraining_data.transforms.read.documents import InputError, comma_separated
+from bert_pretraining_data.transforms.read.input_formats import format_of_names
 
 SOURCE_KEYS = ("name", "input_file", "weight", "input_format", "text_field", "sentence_splitter")
 MIXTURE_KEYS = ("sources", "alpha", "total_tokens")
@@ -165,17 +168,23 @@ def parse_mixture(text: str, path: str, defaults: dict[str, str],
         if weight is not None and alpha is not None:
             raise _fail(where, "a weight and the mixture's alpha both decide its copies; "
                         "give weights or alpha, not both")
+        patterns = _patterns(entry["input_file"], where)
+        # The source's own flags: its keys, and the format its files' names say
+        # where that is not the command line's (whose splitter then applies).
+        named = format_of_names(comma_separated(patterns))
+        own = {**({"input_format": named} if named not in (None, defaults["input_format"])
+                  else {}), **entry}
         flags = {}
         for flag in INPUT_FLAGS:
-            value = entry.get(flag, defaults[flag])
-            if flag == "sentence_splitter" and flag not in entry and "input_format" in entry:
+            value = own.get(flag, defaults[flag])
+            if flag == "sentence_splitter" and flag not in own and "input_format" in own:
                 value = "none" if flags["input_format"] == "text" else default_splitter
             if value not in choices.get(flag, (value,)):
                 raise _fail(where, f"{flag} must be one of {', '.join(choices[flag])}, got "
                             f"{value!r}")
             flags[flag] = value
         sources.append(Source(
-            name=name, input_file=_patterns(entry["input_file"], where),
+            name=name, input_file=patterns,
             weight=(None if alpha is not None else
                     1.0 if weight is None else _number(weight, where, "weight")),
             **flags))
