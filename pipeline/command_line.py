@@ -237,17 +237,21 @@ def quiet_beam_logs(reported: Callable[[BaseException | str], bool]) -> Iterator
 def run_command(prog: str, entry: Callable[[Sequence[str]], Result],
                 report: Callable[[Result], None], argv: Sequence[str] | None, *,
                 user_errors: tuple[type[Exception], ...] = (),
-                failed_runs: tuple[type[Exception], ...] = ()) -> None:
+                failed_runs: tuple[type[Exception], ...] = (),
+                every_failure_said: bool = False) -> None:
     """Runs a tool's `entry` on its arguments and `report`s the result.
 
     A ConfigError or one of `user_errors` (input, vocabulary or learning the
     user can fix) ends the tool with its one line and exit code 2, a
     `failed_runs` error with its line and exit code 1; Beam's logged traceback
-    of either is dropped, since the line says it all.
+    of either is dropped, since the line says it all, and of any failure where
+    `entry` makes every failure of its pipeline one of them
+    (`every_failure_said`: pipeline.prepare.run_to_completion).
     """
     one_line = (ConfigError, *user_errors, *failed_runs)
     try:
-        with quiet_beam_logs(lambda err: isinstance(err, one_line)):
+        with quiet_beam_logs(lambda err: isinstance(err, one_line) or every_failure_said and (
+                isinstance(err, BaseException) or "Traceback" in err)):
             result = entry(sys.argv[1:] if argv is None else argv)
     except (ConfigError, *user_errors) as err:
         print(f"{prog}: error: {err}", file=sys.stderr)

@@ -23,7 +23,8 @@ from bert_pretraining_data.transforms.instances.units import (FlatSample, fan_ou
 from bert_pretraining_data.transforms.read.beam import sample_lines
 from bert_pretraining_data.transforms.read.documents import split_documents
 from bert_pretraining_data.transforms.tokenize.document import DocumentTokenizer
-from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
+from bert_pretraining_data.transforms.tokenize.tokenizer_json import TextNotEncodable
+from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary, VocabularyError
 
 SampledDocuments = list[tuple[str, CompactDocument]]
 
@@ -46,7 +47,10 @@ def sample_documents(config: Config, stages: StageSettings | None, vocab: Vocabu
                                     splitter=config.sentence_splitter)
     documents = []
     for number, (_, text) in enumerate(split_documents(lines)):
-        document = tokenize(text).compact()
+        try:
+            document = tokenize(text).compact()
+        except TextNotEncodable as err:  # found before the run: the user's to fix (exit 2)
+            raise VocabularyError(f"in a sample of the input, {err}") from None
         if document is not None:
             documents.append((f"sample:{number}", document))
     return documents, sampled

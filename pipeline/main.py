@@ -25,15 +25,13 @@ from bert_pretraining_data.pipeline.dataflow import (check_dataflow_options, dry
 from bert_pretraining_data.pipeline.disk_space import (estimate_space, full_disk_reported,
                                                        space_warning)
 from bert_pretraining_data.pipeline.options import parse_args
-from bert_pretraining_data.pipeline.prepare import Prepared, prepare, run_to_completion
+from bert_pretraining_data.pipeline.prepare import (USER_ERRORS, Prepared, RunFailed, prepare,
+                                                    run_to_completion)
 from bert_pretraining_data.pipeline.progress_printer import local_progress
 from bert_pretraining_data.pipeline.publish import PublishError, placed, publish
 from bert_pretraining_data.pipeline.reference_run import run_compat
 from bert_pretraining_data.pipeline.run_manifest import plan_manifest, staged_manifest
-from bert_pretraining_data.transforms.decontaminate.benchmarks import DecontaminationError
-from bert_pretraining_data.transforms.read.documents import InputError
 from bert_pretraining_data.transforms.split.held_out import TRAIN
-from bert_pretraining_data.transforms.tokenize.vocabulary import VocabularyError
 from bert_pretraining_data.transforms.write.formats import output_format
 
 PROG = "create-pretraining-data"
@@ -133,8 +131,8 @@ def print_result(outcome: tuple[str, list[str]]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     run_command(PROG, run_or_dry_run, print_result, argv,
-                user_errors=(VocabularyError, InputError, DecontaminationError),
-                failed_runs=(PublishError,))
+                user_errors=USER_ERRORS, failed_runs=(PublishError, RunFailed),
+                every_failure_said=True)
 
 
 if __name__ == "__main__":

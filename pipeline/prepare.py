@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sys
 from typing import Sequence
 
@@ -28,6 +29,7 @@ from bert_pretraining_data.pipeline.run_manifest import PublishPlan
 from bert_pretraining_data.pipeline.stages import StageSettings
 from bert_pretraining_data.transforms.counters import read_counters
 from bert_pretraining_data.transforms.decontaminate.beam import match_benchmarks, read_benchmark
+from bert_pretraining_data.transforms.decontaminate.benchmarks import DecontaminationError
 from bert_pretraining_data.transforms.handoff.shuffle.frames import EntryCodebook, entry_codebook
 from bert_pretraining_data.transforms.read.beam import (check_input_format, check_input_schema,
                                                        match_inputs, sample_lines)
@@ -39,7 +41,7 @@ from bert_pretraining_data.transforms.tokenize.sentences import DEFAULT_SPLITTER
 from bert_pretraining_data.transforms.tokenize.engines import (CHECK_LINES, TOKENIZERS,
                                                                choose_engine)
 from bert_pretraining_data.transforms.tokenize.tokenizer_json import JsonTokenizer, JsonVocabulary
-from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary
+from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary, VocabularyError
 from bert_pretraining_data.transforms.write.formats import output_format
 
 
@@ -203,16 +205,57 @@ def read_mixture(config: Config) -> Mixture:
                          default_splitter=DEFAULT_SPLITTER)
 
 
+# The errors a user fixes in the input or the flags (exit code 2), wherever
+# they are found: before the run, or by a worker.
+USER_ERRORS = (VocabularyError, InputError, DecontaminationError)
+
+
+class RunFailed(RuntimeError):
+    """A run that failed after it started (exit code 1): one line naming the
+    step and what failed, where the runner relays a worker's traceback."""
+
+
+_STEP = re.compile(r"\s*\[while running '([^']*)'\]")
+_MAX_CHARS = 600
+_OWN = "bert_pretraining_data"  # this package's errors say what they are
+
+
+def run_failure(err: BaseException) -> RunFailed:
+    """`err`, raised by a worker or the runner, as one line: the step Beam
+    names ([while running 'step']), the error's own last line (a relayed
+    traceback's is the error), and that nothing was published."""
+    text = str(err).strip()
+    steps = _STEP.findall(text)
+    lines = [line.strip() for line in _STEP.sub("", text).splitlines() if line.strip()]
+    if "Traceback" in text and lines:  # a worker's, relayed as text: its last line is the error
+        name, _, message = lines[-1].partition(": ")
+        module, _, name = name.rpartition(".")
+    else:
+        module, name, message = type(err).__module__, type(err).__name__, " ".join(lines)
+    if not module.startswith(_OWN) and name:  # another library's error: its name helps
+        message = f"{name}: {message}" if message else name
+    if len(message) > _MAX_CHARS:
+        message = message[:_MAX_CHARS - 3] + "..."
+    where = f" in step '{steps[0]}'" if steps else ""
+    return RunFailed(f"the run failed{where}: {message}; nothing was published")
+
+
 def run_to_completion(pipeline: beam.Pipeline) -> dict[str, int]:
-    """Runs a pipeline, waits for it and returns its counters."""
-    result = pipeline.run()
-    job_id = getattr(result, "job_id", None)
-    if callable(job_id):  # a Dataflow job: its console shows the progress
-        options = pipeline.options.get_all_options()
-        print(f"Dataflow job: https://console.cloud.google.com/dataflow/jobs/"
-              f"{options.get('region')}/{job_id()}?project={options.get('project')}",
-              file=sys.stderr, flush=True)
-    result.wait_until_finish()
+    """Runs a pipeline, waits for it and returns its counters; a failure is a
+    USER_ERRORS one as raised, any other a RunFailed."""
+    try:
+        result = pipeline.run()
+        job_id = getattr(result, "job_id", None)
+        if callable(job_id):  # a Dataflow job: its console shows the progress
+            options = pipeline.options.get_all_options()
+            print(f"Dataflow job: https://console.cloud.google.com/dataflow/jobs/"
+                  f"{options.get('region')}/{job_id()}?project={options.get('project')}",
+                  file=sys.stderr, flush=True)
+        result.wait_until_finish()
+    except USER_ERRORS:
+        raise
+    except Exception as err:  # noqa: BLE001 - every runner's and storage's errors
+        raise run_failure(err) from err
     return read_counters(result)
 
 

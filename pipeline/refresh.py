@@ -35,17 +35,15 @@ from bert_pretraining_data.pipeline.dataflow import check_dataflow_options, laun
 from bert_pretraining_data.pipeline.local_runner import new_pipeline
 from bert_pretraining_data.pipeline.main import create_dataset
 from bert_pretraining_data.pipeline.options import GROUPS, Config, parse_args
-from bert_pretraining_data.pipeline.prepare import read_mixture
+from bert_pretraining_data.pipeline.prepare import USER_ERRORS, RunFailed, read_mixture
 from bert_pretraining_data.pipeline.publish import PublishError, read_published, remove_tree
 from bert_pretraining_data.pipeline.retention import apply_retention, release_lease, take_lease
 from bert_pretraining_data.pipeline.run_manifest import package_versions
 from bert_pretraining_data.pipeline.versions import (FINGERPRINT_NAME, LATEST_NAME, read_latest,
                                                      version_name)
 from bert_pretraining_data.transforms.decontaminate.beam import match_benchmarks
-from bert_pretraining_data.transforms.decontaminate.benchmarks import DecontaminationError
 from bert_pretraining_data.transforms.read.beam import match_inputs
-from bert_pretraining_data.transforms.read.documents import InputError, comma_separated
-from bert_pretraining_data.transforms.tokenize.vocabulary import VocabularyError
+from bert_pretraining_data.transforms.read.documents import comma_separated
 
 PROG = "create-pretraining-data-refresh"
 # Flags that say where the output goes, not what it holds.
@@ -360,8 +358,8 @@ def print_result(result: dict) -> None:
 def main(argv: Sequence[str] | None = None, *,
          entry: Callable[[Sequence[str]], dict] = refresh) -> None:
     run_command(PROG, entry, print_result, argv,
-                user_errors=(VocabularyError, InputError, DecontaminationError),
-                failed_runs=(PublishError,))
+                user_errors=USER_ERRORS, failed_runs=(PublishError, RunFailed),
+                every_failure_said=True)
 
 
 if __name__ == "__main__":

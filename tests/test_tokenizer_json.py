@@ -10,6 +10,7 @@ sentences of one document, as many as fit, a longer sentence cut into blocks.
 from __future__ import annotations
 
 import collections
+import gzip
 import json
 import math
 import pathlib
@@ -20,11 +21,11 @@ from tokenizers import Tokenizer
 
 from conftest import DATA, UNCASED_VOCAB
 from helpers.records import decode_records
-from helpers.tokenizer_files import bert_wordpiece, modernbert_bpe, roberta_bpe
+from helpers.tokenizer_files import bert_wordpiece, modernbert_bpe, roberta_bpe, unigram_without_unk
 from bert_pretraining_data.loaders.manifest import read_manifest
 from bert_pretraining_data.loaders.records import decoded_records, sequences_of
 from bert_pretraining_data.pipeline.beam_options import ConfigError
-from bert_pretraining_data.pipeline.main import run
+from bert_pretraining_data.pipeline.main import main, run
 from bert_pretraining_data.pipeline.options import parse_args
 from bert_pretraining_data.transforms.tokenize.chinese_words import ID_BITS, MARK
 from bert_pretraining_data.transforms.tokenize.tokenizer_json import (JsonTokenizer,
@@ -353,3 +354,29 @@ def test_tf_dataset_pads_unpadded_records_with_the_tokenizers_pad(tmp_path, toke
     assert padded.keys() == rebuilt.keys()
     for name in padded:
         assert np.array_equal(padded[name], rebuilt[name]), name
+
+
+@pytest.mark.parametrize("name, code, found", [
+    # a gzipped corpus is not sampled at launch: a worker meets the line
+    ("corpus.txt.gz", 1, "the run failed in step 'Tokenize"),
+    ("corpus.txt", 2, "in a sample of the input"),  # the disk estimate's sample meets it
+])
+def test_text_a_tokenizer_cannot_encode_is_one_line(tmp_path, capsys, name, code, found):
+    """issue 53: a Unigram without an unknown token on a character it never
+    saw ended in the library's traceback ("Encountered an unknown token but
+    `unk_id` is missing")."""
+    unigram_without_unk(TRAINING, tmp_path / "tokenizer.json")
+    text = ("\n".join(TRAINING[:40]) + "\n\n" + "\n".join(TRAINING[40:60])
+            + "\nThe 汉字 are new to it.\n").encode()
+    (tmp_path / name).write_bytes(gzip.compress(text) if name.endswith(".gz") else text)
+    with pytest.raises(SystemExit) as exit_:
+        main([f"--input_file={tmp_path / name}", f"--tokenizer_file={tmp_path / 'tokenizer.json'}",
+              f"--output_dir={tmp_path / 'out'}", "--max_seq_length=64",
+              "--max_predictions_per_seq=10"])
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert exit_.value.code == code, error
+    assert found in error, error
+    assert (f"{tmp_path / 'tokenizer.json'} cannot encode the line 'The 汉字 are new to it.' "
+            "(Encountered an unknown token but `unk_id` is missing): give its model an unknown "
+            "token") in error, error
+    assert not (tmp_path / "out" / "manifest.json").exists()

@@ -16,6 +16,7 @@ from bert_pretraining_data.transforms.progress_sink import ProgressSink
 from bert_pretraining_data.transforms.read.mixture import source_of
 from bert_pretraining_data.transforms.tokenize.chinese_words import MARK
 from bert_pretraining_data.transforms.tokenize.document import DocumentTokenizer
+from bert_pretraining_data.transforms.tokenize.tokenizer_json import TextNotEncodable
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
 from bert_pretraining_data.transforms.tokenize.wordpiece import count_control_characters
 from bert_pretraining_data.transforms.worker_memory import tune_worker_memory
@@ -62,7 +63,10 @@ class TokenizeDocument(CountingDoFn):
         doc_key, lines = element
         count = self._count.counts
         count["control_characters"] += sum(map(count_control_characters, lines))
-        tokenized = self._tokenizer_of(doc_key)(lines)
+        try:
+            tokenized = self._tokenizer_of(doc_key)(lines)
+        except TextNotEncodable as err:  # which document: its key names the file
+            raise TextNotEncodable(f"document {doc_key}: {err}") from None
         document = tokenized.compact()
         count["lines_without_tokens"] += tokenized.without_tokens
         if self._progress.active:  # text bytes: one encode per line, only when shown

@@ -46,6 +46,7 @@ class JsonVocabulary(Vocabulary):
     data: bytes = dataclasses.field(default=b"", repr=False, compare=False)
     lowercases: bool = False  # its normalizer lowercases text
     model: str = "BPE"  # its model's kind: BPE, WordPiece, Unigram, WordLevel
+    source: str = dataclasses.field(default="tokenizer.json", compare=False)  # where it was read
 
     def own_flags(self) -> dict[str, object]:
         """The file decides what --do_lower_case and --tokenization say of a
@@ -177,7 +178,7 @@ def parse_tokenizer_json(data: bytes, *, source: str = "tokenizer.json") -> Json
         framing=_framing(tokenizer, source), mask=mask, pad=pad,
         unk=-1 if unk is None else unk, data=data,
         lowercases=normalizer is not None and normalizer.normalize_str("A") == "a",
-        model=type(tokenizer.model).__name__)
+        model=type(tokenizer.model).__name__, source=source)
 
 
 def load_tokenizer_json(path: str, open_file: Opener = open_binary) -> JsonVocabulary:
@@ -193,6 +194,21 @@ def marked_ids(ids: Sequence[int], word_ids: Sequence[int | None]) -> list[int]:
         if word_ids[i] is not None and word_ids[i] == word_ids[i - 1]:
             marked[i] |= MARK
     return marked
+
+
+class TextNotEncodable(ValueError):
+    """Text the tokenizer.json cannot encode (a model with no unknown token
+    meets a character its vocabulary lacks): one line naming the file, the
+    text and what to change."""
+
+
+def not_encodable(vocabulary: JsonVocabulary, line: str, err: Exception) -> TextNotEncodable:
+    """The error of `line`, which the library refused with `err`."""
+    shown = line if len(line) <= 80 else line[:77] + "..."
+    return TextNotEncodable(
+        f"{vocabulary.source} cannot encode the line {shown!r} ({err}): give its model an "
+        "unknown token (a Unigram's unk_id, a BPE's unk_token) or byte_fallback, or "
+        "remove the characters its vocabulary lacks from the corpus")
 
 
 class JsonTokenizer:
@@ -222,11 +238,23 @@ class JsonTokenizer:
         nor word ids: the same ids for less CPU (docs/tokenizers.md#speed)."""
         if self._fast is not None:
             return fast_ids(self._fast, lines)
-        if not self._words:
-            return [e.ids for e in self._tokenizer.encode_batch_fast(
-                list(lines), add_special_tokens=False)]
-        encodings = self._tokenizer.encode_batch(list(lines), add_special_tokens=False)
+        try:
+            if not self._words:
+                return [e.ids for e in self._tokenizer.encode_batch_fast(
+                    list(lines), add_special_tokens=False)]
+            encodings = self._tokenizer.encode_batch(list(lines), add_special_tokens=False)
+        except Exception as err:  # noqa: BLE001 - the library raises Exception itself
+            raise self._refused(lines, err) from None
         return [marked_ids(e.ids, e.word_ids) for e in encodings]
+
+    def _refused(self, lines: Sequence[str], err: Exception) -> TextNotEncodable:
+        """The error of the first of `lines` the library refuses alone."""
+        for line in lines:
+            try:
+                self._tokenizer.encode(line, add_special_tokens=False)
+            except Exception as alone:  # noqa: BLE001
+                return not_encodable(self.vocabulary, line, alone)
+        return not_encodable(self.vocabulary, lines[0] if lines else "", err)
 
     def tokenize_to_ids(self, text: str) -> list[int]:
         return self.lines_to_ids([text])[0]
