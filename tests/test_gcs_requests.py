@@ -136,3 +136,27 @@ def test_lost_responses_complete_the_run_or_fail_in_one_line(gcs):  # noqa: F811
     manifest = clean_out["manifest.json"].replace(b"lost-clean", b"lost-injected")
     assert json.loads(lost_out["manifest.json"]) == json.loads(manifest)
     assert json.loads(manifest)["total_instances"] == clean["total_instances"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shuffle", ["files", "runner"])
+def test_a_shard_upload_whose_last_response_is_lost_is_done(gcs, shuffle):  # noqa: F811
+    """issue 53: the response to a shard upload's last request lost, the
+    client's retry of the finished upload answered 404 (the emulator's answer;
+    GCS returns the object) ended in Beam's and the client's tracebacks. A
+    shard the storage holds byte for byte is written: the same shards as a
+    clean run."""
+    clean, _ = _run_through_proxy(gcs, f"finish-clean-{shuffle}", f"--shuffle={shuffle}")
+    with proxy(gcs.endpoint, lost_finishing=r"/\.staging/shard-\d{5}$", seed=0) as (endpoint, stats):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("STORAGE_EMULATOR_HOST", endpoint)
+            run([*FLAGS, f"--output_dir={gcs.url(f'finish-lost-{shuffle}')}",
+                 f"--shuffle={shuffle}"])
+    assert stats.lost["finishing"] == NUM_SHARDS
+    clean_out = _outputs(gcs, f"finish-clean-{shuffle}")
+    lost_out = _outputs(gcs, f"finish-lost-{shuffle}")
+    assert sorted(clean_out) == sorted(lost_out)
+    for name, data in clean_out.items():
+        if name != "manifest.json":
+            assert lost_out[name] == data, name
+    assert clean["total_instances"] > 0

@@ -16,6 +16,12 @@ requests drawn by a seeded generator:
   so which copies and deletes lose their response does not depend on how
   uploads and reads interleave with them.
 
+And one targeted fault, `lost_finishing`: the response to the request that
+finishes a resumable upload (the chunk whose Content-Range gives the total)
+of each object whose name matches the pattern is lost, once per object: the
+client retries a finished upload, which real GCS answers with the object and
+the emulator with 404.
+
 Bounded: it serves only loopback and stops with the test.
 """
 
@@ -25,6 +31,7 @@ import collections
 import contextlib
 import dataclasses
 import http.client
+import json
 import random
 import re
 import threading
@@ -62,6 +69,10 @@ def request_kind(method: str, path: str) -> str:
 _BATCHED = re.compile(rb"^(GET|POST|PUT|DELETE|PATCH) (\S+) HTTP/", re.MULTILINE)
 
 
+def _query(url: str) -> dict[str, list[str]]:
+    return urllib.parse.parse_qs(urllib.parse.urlparse(url).query)
+
+
 def batched_kinds(body: bytes) -> list[str]:
     """The kinds of the requests inside a batch request's multipart body."""
     return [request_kind(method.decode(), path.decode())
@@ -95,8 +106,11 @@ class Stats:
 class _Proxy(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, target: str, failure_share: float, lost_share: float, seed: int):
+    def __init__(self, target: str, failure_share: float, lost_share: float, seed: int,
+                 lost_finishing: str | None = None):
         super().__init__(("127.0.0.1", 0), _Handler)
+        self.lost_finishing = re.compile(lost_finishing) if lost_finishing else None
+        self.watched_uploads: set[str] = set()  # upload ids of the objects it matches
         parsed = urllib.parse.urlparse(target)
         self.target = (parsed.hostname, parsed.port)
         self.failure_share = failure_share
@@ -107,9 +121,19 @@ class _Proxy(ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.stats = Stats()
 
-    def decide(self, kind: str, body: bytes) -> str | None:
+    def decide(self, kind: str, body: bytes, headers=None, path: str = "") -> str | None:
         """A fault to inject, or None (the request is counted and forwarded);
         LOST: forwarded and counted too, but its response is dropped."""
+        if self.lost_finishing and kind == "upload-chunk" and headers is not None:
+            upload = _query(path).get("upload_id", [""])[0]
+            total = (headers.get("Content-Range") or "").rpartition("/")[2]
+            with self.lock:
+                if upload in self.watched_uploads and total not in ("", "*"):
+                    self.watched_uploads.discard(upload)  # once: the retry goes through
+                    self.stats.requests[kind] += 1
+                    self.stats.faults[LOST] += 1
+                    self.stats.lost["finishing"] += 1
+                    return LOST
         with self.lock:
             fault = None
             if self.failure_share and self.rng.random() < self.failure_share:
@@ -139,7 +163,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _forward(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
-        fault = self.server.decide(request_kind(self.command, self.path), body)
+        kind = request_kind(self.command, self.path)
+        fault = self.server.decide(kind, body, self.headers, self.path)
         if fault == "drop":
             self._hang_up()
             return
@@ -162,13 +187,36 @@ class _Handler(BaseHTTPRequestHandler):
         if fault == LOST:  # the storage applied it; the client never hears
             self._hang_up()
             return
+        headers = response.getheaders()
+        if kind == "upload" and self.server.lost_finishing:
+            headers = self._watch(body, headers)
         self.send_response(response.status)
-        for name, value in response.getheaders():
+        for name, value in headers:
             if name.lower() not in _HOP_HEADERS:
                 self.send_header(name, value)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def _watch(self, body: bytes, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """An upload's response headers, its session's Location sent through
+        the proxy (the emulator names itself), its upload id watched when
+        the object's name (in the request's metadata) matches."""
+        try:
+            name = json.loads(body or b"{}").get("name", "")
+        except ValueError:
+            name = ""
+        target = "%s:%d" % self.server.target
+        here = "%s:%d" % self.server.server_address[:2]
+        rewritten = []
+        for header, value in headers:
+            if header.lower() == "location":
+                value = value.replace(target, here)
+                if self.server.lost_finishing.search(name):
+                    with self.server.lock:
+                        self.server.watched_uploads.update(_query(value).get("upload_id", []))
+            rewritten.append((header, value))
+        return rewritten
 
     def _hang_up(self) -> None:
         self.close_connection = True
@@ -179,10 +227,10 @@ class _Handler(BaseHTTPRequestHandler):
 
 @contextlib.contextmanager
 def proxy(target: str, *, failure_share: float = 0.0, lost_share: float = 0.0,
-          seed: int = 0) -> Iterator[tuple[str, Stats]]:
+          seed: int = 0, lost_finishing: str | None = None) -> Iterator[tuple[str, Stats]]:
     """Serves a proxy to `target` (the emulator's endpoint) on a free loopback
     port; yields (its endpoint, its live Stats)."""
-    server = _Proxy(target, failure_share, lost_share, seed)
+    server = _Proxy(target, failure_share, lost_share, seed, lost_finishing)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

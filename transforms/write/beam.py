@@ -16,6 +16,7 @@ a Reshuffle (a checkpoint), so a retried shard write still finds them. Under
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -105,20 +106,72 @@ def write_shard_file(path: str, chunks: Iterable[bytes | memoryview], *, records
     digest are of the bytes in the file: computed while writing when
     uncompressed, read back from the (much smaller) file when gzipped.
     """
-    compression_type = _compression_type(compression)
-    digest = hashlib.sha256()
-    size = 0
-    with FileSystems.create(path, compression_type=compression_type) as handle:
+    with shard_file(path, compression) as handle:
         for chunk in chunks:
             handle.write(chunk)
-            if compression is None:
-                digest.update(chunk)
-                size += len(chunk)
-    if compression is not None:
-        size, sha256 = file_digest(path)
-    else:
-        sha256 = digest.hexdigest()
+    if compression is None:
+        return {"records": records, **handle.stats()}
+    size, sha256 = file_digest(path)
     return {"records": records, "bytes": size, "sha256": sha256}
+
+
+class ShardWriteError(OSError):
+    """A shard file the storage did not take, named."""
+
+
+class _DigestingFile:
+    """A file being written, and the size and sha256 of what went in."""
+
+    def __init__(self, handle) -> None:
+        self._handle, self.digest, self.size = handle, hashlib.sha256(), 0
+
+    def write(self, data: bytes | memoryview) -> None:
+        self._handle.write(data)
+        self.digest.update(data)
+        self.size += len(data)
+
+    def stats(self) -> dict[str, Any]:
+        return {"bytes": self.size, "sha256": self.digest.hexdigest()}
+
+
+@contextlib.contextmanager
+def shard_file(path: str, compression: str | None = None) -> Iterator[_DigestingFile]:
+    """A shard's file to write (compressed by `compression`), what goes in
+    digested. Closing it finishes an object store's upload: where that fails
+    though the file holds every byte written (a lost last response, below),
+    the file is written; otherwise a ShardWriteError names it."""
+    compression_type = _compression_type(compression)
+    handle = FileSystems.create(path, compression_type=compression_type)
+    written = _DigestingFile(handle)
+    try:
+        yield written
+    except BaseException:
+        handle.close()  # as a `with` would
+        raise
+    try:
+        handle.close()
+    except Exception as err:  # noqa: BLE001 - each filesystem's client has its own errors
+        if not _holds(path, compression_type, written.size, written.digest.hexdigest()):
+            raise ShardWriteError(f"writing {path}: {type(err).__name__}: {err}") from err
+
+
+def _holds(path: str, compression_type: str, size: int, sha256: str) -> bool:
+    """Whether `path` holds `size` bytes of digest `sha256` (read through
+    `compression_type`). An upload whose last response was lost is retried by
+    the storage client, and a retried finished upload may be answered as an
+    error (a GCS emulator's 404) though the object holds every byte: such a
+    write is done."""
+    try:
+        if not FileSystems.exists(path):
+            return False
+        digest, read = hashlib.sha256(), 0
+        with FileSystems.open(path, compression_type=compression_type) as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+                read += len(chunk)
+    except Exception:  # noqa: BLE001 - unreadable: not done
+        return False
+    return (read, digest.hexdigest()) == (size, sha256)
 
 
 def file_digest(path: str) -> tuple[int, str]:
@@ -353,21 +406,6 @@ class WriteShards(beam.PTransform):
                 FIGURES: figures}
 
 
-class _DigestingFile:
-    """A file being written, and the size and sha256 of what went in."""
-
-    def __init__(self, handle) -> None:
-        self._handle, self.digest, self.size = handle, hashlib.sha256(), 0
-
-    def write(self, data: bytes | memoryview) -> None:
-        self._handle.write(data)
-        self.digest.update(data)
-        self.size += len(data)
-
-    def stats(self) -> dict[str, Any]:
-        return {"bytes": self.size, "sha256": self.digest.hexdigest()}
-
-
 def document_order(seed: int, doc_key: str) -> int:
     """A document's place among the indexed datasets' (its shard is this
     modulo their count, its place in the shard this order): a seeded hash of
@@ -390,9 +428,7 @@ class _WriteIndexedDataset(CountingDoFn):
         shard, documents = element
         name = self._shard_names[shard]
         files = {}
-        with FileSystems.create(FileSystems.join(self._staging_dir, f"{name}.bin"),
-                                compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-            data = _DigestingFile(handle)
+        with shard_file(FileSystems.join(self._staging_dir, f"{name}.bin")) as data:
             writer = IndexedDatasetWriter(data, np.dtype(self._dtype))
             for _, _, document in sorted(d for d in documents if d is not None):
                 tokens, bounds = compact_arrays(document)
@@ -401,10 +437,9 @@ class _WriteIndexedDataset(CountingDoFn):
                                      for s in range(len(bounds) - 1)])
             files["bin"] = data.stats()
         index = writer.index_bytes()
-        with FileSystems.create(FileSystems.join(self._staging_dir, f"{name}.idx"),
-                                compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+        with shard_file(FileSystems.join(self._staging_dir, f"{name}.idx")) as handle:
             handle.write(index)
-        files["idx"] = {"bytes": len(index), "sha256": hashlib.sha256(index).hexdigest()}
+        files["idx"] = handle.stats()
         self._count.counts["indexed_sequences"] += writer.sequences
         yield ShardRecord(shard=shard, name=name, records=writer.sequences,
                           bytes=files["bin"]["bytes"] + files["idx"]["bytes"], files=files,
