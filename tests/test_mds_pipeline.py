@@ -304,3 +304,56 @@ def test_a_vocabulary_too_large_for_the_formats_ids_is_one_line(uncased_vocab, t
         StageSettings.of(config, huge)
     assert "\n" not in str(caught.value)
     assert StageSettings.of(config, uncased_vocab)  # the real size is fine
+
+
+_COLLATE = _READ.replace("print(json.dumps(result))", """
+import torch
+from transformers import BertTokenizerFast, DataCollatorForLanguageModeling
+
+# ModernBERT's yaml: the train_loader at mlm_probability 0.3, the eval_loader at
+# 0.15, each row decoded by _read_binary_tokenized_sample (modernbert above),
+# masked by transformers' collator, seeded.
+tokenizer = BertTokenizerFast(spec["vocab"], do_lower_case=True)
+rates = {}
+for name, probability in spec["mlm_probability"].items():
+    torch.manual_seed(0)
+    collate = DataCollatorForLanguageModeling(tokenizer, mlm_probability=probability)
+    rows = result[name]["modernbert"]
+    on_disk = sum(ids.count(tokenizer.mask_token_id) for ids in (r["input_ids"] for r in rows))
+    maskable = labelled = 0
+    for start in range(0, len(rows), 32):
+        chunk = rows[start:start + 32]
+        batch = collate([{"input_ids": r["input_ids"], "attention_mask": r["attention_mask"]}
+                         for r in chunk])
+        special = torch.tensor([tokenizer.get_special_tokens_mask(r["input_ids"],
+                                                                  already_has_special_tokens=True)
+                                for r in chunk], dtype=torch.bool)
+        labels = batch["labels"]
+        maskable += int((~special & (batch["attention_mask"] == 1)).sum())
+        labelled += int((labels != -100).sum())
+    rates[name] = {"on_disk": on_disk, "maskable": maskable, "labelled": labelled}
+print(json.dumps(rates))
+""")
+
+
+@pytest.mark.slow
+def test_modernbert_style_loaders_mask_validation_once(runs, tmp_path):
+    """docs/mds.md's quick start as ModernBERT's trainer reads it: StreamingDataset
+    reads train and validation, each row decoded as _read_binary_tokenized_sample
+    decodes it and masked by a seeded DataCollatorForLanguageModeling at the
+    yaml's mlm_probability. Validation's masked share is the eval_loader's
+    0.15 (issue 53: it held [MASK] ids already, 24% of tokens, and was masked
+    again), training's the train_loader's 0.3."""
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({
+        "datasets": {"train": {"local": runs["split"], "split": "train"},
+                     "validation": {"local": runs["split"], "split": "validation"}},
+        "max_seq_len": MAX_SEQ_LENGTH, "pad_id": 0, "vocab": str(UNCASED_VOCAB),
+        "mlm_probability": {"train": 0.3, "validation": 0.15}}))
+    rates = run_client(client_python("mosaicml-streaming", MOSAICML_STREAMING), _COLLATE,
+                       str(spec))
+    for name, probability in (("train", 0.3), ("validation", 0.15)):
+        assert rates[name]["on_disk"] == 0, name  # no [MASK] id before the collator's
+        assert rates[name]["maskable"] > 5000, name
+        share = rates[name]["labelled"] / rates[name]["maskable"]
+        assert abs(share - probability) <= 0.02, (name, share)
