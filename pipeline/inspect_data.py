@@ -164,9 +164,10 @@ def table(rows: Sequence[Sequence[str]], left: Sequence[str]) -> list[str]:
             for row in rows]
 
 
-def indexed_text(manifest: Manifest) -> str:
-    """A Megatron-LM dataset's shards (--output_format=megatron): the prefixes
-    --data-path takes, with their sentences, documents and tokens."""
+def indexed_text(manifest: Manifest, split: str) -> str:
+    """A Megatron-LM dataset's shards (--output_format=megatron), `split`'s:
+    the prefixes --data-path takes (or the split's flag), with their
+    sentences, documents and tokens."""
     rows = [("prefix", "sentences", "documents", "tokens")]
     rows += [(shard.path, f"{entry.records:,}", f"{entry.figures['documents']:,}",
               f"{entry.tokens:,}")
@@ -174,9 +175,18 @@ def indexed_text(manifest: Manifest) -> str:
                                                              key=lambda s: s.shard))]
     lines = ["Megatron-LM indexed datasets (read them with megatron-core's "
              "IndexedDataset; docs/megatron.md):", *table(rows, left=("prefix",))]
-    if manifest.content.mixture:
+    # With held-out splits, each split is its own blend: Megatron-LM's
+    # --train-data-path, --valid-data-path and --test-data-path.
+    flag = f"--{split.replace('validation', 'valid')}-data-path" if (
+        manifest.whole.splits) else "--data-path"
+    if manifest.held_out:
+        lines += [f"Megatron-LM's {flag} (the split's prefixes):",
+                  "  " + " ".join(shard.path for shard, entry in zip(
+                      manifest.shards, sorted(manifest.content.shards, key=lambda s: s.shard))
+                      if entry.records)]
+    elif manifest.content.mixture:
         lines += [mixture_text(manifest.content.mixture),
-                  "Megatron-LM blend of the sources at their weights (--data-path):",
+                  f"Megatron-LM blend of the sources at their weights ({flag}):",
                   "  " + " ".join(f"{np.format_float_positional(weight, trim='-')} {prefix}"
                                   for weight, prefix in megatron_blend(manifest))]
     return "\n".join(lines)
@@ -312,10 +322,10 @@ def report(dataset: str, *, split: str = TRAIN, num_instances: int = 20,
     root = refresh_root_text(dataset, manifest)
     if root:
         parts[0] = root + "\n" + parts[0]
-    if not output_format(manifest.output_format).makes_instances:
-        return "\n".join([*parts, indexed_text(manifest)])
     if manifest.content.splits:
         parts[0] += "\n" + splits_text(manifest, split)
+    if not output_format(manifest.output_format).makes_instances:
+        return "\n".join([*parts, indexed_text(manifest, split)])
     if manifest.content.mixture:
         parts[0] += "\n" + mixture_text(manifest.content.mixture)
     if tokens is None:

@@ -101,7 +101,7 @@ def summary(path: str, manifest: DatasetManifest) -> str:
         lines.append(f"  ... and {len(shards) - 5} more")
     for name, split in (manifest.splits or {}).items():
         if name != TRAIN:
-            lines.append(f"{name}: {split.instances:,} instances of {split.documents:,} "
+            lines.append(f"{name}: {split.instances:,} {made} of {split.documents:,} "
                          f"held-out documents in {len(split.shards)} file(s) under {name}/")
     if manifest.splits:
         lines.append(f"near copies of held-out documents dropped from training: "

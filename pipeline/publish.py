@@ -80,8 +80,9 @@ class OutputPaths:
     def part(self, name: str) -> "OutputPaths":
         """One part's shards (training's is the whole output when it has no
         held-out split), staged in a folder of their own: each part's writer
-        keeps its buckets and staging lists apart."""
-        if name == TRAIN and not {part for part, _ in self.parts} & set(SPLITS):
+        keeps its buckets and staging lists apart. A part of parts (training's
+        by source beside held-out splits: train/<source>) holds them as its own."""
+        if name == TRAIN and not {part.split("/")[0] for part, _ in self.parts} & set(SPLITS):
             return self  # no split, or a mixture's sources: training is the whole output
         start = 0
         for part, count in self.parts:
@@ -90,7 +91,16 @@ class OutputPaths:
                     self, staging_dir=FileSystems.join(self.staging_dir, name),
                     final_paths=self.final_paths[start:start + count], parts=())
             start += count
-        raise ValueError(f"the output has no part {name!r}")
+        inner = [(part[len(name) + 1:], count) for part, count in self.parts
+                 if part.startswith(name + "/")]  # listed together
+        if not inner:
+            raise ValueError(f"the output has no part {name!r}")
+        first = [part for part, _ in self.parts].index(f"{name}/{inner[0][0]}")
+        start = sum(count for _, count in self.parts[:first])
+        return dataclasses.replace(
+            self, staging_dir=FileSystems.join(self.staging_dir, name),
+            final_paths=self.final_paths[start:start + sum(c for _, c in inner)],
+            parts=tuple(inner))
 
     @property
     def part_outputs(self) -> list["OutputPaths"]:
@@ -132,16 +142,18 @@ def part_shards(config: Config, inputs: Sequence[tuple[str, int]],
     per document, and never more than training's. With a mixture written
     by source (`sources`: each one's name and input bytes), each source's
     folder instead: --num_shards each, or sized from its input."""
-    if config.mixture and config.mixture_layout == "by_source":
-        return tuple((name, config.num_shards or default_num_shards(size, 1))
-                     for name, size in sources)
+    by_source = tuple((name, config.num_shards or default_num_shards(size, 1))
+                      for name, size in sources) if config.mixture_layout == "by_source" else ()
     fractions = config.split_fractions
     if not fractions.active:
-        return ()
+        return by_source
     train = num_shards(config, inputs)
     size = sum(s for _, s in inputs)
-    return ((TRAIN, train), *((name, min(train, default_num_shards(
-        math.ceil(size * fractions.fraction(name)), 1))) for name in fractions.held_out))
+    held_out = tuple((name, min(train, default_num_shards(
+        math.ceil(size * fractions.fraction(name)), 1))) for name in fractions.held_out)
+    if by_source:  # training's sources in its folder, beside the held-out splits
+        return (*((f"{TRAIN}/{name}", count) for name, count in by_source), *held_out)
+    return ((TRAIN, train), *held_out)
 
 
 def prepare_output(config: Config, inputs: Sequence[tuple[str, int]],
@@ -270,9 +282,9 @@ def training_shards(output: OutputPaths) -> list[ShardRecord]:
     (a mixture's sources, each in its folder: theirs in source order,
     numbered on)."""
     train = output.part(TRAIN)
-    if train is not output or not output.parts:
+    if not train.parts:
         return staged_shards(train)
-    shards = [shard for part in output.part_outputs for shard in staged_shards(part)]
+    shards = [shard for part in train.part_outputs for shard in staged_shards(part)]
     return [shard.placed(shard.path, number) for number, shard in enumerate(shards)]
 
 

@@ -154,6 +154,53 @@ def test_a_by_source_mixture_blends_in_megatron_at_its_weights(corpus, tmp_path)
             weights[source] * tokens[source] / planned, rel=1e-4)
 
 
+@pytest.mark.slow
+def test_a_mixture_with_held_out_splits_reads_in_megatron(corpus, tmp_path):
+    """issue 53: --mixture with --output_format=megatron and --validation_fraction
+    had no way through (by_source was required, and refused with a split).
+    Training's sources are prefixes under train/<source>/, the validation split
+    its own prefixes: megatron-core reads every document of both once, none of
+    validation's in training, and inspect prints each split's flag
+    (--train-data-path's blend, --valid-data-path's prefixes)."""
+    _, path, documents = corpus
+    mixture = tmp_path / "mixture.json"
+    mixture.write_text(json.dumps({"sources": [
+        {"name": "treebank", "input_file": str(path), "weight": 2.0},
+        {"name": "sample", "input_file": str(DATA / "sample_text.txt")}]}))
+    out = tmp_path / "out"
+    manifest = run([f"--mixture={mixture}", f"--output_dir={out}",
+                    f"--vocab_file={UNCASED_VOCAB}", "--output_format=megatron",
+                    "--mixture_layout=by_source", "--validation_fraction=0.2"])
+    train = [shard.path for shard in read_manifest(str(out)).shards]
+    validation = [shard.path for shard in read_manifest(str(out), split="validation").shards]
+    assert {pathlib.Path(p).parent.relative_to(out).as_posix() for p in train} == {
+        "train/treebank", "train/sample"}
+    assert {pathlib.Path(p).parent.relative_to(out).as_posix() for p in validation} == {
+        "validation"}
+    found = run_client(client_python("megatron-core", MEGATRON_CORE), _READ,
+                       *train, *validation)
+    read_train = _documents_read(found[:len(train)])
+    read_validation = _documents_read(found[len(train):])
+    assert sum(read_validation.values()) == manifest["splits"]["validation"]["documents"] > 0
+    assert not set(read_train) & set(read_validation)
+    spec = TokenizerSpec(str(UNCASED_VOCAB), True)
+    tokenizer = spec.tokenizer(spec.load_vocabulary())
+    sample = [line for line in (DATA / "sample_text.txt").read_text(
+        encoding="utf-8").split("\n\n") if line.strip()]
+    expected = {tuple(tuple(tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line)))
+                      for line in document if line.strip())
+                for document in [*documents, *(d.splitlines() for d in sample)]}
+    assert set(read_train) | set(read_validation) == expected  # every document, once
+    assert max((read_train + read_validation).values()) == 1
+
+    text = report(str(out))
+    blend = text.splitlines()[text.splitlines().index(
+        "Megatron-LM blend of the sources at their weights (--train-data-path):") + 1].split()
+    assert blend[1::2] == train
+    assert report(str(out), split="validation").splitlines()[-2:] == [
+        "Megatron-LM's --valid-data-path (the split's prefixes):", "  " + " ".join(validation)]
+
+
 def test_the_bytes_do_not_depend_on_the_workers(corpus):
     one = _run(corpus, "in-memory", "--direct_running_mode=in_memory")[1]
     two = _run(corpus, "two-workers", "--direct_running_mode=multi_processing",

@@ -39,9 +39,6 @@ class MixtureFlags(FlagGroup):
             (not config.reference_compatible and config.recipe != "d2l",
              "--mixture makes one dataset of several corpora, which --reference_compatible "
              "and --recipe=d2l do not; drop one"),
-            (not (config.mixture_layout == "by_source" and config.split_fractions.active),
-             "--mixture_layout=by_source with held-out splits is not supported; use the "
-             "mixed layout, whose instances each carry their source id"),
             (not (config.mixture_layout == "by_source" and config.output_file),
              "--mixture_layout=by_source writes a folder per source: use --output_dir"),
         ]
