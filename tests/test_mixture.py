@@ -381,6 +381,25 @@ def test_a_copied_by_source_dataset_loads_from_its_new_place(sources, tmp_path):
             } == {moved}
 
 
+def test_a_by_source_dataset_with_a_held_out_split_loads_from_its_new_place(sources, tmp_path):
+    """Training's sources in train/<source>/, the validation split in validation/
+    (issue 53: by_source with a split was refused): the loaders read each
+    split, copied elsewhere too, and every source has its share of validation."""
+    out, manifest = _run(sources, "by-source-split", "--mixture_layout=by_source",
+                         "--validation_fraction=0.1", weights=WEIGHTS)
+    moved = tmp_path / "moved"
+    shutil.copytree(out, moved)
+    shutil.rmtree(out)
+    train = read_manifest(str(moved))
+    assert {pathlib.Path(shard.path).parent.relative_to(moved).as_posix()
+            for shard in train.shards} == {f"train/{name}" for name in WEIGHTS}
+    assert len(list(read_instances(train))) == manifest["total_instances"]
+    validation = read_manifest(str(moved), split="validation")
+    counts = collections.Counter(i.source for i in read_instances(validation))
+    assert set(counts) == {0, 1, 2}
+    assert sum(counts.values()) == manifest["splits"]["validation"]["instances"]
+
+
 def test_a_local_source_on_dataflow_is_one_line(sources, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         main([f"--mixture={_mixture(sources, tmp_path / 'm.json')}",
