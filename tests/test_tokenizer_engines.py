@@ -21,6 +21,7 @@ import pathlib
 import pytest
 
 from conftest import DATA, UNCASED_VOCAB
+from bench.tokenizer_families import FAMILIES
 from helpers.tokenizer_files import bert_wordpiece, modernbert_bpe, roberta_bpe
 from bert_pretraining_data.pipeline.main import main, run
 from bert_pretraining_data.transforms.tokenize import engines
@@ -51,15 +52,22 @@ CORPUS = (_lines("en_ewt-ud-test.sentences.txt") + _lines("zh_gsd-ud-test.senten
 @pytest.fixture(scope="module")
 def files(tmp_path_factory) -> dict[str, pathlib.Path]:
     root = tmp_path_factory.mktemp("engines")
-    made = {"roberta": root / "roberta.json", "modernbert": root / "modernbert.json",
-            "bert": root / "bert.json"}
+    made = {name: root / f"{name}.json" for name in ("roberta", "modernbert", "bert", *FAMILIES)}
     roberta_bpe(TRAINING, made["roberta"])
     modernbert_bpe(TRAINING, made["modernbert"])
     bert_wordpiece(UNCASED_VOCAB, made["bert"])
+    for name, build in FAMILIES.items():
+        build(TRAINING, made[name], 4000)
     return made
 
 
-@pytest.mark.parametrize("family", ["roberta", "modernbert"])
+# The byte-level BPE structures encoders ship with: RoBERTa's (no normalizer),
+# ModernBERT's own test file, GPT-NeoX's and OLMo's NFC (ModernBERT's family),
+# Llama-3's Split then ByteLevel, and NFC then lowercase.
+FAST_FAMILIES = ("roberta", "modernbert", "neox-nfc", "llama3-split", "nfc-lowercase")
+
+
+@pytest.mark.parametrize("family", FAST_FAMILIES)
 def test_fastokens_gives_the_librarys_ids_on_every_line(files, family):
     vocabulary = load_tokenizer_json(str(files[family]))
     fast = JsonTokenizer(vocabulary, words=False, engine=FASTOKENS)
@@ -70,7 +78,8 @@ def test_fastokens_gives_the_librarys_ids_on_every_line(files, family):
 
 
 def test_a_file_fastokens_cannot_express_takes_the_reference(files, tmp_path):
-    assert fast_engine_json(files["bert"].read_bytes()) is None
+    for family in ("bert", "xlmr-unigram"):  # WordPiece; NFKC, Metaspace and Unigram
+        assert fast_engine_json(files[family].read_bytes()) is None, family
     corpus = DATA / "en_ewt-ud-test.paragraphs.txt"
     manifest = run([f"--input_file={corpus}", f"--tokenizer_file={files['bert']}",
                     f"--output_dir={tmp_path / 'out'}", "--dupe_factor=1"])
@@ -89,7 +98,7 @@ def _shards(out: pathlib.Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(out.glob("part-*"))}
 
 
-@pytest.mark.parametrize("family", ["roberta", "modernbert"])
+@pytest.mark.parametrize("family", FAST_FAMILIES)
 def test_the_fast_engine_writes_the_reference_runs_bytes(files, tmp_path, family):
     corpus = DATA / "en_ewt-ud-test.paragraphs.txt"
     flags = [f"--input_file={corpus}", f"--tokenizer_file={files[family]}",
@@ -130,8 +139,9 @@ def test_a_compressed_input_takes_the_reference(files, tmp_path):
     assert manifest["tokenizer_engine"] == TOKENIZERS and manifest["total_instances"] > 0
 
 
+@pytest.mark.parametrize("family", ["roberta", "neox-nfc"])
 def test_a_planted_difference_sends_the_run_to_the_reference(files, tmp_path, monkeypatch,
-                                                             capsys):
+                                                             capsys, family):
     """Two merges swapped in fastokens' copy only (the first and the last):
     words that took the first merge split otherwise,
     the check finds one, and the whole run takes the reference, saying so."""
@@ -144,7 +154,7 @@ def test_a_planted_difference_sends_the_run_to_the_reference(files, tmp_path, mo
         merges[0], merges[-1] = merges[-1], merges[0]  # the first merge, tried last
         return json.dumps(spec)
     monkeypatch.setattr(engines, "fast_engine_json", swapped)
-    flags = [f"--input_file={corpus}", f"--tokenizer_file={files['roberta']}",
+    flags = [f"--input_file={corpus}", f"--tokenizer_file={files[family]}",
              "--recipe=roberta", "--num_shards=2", "--dupe_factor=1"]
     assert main([*flags, f"--output_dir={tmp_path / 'planted'}"]) in (0, None)
     warning = capsys.readouterr().err

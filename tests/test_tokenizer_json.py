@@ -21,7 +21,8 @@ from tokenizers import Tokenizer
 
 from conftest import DATA, UNCASED_VOCAB
 from helpers.records import decode_records
-from helpers.tokenizer_files import bert_wordpiece, modernbert_bpe, roberta_bpe, unigram_without_unk
+from bench.tokenizer_families import unigram
+from helpers.tokenizer_files import bert_wordpiece, modernbert_bpe, roberta_bpe
 from bert_pretraining_data.loaders.manifest import read_manifest
 from bert_pretraining_data.loaders.records import decoded_records, sequences_of
 from bert_pretraining_data.pipeline.beam_options import ConfigError
@@ -365,7 +366,7 @@ def test_text_a_tokenizer_cannot_encode_is_one_line(tmp_path, capsys, name, code
     """issue 53: a Unigram without an unknown token on a character it never
     saw ended in the library's traceback ("Encountered an unknown token but
     `unk_id` is missing")."""
-    unigram_without_unk(TRAINING, tmp_path / "tokenizer.json")
+    unigram(TRAINING, tmp_path / "tokenizer.json", unk_token=None)
     text = ("\n".join(TRAINING[:40]) + "\n\n" + "\n".join(TRAINING[40:60])
             + "\nThe 汉字 are new to it.\n").encode()
     (tmp_path / name).write_bytes(gzip.compress(text) if name.endswith(".gz") else text)

@@ -7,8 +7,7 @@ from __future__ import annotations
 import pathlib
 from typing import Sequence
 
-from tokenizers import (ByteLevelBPETokenizer, Tokenizer, models, normalizers, pre_tokenizers,
-                        processors, trainers)
+from tokenizers import ByteLevelBPETokenizer, Tokenizer, processors
 from tokenizers.implementations import BertWordPieceTokenizer
 
 
@@ -46,20 +45,3 @@ def bert_wordpiece(vocab_txt: pathlib.Path, path: pathlib.Path) -> Tokenizer:
     BertWordPieceTokenizer(str(vocab_txt), lowercase=True).save(str(path))
     return Tokenizer.from_file(str(path))
 
-
-def unigram_without_unk(lines: Sequence[str], path: pathlib.Path, vocab_size: int = 1000
-                        ) -> Tokenizer:
-    """An XLM-R-style Unigram (NFKC, Metaspace) trained with no unknown token:
-    the model has no unk_id, so a character it never saw cannot be encoded."""
-    tokenizer = Tokenizer(models.Unigram())
-    tokenizer.normalizer = normalizers.NFKC()
-    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace()
-    tokenizer.train_from_iterator(list(lines), trainers.UnigramTrainer(
-        vocab_size=vocab_size, special_tokens=["[CLS]", "[SEP]", "[PAD]", "[MASK]"],
-        show_progress=False))
-    tokenizer.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", tokenizer.token_to_id("[CLS]")),
-                        ("[SEP]", tokenizer.token_to_id("[SEP]"))])
-    tokenizer.save(str(path))
-    return tokenizer

@@ -2,9 +2,13 @@
 (the one the file is made for), or `fastokens`, a faster engine that reads
 the same file, where it is exact (`--tokenizer_engine=auto`).
 
-fastokens reproduces byte-level BPE (RoBERTa's, GPT-2's, ModernBERT's
-kind): a BPE model behind a ByteLevel pre-tokenizer, with no normalizer.
-Anything else takes `tokenizers`. It does not read every post-processor,
+fastokens reproduces byte-level BPE as encoders ship it: a BPE model behind
+a ByteLevel pre-tokenizer (RoBERTa's, GPT-2's), or behind `Split`
+pre-tokenizers and a ByteLevel without its own regex (Llama-3's), with no
+normalizer or an NFC or Lowercase one, or a Sequence of them (GPT-NeoX's and
+OLMo's NFC: ModernBERT's family). Anything else takes `tokenizers`: WordPiece,
+Unigram and Metaspace (XLM-R's, mmBERT's), NFKC and the other normalizers
+fastokens does not read. It does not read every post-processor,
 and ids without special tokens never pass one, so its copy of the file has
 none; nor added tokens, whose text the pipeline encodes as text. It gives
 ids only, no word ids, so a run that groups words (whole-word masking,
@@ -42,14 +46,33 @@ def fast_engine_json(data: bytes) -> str | None:
     except ValueError:
         return None
     model = spec.get("model") or {}
-    pre = spec.get("pre_tokenizer") or {}
     decoder = spec.get("decoder") or {"type": "ByteLevel"}
-    if (model.get("type") != "BPE" or pre.get("type") != "ByteLevel"
-            or spec.get("normalizer") is not None or decoder.get("type") != "ByteLevel"):
+    if (model.get("type") != "BPE" or decoder.get("type") != "ByteLevel"
+            or not _fast_pre_tokenizer(spec.get("pre_tokenizer") or {})
+            or not _fast_normalizer(spec.get("normalizer"))):
         return None
     # The pipeline encodes special tokens' text as text (encode_special_tokens):
     # the copy has no added tokens to match in it.
     return json.dumps({**spec, "post_processor": None, "added_tokens": []})
+
+
+def _fast_pre_tokenizer(pre: dict) -> bool:
+    """A ByteLevel pre-tokenizer, or Split ones then a ByteLevel without its
+    own regex (Llama-3's), the structures fastokens reproduces."""
+    if pre.get("type") == "ByteLevel":
+        return True
+    steps = pre.get("pretokenizers", []) if pre.get("type") == "Sequence" else []
+    return (len(steps) > 1 and all(step.get("type") == "Split" for step in steps[:-1])
+            and steps[-1].get("type") == "ByteLevel" and not steps[-1].get("use_regex", True))
+
+
+def _fast_normalizer(normalizer: dict | None) -> bool:
+    """No normalizer, NFC, Lowercase, or a Sequence of them."""
+    if normalizer is None:
+        return True
+    if normalizer.get("type") == "Sequence":
+        return all(_fast_normalizer(step) for step in normalizer.get("normalizers") or [None])
+    return normalizer.get("type") in ("NFC", "Lowercase")
 
 
 def load_fast_engine(engine_json: str) -> Any | None:
