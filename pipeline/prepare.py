@@ -184,7 +184,7 @@ def tokenizer_engine(config: Config,
             lines += found[::max(1, len(found) // share)][:share]
         return lines
     tokenizers_ids = JsonTokenizer(vocab, words=False).lines_to_ids
-    return choose_engine(vocab.data, tokenizers_ids, sample, requested=config.tokenizer_engine,
+    return choose_engine(vocab, tokenizers_ids, sample, requested=config.tokenizer_engine,
                          words=config.tokenizer.words)
 
 

@@ -25,8 +25,8 @@ from bench.tokenizer_families import FAMILIES
 from helpers.tokenizer_files import bert_wordpiece, modernbert_bpe, roberta_bpe
 from bert_pretraining_data.pipeline.main import main, run
 from bert_pretraining_data.transforms.tokenize import engines
-from bert_pretraining_data.transforms.tokenize.engines import (FASTOKENS, TOKENIZERS,
-                                                               fast_engine_json)
+from bert_pretraining_data.transforms.tokenize.engines import (FASTOKENS, TOKENIZERS, WORDPIECE,
+                                                               fast_engine, fast_engine_json)
 from bert_pretraining_data.transforms.tokenize.tokenizer_json import (JsonTokenizer,
                                                                       load_tokenizer_json)
 
@@ -52,10 +52,12 @@ CORPUS = (_lines("en_ewt-ud-test.sentences.txt") + _lines("zh_gsd-ud-test.senten
 @pytest.fixture(scope="module")
 def files(tmp_path_factory) -> dict[str, pathlib.Path]:
     root = tmp_path_factory.mktemp("engines")
-    made = {name: root / f"{name}.json" for name in ("roberta", "modernbert", "bert", *FAMILIES)}
+    made = {name: root / f"{name}.json"
+            for name in ("roberta", "modernbert", "bert", "bert-cased", *FAMILIES)}
     roberta_bpe(TRAINING, made["roberta"])
     modernbert_bpe(TRAINING, made["modernbert"])
     bert_wordpiece(UNCASED_VOCAB, made["bert"])
+    bert_wordpiece(UNCASED_VOCAB, made["bert-cased"], lowercase=False)
     for name, build in FAMILIES.items():
         build(TRAINING, made[name], 4000)
     return made
@@ -77,13 +79,25 @@ def test_fastokens_gives_the_librarys_ids_on_every_line(files, family):
     assert len(CORPUS) > 2500
 
 
-def test_a_file_fastokens_cannot_express_takes_the_reference(files, tmp_path):
-    for family in ("bert", "xlmr-unigram"):  # WordPiece; NFKC, Metaspace and Unigram
+def test_a_file_no_fast_engine_expresses_takes_the_library(files, tmp_path):
+    for family in ("bert", "bert-cased", "xlmr-unigram"):  # fastokens reads no WordPiece
         assert fast_engine_json(files[family].read_bytes()) is None, family
+    assert fast_engine(load_tokenizer_json(str(files["xlmr-unigram"]))) is None  # nor Unigram
     corpus = DATA / "en_ewt-ud-test.paragraphs.txt"
-    manifest = run([f"--input_file={corpus}", f"--tokenizer_file={files['bert']}",
+    manifest = run([f"--input_file={corpus}", f"--tokenizer_file={files['xlmr-unigram']}",
                     f"--output_dir={tmp_path / 'out'}", "--dupe_factor=1"])
     assert manifest["tokenizer_engine"] == TOKENIZERS
+
+
+@pytest.mark.parametrize("family", ["bert", "bert-cased"])
+def test_the_wordpiece_kernel_gives_the_librarys_ids_on_every_line(files, family):
+    """A BERT WordPiece tokenizer.json (BertWordPieceTokenizer's, uncased and
+    cased) on this project's compiled FullTokenizer."""
+    vocabulary = load_tokenizer_json(str(files[family]))
+    kernel = JsonTokenizer(vocabulary, words=False, engine=WORDPIECE)
+    assert kernel._fast is not None
+    reference = JsonTokenizer(vocabulary, words=False, engine=TOKENIZERS)
+    assert kernel.lines_to_ids(CORPUS) == reference.lines_to_ids(CORPUS)
 
 
 def test_a_run_that_groups_words_takes_the_reference(files, tmp_path):
@@ -98,7 +112,7 @@ def _shards(out: pathlib.Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(out.glob("part-*"))}
 
 
-@pytest.mark.parametrize("family", FAST_FAMILIES)
+@pytest.mark.parametrize("family", [*FAST_FAMILIES, "bert"])
 def test_the_fast_engine_writes_the_reference_runs_bytes(files, tmp_path, family):
     corpus = DATA / "en_ewt-ud-test.paragraphs.txt"
     flags = [f"--input_file={corpus}", f"--tokenizer_file={files[family]}",
@@ -106,9 +120,25 @@ def test_the_fast_engine_writes_the_reference_runs_bytes(files, tmp_path, family
     fast = run([*flags, f"--output_dir={tmp_path / 'fast'}"])
     reference = run([*flags, f"--output_dir={tmp_path / 'reference'}",
                      "--tokenizer_engine=tokenizers"])
-    assert (fast["tokenizer_engine"], reference["tokenizer_engine"]) == (FASTOKENS, TOKENIZERS)
+    engine = WORDPIECE if family == "bert" else FASTOKENS
+    assert (fast["tokenizer_engine"], reference["tokenizer_engine"]) == (engine, TOKENIZERS)
     assert fast["flags"]["tokenizer_engine"] == "auto"
     assert _shards(tmp_path / "fast") == _shards(tmp_path / "reference") != {}
+
+
+def test_a_planted_difference_in_the_wordpiece_kernel_sends_the_run_to_the_library(
+        files, tmp_path, monkeypatch, capsys):
+    """The kernel told the wrong case for an uncased file: the check finds a
+    line it encodes otherwise, and the run takes the library, saying so."""
+    real = engines.wordpiece_case
+    monkeypatch.setattr(engines, "wordpiece_case", lambda data: not real(data))
+    corpus = DATA / "en_ewt-ud-test.paragraphs.txt"
+    assert main([f"--input_file={corpus}", f"--tokenizer_file={files['bert']}",
+                 f"--output_dir={tmp_path / 'out'}", "--dupe_factor=1"]) in (0, None)
+    assert "warning: wordpiece encodes a line of this input unlike tokenizers (" in (
+        capsys.readouterr().err)
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["tokenizer_engine"] == TOKENIZERS
 
 
 def test_a_mixture_of_text_and_jsonl_sources_takes_the_fast_engine(files, tmp_path):

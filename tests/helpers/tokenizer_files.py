@@ -39,9 +39,11 @@ def modernbert_bpe(lines: Sequence[str], path: pathlib.Path, vocab_size: int = 4
     return Tokenizer.from_file(str(path))
 
 
-def bert_wordpiece(vocab_txt: pathlib.Path, path: pathlib.Path) -> Tokenizer:
-    """The tokenizer.json of a BERT vocab.txt (uncased), as `transformers`
-    converts one: BertNormalizer, BertPreTokenizer, WordPiece, BertProcessing."""
-    BertWordPieceTokenizer(str(vocab_txt), lowercase=True).save(str(path))
+def bert_wordpiece(vocab_txt: pathlib.Path, path: pathlib.Path, lowercase: bool = True
+                   ) -> Tokenizer:
+    """The tokenizer.json of a BERT vocab.txt (uncased, or cased), as
+    `transformers` converts one: BertNormalizer, BertPreTokenizer, WordPiece,
+    BertProcessing."""
+    BertWordPieceTokenizer(str(vocab_txt), lowercase=lowercase).save(str(path))
     return Tokenizer.from_file(str(path))
 

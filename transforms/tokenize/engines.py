@@ -1,18 +1,21 @@
 """The engine that encodes a tokenizer.json's lines: the `tokenizers` library
-(the one the file is made for), or `fastokens`, a faster engine that reads
-the same file, where it is exact (`--tokenizer_engine=auto`).
+(the one the file is made for), or a faster one where it is exact
+(`--tokenizer_engine=auto`): `fastokens`, which reads the same file, for
+byte-level BPE, and this project's WordPiece kernel (BERT's FullTokenizer,
+compiled) for a BERT WordPiece file.
 
 fastokens reproduces byte-level BPE as encoders ship it: a BPE model behind
 a ByteLevel pre-tokenizer (RoBERTa's, GPT-2's), or behind `Split`
 pre-tokenizers and a ByteLevel without its own regex (Llama-3's), with no
 normalizer or an NFC or Lowercase one, or a Sequence of them (GPT-NeoX's and
-OLMo's NFC: ModernBERT's family). Anything else takes `tokenizers`: WordPiece,
+OLMo's NFC: ModernBERT's family). A BERT WordPiece file takes the
+WordPiece kernel (`wordpiece_case`). Anything else takes `tokenizers`:
 Unigram and Metaspace (XLM-R's, mmBERT's), NFKC and the other normalizers
-fastokens does not read. It does not read every post-processor,
+fastokens does not read. fastokens does not read every post-processor,
 and ids without special tokens never pass one, so its copy of the file has
-none; nor added tokens, whose text the pipeline encodes as text. It gives
-ids only, no word ids, so a run that groups words (whole-word masking,
-ALBERT's token_boundary) takes `tokenizers` too.
+none; nor added tokens, whose text the pipeline encodes as text. Both
+faster engines give ids only, no word ids, so a run that groups words
+(whole-word masking, ALBERT's token_boundary) takes `tokenizers` too.
 
 Exact is checked, not trusted: before any work, the run encodes a stable
 sample of its own input's lines with both engines, and a single difference
@@ -22,12 +25,14 @@ and the line (transforms.tokenize.engines.choose_engine).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from typing import Any, Callable, Sequence
 
 TOKENIZERS = "tokenizers"
 FASTOKENS = "fastokens"
+WORDPIECE = "wordpiece"  # this project's kernel, for a BERT WordPiece tokenizer.json
 ENGINES = ("auto", TOKENIZERS)  # --tokenizer_engine: what a user may ask for
 # Lines of the run's own input both engines encode before the run uses the
 # fast one: a difference on 1 line in 1,000 is missed with probability
@@ -96,23 +101,66 @@ def fast_ids(engine: Any, lines: Sequence[str]) -> list[list[int]]:
                                                                     add_special_tokens=False)]
 
 
-def choose_engine(data: bytes, tokenizers_ids: Callable[[Sequence[str]], list[list[int]]],
+def wordpiece_case(data: bytes) -> bool | None:
+    """Whether this project's WordPiece kernel (BERT's FullTokenizer, compiled)
+    lowercases to encode a tokenizer.json built as BERT's is
+    (`BertWordPieceTokenizer`, `transformers`' conversion of a vocab.txt:
+    BertNormalizer cleaning text, spacing CJK characters, stripping accents
+    where it lowercases; BertPreTokenizer; WordPiece with `##` pieces, words of
+    up to 100 characters, [UNK]); None for any other file."""
+    try:
+        spec = json.loads(data)
+    except ValueError:
+        return None
+    normalizer = spec.get("normalizer") or {}
+    model = spec.get("model") or {}
+    lowercase = normalizer.get("lowercase", True)
+    if ((normalizer.get("type"), (spec.get("pre_tokenizer") or {}).get("type"), model.get("type"))
+            != ("BertNormalizer", "BertPreTokenizer", "WordPiece")
+            or not normalizer.get("clean_text", True)
+            or not normalizer.get("handle_chinese_chars", True)
+            or normalizer.get("strip_accents") not in (None, lowercase)
+            or (model.get("continuing_subword_prefix"), model.get("max_input_chars_per_word"),
+                model.get("unk_token")) != ("##", 100, "[UNK]")):
+        return None
+    return bool(lowercase)
+
+
+def fast_engine(vocabulary: Any) -> tuple[str, Callable[[Sequence[str]], list[list[int]]]] | None:
+    """The faster engine for a tokenizer.json (a JsonVocabulary) and its ids
+    function (each line encoded alone, without special tokens): fastokens for
+    the byte-level BPE it reproduces, this project's WordPiece kernel for a
+    BERT WordPiece file; None where neither applies (or fastokens is missing)."""
+    engine_json = fast_engine_json(vocabulary.data)
+    if engine_json is not None:
+        engine = load_fast_engine(engine_json)
+        return None if engine is None else (FASTOKENS, functools.partial(fast_ids, engine))
+    lowercase = wordpiece_case(vocabulary.data)
+    if lowercase is None or vocabulary.tokens[vocabulary.unk_id] != "[UNK]":
+        return None
+    from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
+
+    tokenizer = FullTokenizer(vocabulary, do_lower_case=lowercase)
+    return WORDPIECE, lambda lines: [tokenizer.tokenize_to_ids(line) for line in lines]
+
+
+def choose_engine(vocabulary: Any, tokenizers_ids: Callable[[Sequence[str]], list[list[int]]],
                   sample: Callable[[], Sequence[str]], *, requested: str, words: bool
                   ) -> tuple[str, str | None]:
-    """(the engine the run uses, a warning or None). The fast engine only
-    where asked (`auto`), where the file and the run allow it and where its
-    ids equal `tokenizers_ids`'s on every line `sample()` gives (the run's
-    sample, read only then)."""
+    """(the engine the run uses, a warning or None). A faster engine
+    (`fast_engine`) only where asked (`auto`), where the file and the run
+    allow it and where its ids equal `tokenizers_ids`'s on every line
+    `sample()` gives (the run's sample, read only then)."""
     if requested == TOKENIZERS or words:
         return TOKENIZERS, None
-    engine_json = fast_engine_json(data)
-    engine = load_fast_engine(engine_json) if engine_json is not None else None
-    lines = sample() if engine is not None else []
+    found = fast_engine(vocabulary)
+    lines = sample() if found is not None else []
     if not lines:
         return TOKENIZERS, None
-    for line, fast, slow in zip(lines, fast_ids(engine, lines), tokenizers_ids(lines)):
+    name, ids = found
+    for line, fast, slow in zip(lines, ids(lines), tokenizers_ids(lines)):
         if fast != slow:
-            return TOKENIZERS, (f"{FASTOKENS} encodes a line of this input unlike {TOKENIZERS} "
+            return TOKENIZERS, (f"{name} encodes a line of this input unlike {TOKENIZERS} "
                                f"({line[:80]!r}): the run uses {TOKENIZERS}; "
                                f"--tokenizer_engine={TOKENIZERS} skips the check")
-    return FASTOKENS, None
+    return name, None

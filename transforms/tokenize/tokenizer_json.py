@@ -21,9 +21,7 @@ from typing import Sequence
 
 from bert_pretraining_data.transforms.handoff.files import open_binary
 from bert_pretraining_data.transforms.tokenize.chinese_words import ID_BITS, MARK
-from bert_pretraining_data.transforms.tokenize.engines import (FASTOKENS, TOKENIZERS,
-                                                               fast_engine_json, fast_ids,
-                                                               load_fast_engine)
+from bert_pretraining_data.transforms.tokenize.engines import TOKENIZERS, fast_engine
 from bert_pretraining_data.transforms.tokenize.vocabulary import (Framing, Opener, Vocabulary,
                                                                   VocabularyError,
                                                                   read_vocabulary_file)
@@ -226,10 +224,10 @@ class JsonTokenizer:
         self.vocabulary = vocabulary
         self._tokenizer = vocabulary.tokenizer()
         self._words = words
-        # The fast engine the run checked (transforms.tokenize.engines); where
-        # a worker cannot load it, the reference gives the same ids.
-        engine_json = fast_engine_json(vocabulary.data) if engine == FASTOKENS else None
-        self._fast = load_fast_engine(engine_json) if engine_json and not words else None
+        # The faster engine the run checked (transforms.tokenize.engines); where
+        # a worker cannot load it, the library gives the same ids.
+        found = fast_engine(vocabulary) if engine != TOKENIZERS and not words else None
+        self._fast = found[1] if found is not None and found[0] == engine else None
 
     def lines_to_ids(self, lines: Sequence[str]) -> list[list[int]]:
         """Each line's ids as the library encodes it alone, in one batch call.
@@ -237,7 +235,7 @@ class JsonTokenizer:
         Without `words`, the library's call that works out neither offsets
         nor word ids: the same ids for less CPU (docs/tokenizers.md#speed)."""
         if self._fast is not None:
-            return fast_ids(self._fast, lines)
+            return self._fast(lines)
         try:
             if not self._words:
                 return [e.ids for e in self._tokenizer.encode_batch_fast(
