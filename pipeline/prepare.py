@@ -37,6 +37,7 @@ from bert_pretraining_data.transforms.read.documents import InputError, comma_se
 from bert_pretraining_data.transforms.read.mixture import (INPUT_FLAGS, Mixture, MixtureError,
                                                            Source, input_sources, parse_mixture)
 from bert_pretraining_data.transforms.read.tables import INPUT_FORMATS
+from bert_pretraining_data.transforms.split.held_out import SPLITS
 from bert_pretraining_data.transforms.tokenize.sentences import DEFAULT_SPLITTER, SPLITTERS
 from bert_pretraining_data.transforms.tokenize.engines import (CHECK_LINES, TOKENIZERS,
                                                                choose_engine)
@@ -198,11 +199,16 @@ def read_mixture(config: Config) -> Mixture:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise MixtureError(f"{config.mixture}: not UTF-8; save it as UTF-8 JSON or YAML") from None
-    return parse_mixture(text, config.mixture,
-                         defaults={flag: getattr(config, flag) for flag in INPUT_FLAGS},
-                         choices={"input_format": INPUT_FORMATS,
-                                  "sentence_splitter": tuple(SPLITTERS)},
-                         default_splitter=DEFAULT_SPLITTER)
+    mixture = parse_mixture(text, config.mixture,
+                            defaults={flag: getattr(config, flag) for flag in INPUT_FLAGS},
+                            choices={"input_format": INPUT_FORMATS,
+                                     "sentence_splitter": tuple(SPLITTERS)},
+                            default_splitter=DEFAULT_SPLITTER)
+    for name in mixture.names:  # by source, its folder is beside (or for) the splits'
+        if name in SPLITS:
+            raise MixtureError(f"{config.mixture}: source {name!r}: {name!r} names a split's "
+                               "folder; give the source another name")
+    return mixture
 
 
 # The errors a user fixes in the input or the flags (exit code 2), wherever

@@ -239,6 +239,8 @@ def test_a_yaml_mixture_reads_as_the_json_one(sources, once, tmp_path):
     (lambda m: m["sources"][1].update(input_file="/nowhere/*.txt"),
      "source 'short': --input_file pattern"),
     (lambda m: m["sources"][1].update(name="articles"), "two sources have this name"),
+    (lambda m: m["sources"][1].update(name="train"),  # by source, its folder would be training's
+     "'train' names a split's folder; give the source another name"),
     (lambda m: m["sources"][2].update(weight=-1), "weight must be at least 0"),
     (lambda m: m.update(alpha=0.3), "give weights or alpha, not both"),
 ])
