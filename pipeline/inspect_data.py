@@ -168,11 +168,10 @@ def indexed_text(manifest: Manifest, split: str) -> str:
     """A Megatron-LM dataset's shards (--output_format=megatron), `split`'s:
     the prefixes --data-path takes (or the split's flag), with their
     sentences, documents and tokens."""
+    shards = list(zip(manifest.shards, sorted(manifest.content.shards, key=lambda s: s.shard)))
     rows = [("prefix", "sentences", "documents", "tokens")]
     rows += [(shard.path, f"{entry.records:,}", f"{entry.figures['documents']:,}",
-              f"{entry.tokens:,}")
-             for shard, entry in zip(manifest.shards, sorted(manifest.content.shards,
-                                                             key=lambda s: s.shard))]
+              f"{entry.tokens:,}") for shard, entry in shards]
     lines = ["Megatron-LM indexed datasets (read them with megatron-core's "
              "IndexedDataset; docs/megatron.md):", *table(rows, left=("prefix",))]
     # With held-out splits, each split is its own blend: Megatron-LM's
@@ -181,9 +180,7 @@ def indexed_text(manifest: Manifest, split: str) -> str:
         manifest.whole.splits) else "--data-path"
     if manifest.held_out:
         lines += [f"Megatron-LM's {flag} (the split's prefixes):",
-                  "  " + " ".join(shard.path for shard, entry in zip(
-                      manifest.shards, sorted(manifest.content.shards, key=lambda s: s.shard))
-                      if entry.records)]
+                  "  " + " ".join(shard.path for shard, entry in shards if entry.records)]
     elif manifest.content.mixture:
         lines += [mixture_text(manifest.content.mixture),
                   f"Megatron-LM blend of the sources at their weights ({flag}):",

@@ -31,7 +31,7 @@ from bert_pretraining_data.pipeline.options.output import default_num_shards
 from bert_pretraining_data.transforms.read.documents import comma_separated
 from bert_pretraining_data.transforms.split.held_out import SPLITS, TRAIN
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
-from bert_pretraining_data.transforms.write.beam import file_digest, read_file
+from bert_pretraining_data.transforms.write.beam import holds, read_file
 from bert_pretraining_data.transforms.write.formats import output_format
 from bert_pretraining_data.transforms.write.shard_record import ShardRecord
 
@@ -296,12 +296,6 @@ def staged_paths(output: OutputPaths) -> list[str]:
             for suffix in output.suffixes]
 
 
-def _holds(path: str, size: int, sha256: str) -> bool:
-    """Whether a file exists with exactly these bytes (read only when the size agrees)."""
-    found = FileSystems.match([path])[0].metadata_list
-    return bool(found) and found[0].size_in_bytes == size and file_digest(path) == (size, sha256)
-
-
 def move_files(sources: Sequence[str], destinations: Sequence[str],
                expected: Sequence[tuple[int, str] | None]) -> None:
     """Renames each source to its destination. A rename that failed because
@@ -322,7 +316,7 @@ def move_files(sources: Sequence[str], destinations: Sequence[str],
     wanted = dict(zip(destinations, expected))
     for (source, destination), cause in sorted(failed.items()):
         if (FileSystems.exists(source) or wanted[destination] is None
-                or not _holds(destination, *wanted[destination])):
+                or not holds(destination, *wanted[destination])):
             raise PublishError(f"{len(failed)} staged file(s) could not be moved, "
                                f"{source} -> {destination} among them "
                                f"({_one_line(cause)})") from error

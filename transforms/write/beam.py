@@ -151,34 +151,39 @@ def shard_file(path: str, compression: str | None = None) -> Iterator[_Digesting
     try:
         handle.close()
     except Exception as err:  # noqa: BLE001 - each filesystem's client has its own errors
-        if not _holds(path, compression_type, written.size, written.digest.hexdigest()):
+        if not _stored(path, compression_type, written):
             raise ShardWriteError(f"writing {path}: {type(err).__name__}: {err}") from err
 
 
-def _holds(path: str, compression_type: str, size: int, sha256: str) -> bool:
-    """Whether `path` holds `size` bytes of digest `sha256` (read through
-    `compression_type`). An upload whose last response was lost is retried by
-    the storage client, and a retried finished upload may be answered as an
-    error (a GCS emulator's 404) though the object holds every byte: such a
-    write is done."""
+def _stored(path: str, compression_type: str, written: _DigestingFile) -> bool:
+    """Whether `path` holds what was `written` (read through `compression_type`).
+    An upload whose last response was lost is retried by the storage client,
+    and a retried finished upload may be answered as an error (a GCS
+    emulator's 404) though the object holds every byte: such a write is done."""
     try:
-        if not FileSystems.exists(path):
-            return False
-        digest, read = hashlib.sha256(), 0
-        with FileSystems.open(path, compression_type=compression_type) as handle:
-            while chunk := handle.read(1 << 20):
-                digest.update(chunk)
-                read += len(chunk)
+        return holds(path, written.size, written.digest.hexdigest(), compression_type)
     except Exception:  # noqa: BLE001 - unreadable: not done
         return False
-    return (read, digest.hexdigest()) == (size, sha256)
 
 
-def file_digest(path: str) -> tuple[int, str]:
-    """(size, sha256 hex) of a file's stored bytes, without decompressing."""
+def holds(path: str, size: int, sha256: str,
+          compression_type: str = CompressionTypes.UNCOMPRESSED) -> bool:
+    """Whether a file exists with exactly these bytes, read through
+    `compression_type` (read only when its stored size can agree)."""
+    found = FileSystems.match([path])[0].metadata_list
+    if not found or (compression_type == CompressionTypes.UNCOMPRESSED
+                     and found[0].size_in_bytes != size):
+        return False
+    return file_digest(path, compression_type) == (size, sha256)
+
+
+def file_digest(path: str, compression_type: str = CompressionTypes.UNCOMPRESSED
+                ) -> tuple[int, str]:
+    """(size, sha256 hex) of a file's stored bytes (or, through
+    `compression_type`, of what they hold)."""
     digest = hashlib.sha256()
     size = 0
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+    with FileSystems.open(path, compression_type=compression_type) as handle:
         while chunk := handle.read(1 << 20):
             digest.update(chunk)
             size += len(chunk)
