@@ -55,13 +55,15 @@ def byte_level_bpe(lines: Sequence[str], path: pathlib.Path, *, normalizer=None,
 
 
 def unigram(lines: Sequence[str], path: pathlib.Path, vocab_size: int = 4000,
-            unk_token: str | None = "[UNK]") -> Tokenizer:
+            unk_token: str | None = "[UNK]", normalizer=None, pre_tokenizer=None) -> Tokenizer:
     """XLM-R's kind as a tokenizer.json: NFKC, Metaspace, a Unigram with an
     unknown token (`unk_token=None`: none, so a character it never saw
-    cannot be encoded)."""
+    cannot be encoded); another `normalizer` or `pre_tokenizer` where given
+    (`pre_tokenizer=False`: none)."""
     tokenizer = Tokenizer(models.Unigram())
-    tokenizer.normalizer = normalizers.NFKC()
-    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace()
+    tokenizer.normalizer = normalizer or normalizers.NFKC()
+    if pre_tokenizer is not False:
+        tokenizer.pre_tokenizer = pre_tokenizer or pre_tokenizers.Metaspace()
     tokenizer.decoder = decoders.Metaspace()
     tokenizer.train_from_iterator(list(lines), trainers.UnigramTrainer(
         vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, unk_token=unk_token,

@@ -1,5 +1,6 @@
-"""--tokenizer_engine: fastokens encodes a byte-level BPE tokenizer.json only
-where it gives the tokenizers library's ids, checked on the run's own input.
+"""--tokenizer_engine: fastokens encodes a byte-level BPE tokenizer.json, and
+this project's kernels a BERT WordPiece and a Unigram one, only where they
+give the tokenizers library's ids, checked on the run's own input.
 
 Tokenizers trained here as users train them (RoBERTa's structure: ByteLevel
 without a prefix space and RobertaProcessing; ModernBERT's: a prefix space,
@@ -21,11 +22,14 @@ import pathlib
 import pytest
 
 from conftest import DATA, UNCASED_VOCAB
-from bench.tokenizer_families import FAMILIES
+from tokenizers import Regex, normalizers, pre_tokenizers
+
+from bench.tokenizer_families import FAMILIES, SPECIAL_TOKENS, unigram
 from helpers.tokenizer_files import bert_wordpiece, modernbert_bpe, roberta_bpe
 from bert_pretraining_data.pipeline.main import main, run
-from bert_pretraining_data.transforms.tokenize import engines
-from bert_pretraining_data.transforms.tokenize.engines import (FASTOKENS, TOKENIZERS, WORDPIECE,
+from bert_pretraining_data.transforms.tokenize import engines, unigram as unigram_engine
+from bert_pretraining_data.transforms.tokenize.engines import (FASTOKENS, TOKENIZERS, UNIGRAM,
+                                                               WORDPIECE, Unencodable,
                                                                fast_engine, fast_engine_json)
 from bert_pretraining_data.transforms.tokenize.tokenizer_json import (JsonTokenizer,
                                                                       load_tokenizer_json)
@@ -49,17 +53,38 @@ CORPUS = (_lines("en_ewt-ud-test.sentences.txt") + _lines("zh_gsd-ud-test.senten
           + ADVERSARIAL)
 
 
+# Unigram files besides the bench's XLM-R kind: one without an unknown token;
+# XLM-R's squeezed spaces, lower-cased, Metaspace prepending to the first
+# word; T5's and Llama-2's spaces made U+2581 by normalizers, with no
+# pre-tokenizer (its pieces may span words); and NFKD stripping accents, a
+# normalizer the kernel does not read.
+UNIGRAMS = {
+    "unigram-no-unk": {"unk_token": None},
+    "unigram-lowercase": {"normalizer": normalizers.Sequence([
+        normalizers.NFKC(), normalizers.Replace(Regex(" {2,}"), " "), normalizers.Lowercase()]),
+        "pre_tokenizer": pre_tokenizers.Metaspace(prepend_scheme="first")},
+    "unigram-no-pre-tokenizer": {"normalizer": normalizers.Sequence([
+        normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")]),
+        "pre_tokenizer": False},
+    "unigram-strip-accents": {"normalizer": normalizers.Sequence([
+        normalizers.NFKD(), normalizers.StripAccents()])},
+}
+UNIGRAM_FAMILIES = ("xlmr-unigram", "unigram-lowercase", "unigram-no-pre-tokenizer")
+
+
 @pytest.fixture(scope="module")
 def files(tmp_path_factory) -> dict[str, pathlib.Path]:
     root = tmp_path_factory.mktemp("engines")
     made = {name: root / f"{name}.json"
-            for name in ("roberta", "modernbert", "bert", "bert-cased", *FAMILIES)}
+            for name in ("roberta", "modernbert", "bert", "bert-cased", *FAMILIES, *UNIGRAMS)}
     roberta_bpe(TRAINING, made["roberta"])
     modernbert_bpe(TRAINING, made["modernbert"])
     bert_wordpiece(UNCASED_VOCAB, made["bert"])
     bert_wordpiece(UNCASED_VOCAB, made["bert-cased"], lowercase=False)
     for name, build in FAMILIES.items():
         build(TRAINING, made[name], 4000)
+    for name, structure in UNIGRAMS.items():
+        unigram(TRAINING, made[name], 4000, **structure)
     return made
 
 
@@ -82,11 +107,44 @@ def test_fastokens_gives_the_librarys_ids_on_every_line(files, family):
 def test_a_file_no_fast_engine_expresses_takes_the_library(files, tmp_path):
     for family in ("bert", "bert-cased", "xlmr-unigram"):  # fastokens reads no WordPiece
         assert fast_engine_json(files[family].read_bytes()) is None, family
-    assert fast_engine(load_tokenizer_json(str(files["xlmr-unigram"]))) is None  # nor Unigram
+    file = files["unigram-strip-accents"]  # nor Unigram; the kernel reads no StripAccents
+    assert fast_engine(load_tokenizer_json(str(file))) is None
     corpus = DATA / "en_ewt-ud-test.paragraphs.txt"
-    manifest = run([f"--input_file={corpus}", f"--tokenizer_file={files['xlmr-unigram']}",
+    manifest = run([f"--input_file={corpus}", f"--tokenizer_file={file}",
                     f"--output_dir={tmp_path / 'out'}", "--dupe_factor=1"])
     assert manifest["tokenizer_engine"] == TOKENIZERS
+
+
+@pytest.mark.parametrize("family", UNIGRAM_FAMILIES)
+def test_the_unigram_kernel_gives_the_librarys_ids_on_every_line(files, family):
+    vocabulary = load_tokenizer_json(str(files[family]))
+    kernel = JsonTokenizer(vocabulary, words=False, engine=UNIGRAM)
+    assert kernel._fast is not None
+    reference = JsonTokenizer(vocabulary, words=False, engine=TOKENIZERS)
+    assert kernel.lines_to_ids(CORPUS) == reference.lines_to_ids(CORPUS)
+
+
+def test_the_unigram_kernel_refuses_the_lines_the_library_refuses(files):
+    """Without an unknown token: a line with a character no piece covers is
+    refused by both, every other line encoded alike; through the pipeline's
+    tokenizer, the library's one-line error."""
+    vocabulary = load_tokenizer_json(str(files["unigram-no-unk"]))
+    kernel = fast_engine(vocabulary)[1]
+    library = vocabulary.tokenizer()
+    refused = 0
+    for line in CORPUS:
+        try:
+            expected = library.encode(line, add_special_tokens=False).ids
+        except Exception:  # noqa: BLE001 - the library raises Exception itself
+            refused += 1
+            with pytest.raises(Unencodable):
+                kernel([line])
+        else:
+            assert kernel([line]) == [expected]
+    assert 0 < refused < len(CORPUS) / 2
+    unknown = next(line for line in CORPUS if line and "\u4e2d" in line)
+    with pytest.raises(ValueError, match="cannot encode the line"):
+        JsonTokenizer(vocabulary, words=False, engine=UNIGRAM).lines_to_ids(["ok", unknown])
 
 
 @pytest.mark.parametrize("family", ["bert", "bert-cased"])
@@ -112,7 +170,7 @@ def _shards(out: pathlib.Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(out.glob("part-*"))}
 
 
-@pytest.mark.parametrize("family", [*FAST_FAMILIES, "bert"])
+@pytest.mark.parametrize("family", [*FAST_FAMILIES, "bert", "xlmr-unigram"])
 def test_the_fast_engine_writes_the_reference_runs_bytes(files, tmp_path, family):
     corpus = DATA / "en_ewt-ud-test.paragraphs.txt"
     flags = [f"--input_file={corpus}", f"--tokenizer_file={files[family]}",
@@ -120,7 +178,7 @@ def test_the_fast_engine_writes_the_reference_runs_bytes(files, tmp_path, family
     fast = run([*flags, f"--output_dir={tmp_path / 'fast'}"])
     reference = run([*flags, f"--output_dir={tmp_path / 'reference'}",
                      "--tokenizer_engine=tokenizers"])
-    engine = WORDPIECE if family == "bert" else FASTOKENS
+    engine = {"bert": WORDPIECE, "xlmr-unigram": UNIGRAM}.get(family, FASTOKENS)
     assert (fast["tokenizer_engine"], reference["tokenizer_engine"]) == (engine, TOKENIZERS)
     assert fast["flags"]["tokenizer_engine"] == "auto"
     assert _shards(tmp_path / "fast") == _shards(tmp_path / "reference") != {}
@@ -136,6 +194,28 @@ def test_a_planted_difference_in_the_wordpiece_kernel_sends_the_run_to_the_libra
     assert main([f"--input_file={corpus}", f"--tokenizer_file={files['bert']}",
                  f"--output_dir={tmp_path / 'out'}", "--dupe_factor=1"]) in (0, None)
     assert "warning: wordpiece encodes a line of this input unlike tokenizers (" in (
+        capsys.readouterr().err)
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["tokenizer_engine"] == TOKENIZERS
+
+
+def test_a_planted_difference_in_the_unigram_kernel_sends_the_run_to_the_library(
+        files, tmp_path, monkeypatch, capsys):
+    """The scores of two pieces swapped in the kernel's copy only: words that
+    took one segment otherwise, and the run takes the library, saying so."""
+    real = unigram_engine.UnigramKernel.of
+
+    def swapped(tokenizer_json: str):
+        spec = json.loads(tokenizer_json)
+        vocab = spec["model"]["vocab"]
+        first, last = len(SPECIAL_TOKENS), len(vocab) - 1
+        vocab[first][1], vocab[last][1] = vocab[last][1], vocab[first][1]
+        return real(json.dumps(spec))
+    monkeypatch.setattr(unigram_engine.UnigramKernel, "of", swapped)
+    corpus = DATA / "en_ewt-ud-test.paragraphs.txt"
+    assert main([f"--input_file={corpus}", f"--tokenizer_file={files['xlmr-unigram']}",
+                 f"--output_dir={tmp_path / 'out'}", "--dupe_factor=1"]) in (0, None)
+    assert "warning: unigram encodes a line of this input unlike tokenizers (" in (
         capsys.readouterr().err)
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["tokenizer_engine"] == TOKENIZERS

@@ -1,19 +1,21 @@
 """The engine that encodes a tokenizer.json's lines: the `tokenizers` library
 (the one the file is made for), or a faster one where it is exact
 (`--tokenizer_engine=auto`): `fastokens`, which reads the same file, for
-byte-level BPE, and this project's WordPiece kernel (BERT's FullTokenizer,
-compiled) for a BERT WordPiece file.
+byte-level BPE; this project's WordPiece kernel (BERT's FullTokenizer,
+compiled) for a BERT WordPiece file; and its Viterbi kernel for a Unigram.
 
 fastokens reproduces byte-level BPE as encoders ship it: a BPE model behind
 a ByteLevel pre-tokenizer (RoBERTa's, GPT-2's), or behind `Split`
 pre-tokenizers and a ByteLevel without its own regex (Llama-3's), with no
 normalizer or an NFC or Lowercase one, or a Sequence of them (GPT-NeoX's and
 OLMo's NFC: ModernBERT's family). A BERT WordPiece file takes the
-WordPiece kernel (`wordpiece_case`). Anything else takes `tokenizers`:
-Unigram and Metaspace (XLM-R's, mmBERT's), NFKC and the other normalizers
-fastokens does not read. fastokens does not read every post-processor,
+WordPiece kernel (`wordpiece_case`); a Unigram behind NFKC and Metaspace
+(XLM-R's and mmBERT's kind), the Unigram kernel (transforms.tokenize.unigram
+lists the structures). Anything else takes `tokenizers`: SentencePiece's
+Precompiled character map, the normalizers and pre-tokenizers the engines
+do not read. fastokens does not read every post-processor,
 and ids without special tokens never pass one, so its copy of the file has
-none; nor added tokens, whose text the pipeline encodes as text. Both
+none; nor added tokens, whose text the pipeline encodes as text. The
 faster engines give ids only, no word ids, so a run that groups words
 (whole-word masking, ALBERT's token_boundary) takes `tokenizers` too.
 
@@ -33,6 +35,7 @@ from typing import Any, Callable, Sequence
 TOKENIZERS = "tokenizers"
 FASTOKENS = "fastokens"
 WORDPIECE = "wordpiece"  # this project's kernel, for a BERT WordPiece tokenizer.json
+UNIGRAM = "unigram"  # this project's Viterbi kernel, for a Unigram tokenizer.json
 ENGINES = ("auto", TOKENIZERS)  # --tokenizer_engine: what a user may ask for
 # Lines of the run's own input both engines encode before the run uses the
 # fast one: a difference on 1 line in 1,000 is missed with probability
@@ -41,6 +44,12 @@ CHECK_LINES = 5_000
 # fastokens' thread pools: one thread, as `tokenizers` runs (a runner keeps
 # a worker process busy per core).
 _THREADS = ("FASTOKENS_BPE_THREADS", "RAYON_NUM_THREADS")
+
+
+class Unencodable(ValueError):
+    """A line a faster engine cannot encode (a character no piece covers, for
+    a model without an unknown id): the library, which says so in its own
+    words, takes it."""
 
 
 def fast_engine_json(data: bytes) -> str | None:
@@ -130,18 +139,24 @@ def fast_engine(vocabulary: Any) -> tuple[str, Callable[[Sequence[str]], list[li
     """The faster engine for a tokenizer.json (a JsonVocabulary) and its ids
     function (each line encoded alone, without special tokens): fastokens for
     the byte-level BPE it reproduces, this project's WordPiece kernel for a
-    BERT WordPiece file; None where neither applies (or fastokens is missing)."""
+    BERT WordPiece file, its Unigram kernel for the Unigram files it
+    reproduces; None where none applies (or fastokens is missing)."""
     engine_json = fast_engine_json(vocabulary.data)
     if engine_json is not None:
         engine = load_fast_engine(engine_json)
         return None if engine is None else (FASTOKENS, functools.partial(fast_ids, engine))
     lowercase = wordpiece_case(vocabulary.data)
-    if lowercase is None or vocabulary.tokens[vocabulary.unk_id] != "[UNK]":
-        return None
-    from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
+    if lowercase is not None and vocabulary.tokens[vocabulary.unk_id] == "[UNK]":
+        from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
 
-    tokenizer = FullTokenizer(vocabulary, do_lower_case=lowercase)
-    return WORDPIECE, lambda lines: [tokenizer.tokenize_to_ids(line) for line in lines]
+        tokenizer = FullTokenizer(vocabulary, do_lower_case=lowercase)
+        return WORDPIECE, lambda lines: [tokenizer.tokenize_to_ids(line) for line in lines]
+    if vocabulary.model != "Unigram":
+        return None
+    from bert_pretraining_data.transforms.tokenize.unigram import UnigramKernel
+
+    kernel = UnigramKernel.of(vocabulary.tokenizer().to_str())
+    return None if kernel is None else (UNIGRAM, kernel)
 
 
 def choose_engine(vocabulary: Any, tokenizers_ids: Callable[[Sequence[str]], list[list[int]]],
@@ -158,7 +173,11 @@ def choose_engine(vocabulary: Any, tokenizers_ids: Callable[[Sequence[str]], lis
     if not lines:
         return TOKENIZERS, None
     name, ids = found
-    for line, fast, slow in zip(lines, ids(lines), tokenizers_ids(lines)):
+    try:
+        reference = tokenizers_ids(lines)
+    except ValueError:  # a line the library refuses: the run's sample says so (exit 2)
+        return TOKENIZERS, None
+    for line, fast, slow in zip(lines, ids(lines), reference):
         if fast != slow:
             return TOKENIZERS, (f"{name} encodes a line of this input unlike {TOKENIZERS} "
                                f"({line[:80]!r}): the run uses {TOKENIZERS}; "

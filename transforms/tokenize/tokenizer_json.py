@@ -21,7 +21,8 @@ from typing import Sequence
 
 from bert_pretraining_data.transforms.handoff.files import open_binary
 from bert_pretraining_data.transforms.tokenize.chinese_words import ID_BITS, MARK
-from bert_pretraining_data.transforms.tokenize.engines import TOKENIZERS, fast_engine
+from bert_pretraining_data.transforms.tokenize.engines import (TOKENIZERS, Unencodable,
+                                                               fast_engine)
 from bert_pretraining_data.transforms.tokenize.vocabulary import (Framing, Opener, Vocabulary,
                                                                   VocabularyError,
                                                                   read_vocabulary_file)
@@ -234,8 +235,11 @@ class JsonTokenizer:
 
         Without `words`, the library's call that works out neither offsets
         nor word ids: the same ids for less CPU (docs/tokenizers.md#speed)."""
-        if self._fast is not None:
-            return self._fast(lines)
+        try:
+            if self._fast is not None:
+                return self._fast(lines)
+        except Unencodable:
+            pass  # the library says what it cannot encode
         try:
             if not self._words:
                 return [e.ids for e in self._tokenizer.encode_batch_fast(

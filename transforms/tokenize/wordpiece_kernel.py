@@ -14,6 +14,8 @@ key length * 2 + is-continuation] rows over the keys' code points `chars`).
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 from numba import njit
 from numba.cpython.unicode import _get_code_point
@@ -39,12 +41,12 @@ _HASH, _ID, _START, _KEY = range(4)
 
 
 @njit(cache=True, inline="always")
-def _step(h, code):
+def key_step(h, code):
     return (h ^ code) * _FNV_PRIME
 
 
 @njit(cache=True, inline="always")
-def _basis(continuation):
+def key_basis(continuation):
     return _FNV_BASIS ^ continuation
 
 
@@ -59,9 +61,9 @@ def build_slots(chars, starts, lengths, continuations, ids):
     slots[:, _ID] = -1
     mask = size - 1
     for k in range(len(ids)):
-        h = _basis(continuations[k])
+        h = key_basis(continuations[k])
         for i in range(starts[k], starts[k] + lengths[k]):
-            h = _step(h, chars[i])
+            h = key_step(h, chars[i])
         slot = h & mask
         while slots[slot, _ID] != -1:
             slot = (slot + 1) & mask
@@ -73,7 +75,7 @@ def build_slots(chars, starts, lengths, continuations, ids):
 
 
 @njit(cache=True, inline="always")
-def _lookup(slots, chars, piece, start, stop, h, continuation):
+def lookup(slots, chars, piece, start, stop, h, continuation):
     mask = len(slots) - 1
     key = 2 * (stop - start) + continuation
     slot = h & mask
@@ -102,14 +104,14 @@ def wordpiece(piece, length, slots, chars, params, hashes, out, n):
     while start < length:
         continuation = 1 if start > 0 else 0
         stop = min(length, start + (params[MAX_TAIL] if continuation else params[MAX_HEAD]))
-        h = _basis(continuation)
+        h = key_basis(continuation)
         for i in range(start, stop):  # the hash of piece[start:i + 1] for every end
-            h = _step(h, piece[i])
+            h = key_step(h, piece[i])
             hashes[i - start] = h
         found = -1
         end = stop
         while end > start:
-            found = _lookup(slots, chars, piece, start, end, hashes[end - start - 1], continuation)
+            found = lookup(slots, chars, piece, start, end, hashes[end - start - 1], continuation)
             if found >= 0:
                 break
             end -= 1
@@ -201,6 +203,23 @@ def line_ids(text, kinds, outputs, slots, chars, params, piece, hashes, out, mis
     if length:
         n = wordpiece(piece, length, slots, chars, params, hashes, out, n)
     return n
+
+
+def key_table(keys: Sequence[str], ids: Sequence[int], continued: int = -1
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(slots, chars, lengths): the hash table of `keys`, each standing for its
+    id in `ids`; keys[continued:] are looked up after `##` (none by default).
+    (Flat lists of strings and ints: a tuple per key would make the garbage
+    collector walk all of Beam's objects.)"""
+    chars = np.frombuffer("".join(keys).encode("utf-32-le"), dtype=np.uint32).astype(np.int32)
+    lengths = np.array(list(map(len, keys)), dtype=np.int64)
+    starts = np.zeros(len(keys), dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    continuations = np.zeros(len(keys), dtype=np.int64)
+    if continued >= 0:
+        continuations[continued:] = 1
+    slots = build_slots(chars, starts, lengths, continuations, np.array(ids, dtype=np.int64))
+    return slots, chars, lengths
 
 
 def direct(dispatcher, *arguments):

@@ -1,0 +1,140 @@
+"""A Unigram tokenizer.json (SentencePiece's model as the `tokenizers` library
+runs it: XLM-R's and mmBERT's kind) on this project's compiled Viterbi
+(transforms.tokenize.unigram_kernel), for the structures it reproduces:
+
+- normalizers NFC, NFD, NFKC, NFKD (Python's `unicodedata`), Lowercase
+  (character by character, as the library lowercases: no final sigma),
+  Replace and Prepend, or a Sequence of them;
+- a Metaspace pre-tokenizer (any replacement character, prepend scheme and
+  split), or none;
+- a Unigram model without byte fallback, each piece once, and no added
+  token but special ones (the pipeline encodes those as text).
+
+Anything else, SentencePiece's Precompiled character map above all (a file
+converted from a .model by `transformers`), is None here and takes the
+library. Python's Unicode tables may be older than the library's: the
+per-run check (transforms.tokenize.engines.choose_engine) is what makes a
+difference on the run's own input send it to the library.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import unicodedata
+from typing import Callable, Sequence
+
+import numpy as np
+
+from bert_pretraining_data.transforms.tokenize import unigram_kernel as jit
+from bert_pretraining_data.transforms.tokenize.engines import Unencodable
+from bert_pretraining_data.transforms.tokenize.wordpiece_kernel import direct, key_table
+
+_FORMS = ("NFC", "NFD", "NFKC", "NFKD")
+_SIGMA = "\u03a3"
+
+
+def _lowercase(text: str) -> str:
+    """The library's Lowercase: each character's lowercase alone (Python's
+    str.lower makes a word-final capital sigma a final sigma)."""
+    return text.lower() if _SIGMA not in text else "".join(c.lower() for c in text)
+
+
+def _replace(pattern: dict, content: str) -> Callable[[str], str] | None:
+    if "String" in pattern:
+        return lambda text: text.replace(pattern["String"], content)
+    if "Regex" in pattern:
+        return functools.partial(re.compile(pattern["Regex"]).sub, content.replace("\\", r"\\"))
+    return None
+
+
+def _prepend(prefix: str) -> Callable[[str], str]:
+    return lambda text: prefix + text if text else text
+
+
+def _normalizer_steps(normalizer: dict | None) -> list[Callable[[str], str]] | None:
+    """The normalizer as Python steps, or None for one not reproduced here."""
+    if normalizer is None:
+        return []
+    kind = normalizer.get("type")
+    if kind == "Sequence":
+        steps = [_normalizer_steps(step) for step in normalizer.get("normalizers") or []]
+        return None if None in steps else [s for step in steps for s in step]
+    if kind in _FORMS:
+        return [functools.partial(unicodedata.normalize, kind)]
+    step = {"Lowercase": lambda: _lowercase,
+            "Replace": lambda: _replace(normalizer.get("pattern") or {},
+                                        normalizer.get("content", "")),
+            "Prepend": lambda: _prepend(normalizer.get("prepend", ""))}.get(kind, lambda: None)()
+    return None if step is None else [step]
+
+
+class UnigramKernel:
+    """A tokenizer.json's ids on the Viterbi kernel; build with `of`."""
+
+    def __init__(self, steps: list[Callable[[str], str]], pre_tokenizer: dict | None,
+                 pieces: Sequence[str], scores: Sequence[float], unk: int) -> None:
+        self._steps = steps
+        self._replacement = (pre_tokenizer or {}).get("replacement")
+        self._prepend = (pre_tokenizer or {}).get("prepend_scheme") in ("always", "first")
+        slots, chars, lengths = key_table(pieces, range(len(pieces)))
+        params = np.zeros(4, dtype=np.int64)
+        params[jit.MAX_PIECE] = lengths.max()
+        params[jit.UNK] = unk
+        params[jit.REPLACEMENT] = ord(self._replacement) if self._replacement else -1
+        params[jit.SPLIT] = bool(pre_tokenizer and pre_tokenizer.get("split", True))
+        scores_array = np.array(scores, dtype=np.float64)
+        self._tables = (slots, chars, scores_array, params, float(scores_array.min()) - jit.UNK_PENALTY)
+        self._reserve(256)
+        self._line_ids = direct(jit.line_ids, "", *self._tables, *self._buffers)
+
+    @classmethod
+    def of(cls, tokenizer_json: str) -> "UnigramKernel | None":
+        """The kernel of a tokenizer.json as the library saves it, or None
+        where the file's structure is not one the kernel reproduces."""
+        spec = json.loads(tokenizer_json)
+        model = spec.get("model") or {}
+        pre = spec.get("pre_tokenizer")
+        steps = _normalizer_steps(spec.get("normalizer"))
+        pieces = [piece for piece, _ in model.get("vocab") or []]
+        if (model.get("type") != "Unigram" or model.get("byte_fallback") or steps is None
+                or not pieces or len(set(pieces)) != len(pieces) or "" in pieces
+                or (pre is not None and (pre.get("type") != "Metaspace"
+                                         or len(pre.get("replacement", "")) != 1))
+                or any(not token.get("special") for token in spec.get("added_tokens") or [])):
+            return None
+        unk = model.get("unk_id")
+        return cls(steps, pre, pieces, [score for _, score in model["vocab"]],
+                   -1 if unk is None else unk)
+
+    def _reserve(self, characters: int) -> None:
+        """Buffers for a prepared line of this many characters."""
+        size = characters + 1
+        self._capacity = characters
+        self._buffers = (np.zeros(size, dtype=np.int32), np.zeros(size, dtype=np.float64),
+                         np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64),
+                         np.zeros(size, dtype=np.int32))
+
+    def prepared(self, line: str) -> str:
+        """The line normalized, its spaces the replacement, a prefix added."""
+        for step in self._steps:
+            line = step(line)
+        if self._replacement is not None:
+            line = line.replace(" ", self._replacement)
+            if self._prepend and line and not line.startswith(self._replacement):
+                line = self._replacement + line
+        return line
+
+    def __call__(self, lines: Sequence[str]) -> list[list[int]]:
+        """Each line's ids, encoded alone, without special tokens."""
+        result = []
+        for line in lines:
+            text = self.prepared(line)
+            if len(text) > self._capacity:
+                self._reserve(len(text))
+            count = self._line_ids(text, *self._tables, *self._buffers)
+            if count == jit.UNENCODABLE:
+                raise Unencodable(line)
+            result.append(self._buffers[-1][:count].tolist())
+        return result
