@@ -29,7 +29,7 @@ import numpy as np
 
 from bert_pretraining_data.transforms.tokenize import unigram_kernel as jit
 from bert_pretraining_data.transforms.tokenize.engines import Unencodable
-from bert_pretraining_data.transforms.tokenize.wordpiece_kernel import direct, key_table
+from bert_pretraining_data.transforms.tokenize.wordpiece_kernel import direct, flat_keys
 
 _FORMS = ("NFC", "NFD", "NFKC", "NFKD")
 _SIGMA = "\u03a3"
@@ -78,14 +78,13 @@ class UnigramKernel:
         self._steps = steps
         self._replacement = (pre_tokenizer or {}).get("replacement")
         self._prepend = (pre_tokenizer or {}).get("prepend_scheme") in ("always", "first")
-        slots, chars, lengths = key_table(pieces, range(len(pieces)))
-        params = np.zeros(4, dtype=np.int64)
-        params[jit.MAX_PIECE] = lengths.max()
+        params = np.zeros(3, dtype=np.int64)
         params[jit.UNK] = unk
         params[jit.REPLACEMENT] = ord(self._replacement) if self._replacement else -1
         params[jit.SPLIT] = bool(pre_tokenizer and pre_tokenizer.get("split", True))
         scores_array = np.array(scores, dtype=np.float64)
-        self._tables = (slots, chars, scores_array, params, float(scores_array.min()) - jit.UNK_PENALTY)
+        self._tables = (*jit.build_trie(*flat_keys(pieces)), scores_array,
+                        params, float(scores_array.min()) - jit.UNK_PENALTY)
         self._reserve(256)
         self._line_ids = direct(jit.line_ids, "", *self._tables, *self._buffers)
 

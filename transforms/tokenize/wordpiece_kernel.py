@@ -205,16 +205,23 @@ def line_ids(text, kinds, outputs, slots, chars, params, piece, hashes, out, mis
     return n
 
 
+def flat_keys(keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(code points, starts, lengths) of strings laid end to end: key k is
+    chars[starts[k]:starts[k] + lengths[k]]."""
+    chars = np.frombuffer("".join(keys).encode("utf-32-le"), dtype=np.uint32).astype(np.int32)
+    lengths = np.array(list(map(len, keys)), dtype=np.int64)
+    starts = np.zeros(len(keys), dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    return chars, starts, lengths
+
+
 def key_table(keys: Sequence[str], ids: Sequence[int], continued: int = -1
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(slots, chars, lengths): the hash table of `keys`, each standing for its
     id in `ids`; keys[continued:] are looked up after `##` (none by default).
     (Flat lists of strings and ints: a tuple per key would make the garbage
     collector walk all of Beam's objects.)"""
-    chars = np.frombuffer("".join(keys).encode("utf-32-le"), dtype=np.uint32).astype(np.int32)
-    lengths = np.array(list(map(len, keys)), dtype=np.int64)
-    starts = np.zeros(len(keys), dtype=np.int64)
-    np.cumsum(lengths[:-1], out=starts[1:])
+    chars, starts, lengths = flat_keys(keys)
     continuations = np.zeros(len(keys), dtype=np.int64)
     if continued >= 0:
         continuations[continued:] = 1
