@@ -1,6 +1,6 @@
 """The pipeline, narrated as the design card draws it.
 
-    ReadDocuments -> Deduplicate -> Decontaminate -> SplitDocuments
+    ReadDocuments -> FilterQuality -> Deduplicate -> Decontaminate -> SplitDocuments
     -> per split: Tokenize -> SampleRandomDocuments (side input)
                   -> BatchDocuments -> SpreadDocuments (--shuffle=runner) -> FanOutDupes
                   -> CreateInstances -> WriteShards -> ListShards
@@ -25,10 +25,12 @@ from bert_pretraining_data.pipeline.options import Config
 from bert_pretraining_data.pipeline.publish import (AUDIT_NAME, DECONTAMINATION_NAME, DEDUP_NAME,
                                                     FIGURES_NAME, MIXTURE_OUTPUT_NAME,
                                                     MIXTURE_SOURCES_NAME, NEAR_COPY_NAME,
-                                                    PROBLEM_LIST_NAME, SHARD_LIST_NAME,
-                                                    SPLIT_NAME, OutputPaths, write_staging_json)
+                                                    PROBLEM_LIST_NAME, QUALITY_NAME,
+                                                    SHARD_LIST_NAME, SPLIT_NAME, OutputPaths,
+                                                    write_staging_json)
 from bert_pretraining_data.pipeline.stages import StageSettings
-from bert_pretraining_data.transforms.counters import FIGURES, CollectFigures, known_names
+from bert_pretraining_data.transforms.counters import (FIGURES, CollectFigures, forget_names,
+                                                       known_names)
 from bert_pretraining_data.transforms.decontaminate.beam import Decontaminate
 from bert_pretraining_data.transforms.decontaminate.benchmarks import MATCHES
 from bert_pretraining_data.transforms.dedup.beam import Deduplicate
@@ -40,6 +42,8 @@ from bert_pretraining_data.transforms.instances.beam import (ENTRIES, BatchDocum
 from bert_pretraining_data.transforms.instances.mixture import (alpha_weights, document_figures,
                                                                 fan_out_mixture, source_tokens)
 from bert_pretraining_data.transforms.instances.units import fan_out_batch
+from bert_pretraining_data.transforms.quality.beam import REMOVED, FilterQuality
+from bert_pretraining_data.transforms.quality.rules import QualityConfig
 from bert_pretraining_data.transforms.read.beam import ReadDocuments, ReadDump, ReadTables
 from bert_pretraining_data.transforms.read.documents import DOCUMENTS, PROBLEMS, comma_separated
 from bert_pretraining_data.transforms.read.mixture import (Mixture, input_sources, source_key,
@@ -339,18 +343,25 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: StageSettings,
                    input_bytes: int = 0,
                    documents: DocumentPlan | None = None,
                    benchmarks: Sequence[str] = (),
-                   mixture: Mixture | None = None) -> StagedRun:
+                   mixture: Mixture | None = None,
+                   quality: QualityConfig | None = None) -> StagedRun:
     """The pipeline's graph, and what it stages for publishing;
     `progress_dir` (local runs): where the Tokenize and CreateInstances
     stages report their progress (transforms.progress_sink); `input_bytes`
     sizes the dedup stage's partitions; `documents`: where the documents'
     hashes go (a refresh's runs); `benchmarks`: --decontaminate's files;
-    `mixture`: its sources, read in place of `patterns`."""
+    `mixture`: its sources, read in place of `patterns`; `quality`: the
+    rules of --quality_filters."""
+    forget_names()
     staging = _Staging()
     documents_read, problems = read_corpus(p, config=config, patterns=patterns,
                                            mixture=mixture, staging=staging)
     docs_by_key = documents_read
     sources = input_sources(config, mixture)
+    if quality is not None:  # first: dedup and the splits see the text the rules leave
+        filtered = docs_by_key | "FilterQuality" >> FilterQuality(quality)
+        docs_by_key = staging.counted(filtered, DOCUMENTS)
+        staging.list(filtered[REMOVED], output, QUALITY_NAME, "ListQuality")
     if config.dedup != "none":  # before anything else, so nothing sees a document twice
         deduped = docs_by_key | "Deduplicate" >> Deduplicate(fingerprints=Fingerprints(
             mode=config.dedup, ngram=config.dedup_ngram, threshold=config.dedup_threshold,

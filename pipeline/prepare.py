@@ -31,6 +31,7 @@ from bert_pretraining_data.transforms.counters import read_counters
 from bert_pretraining_data.transforms.decontaminate.beam import match_benchmarks, read_benchmark
 from bert_pretraining_data.transforms.decontaminate.benchmarks import DecontaminationError
 from bert_pretraining_data.transforms.handoff.shuffle.frames import EntryCodebook, entry_codebook
+from bert_pretraining_data.transforms.quality.rules import QualityConfig, QualityConfigError
 from bert_pretraining_data.transforms.read.beam import (check_input_format, check_input_schema,
                                                        match_inputs, sample_lines)
 from bert_pretraining_data.transforms.read.documents import InputError, comma_separated
@@ -66,6 +67,7 @@ class Prepared:
     stages: StageSettings | None
     benchmarks: list[str] = dataclasses.field(default_factory=list)  # --decontaminate's files
     mixture: Mixture | None = None  # --mixture's sources, read in place of --input_file
+    quality: QualityConfig | None = None  # --quality_filters' rules and thresholds
     # known before the work: the tokenizer engine's check failed (tokenizer_engine),
     # the masks' cap is under what --masked_lm_prob asks (prediction_cap_warning)
     warnings: tuple[str, ...] = ()
@@ -102,6 +104,7 @@ def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:
     said now), reads the vocabulary (every recipe's but d2l's, which computes
     its own) and prepares the output location."""
     mixture = read_mixture(config) if config.mixture else None
+    quality = read_quality(config) if config.quality_filters else None
     sources, by_source = input_sources(config, mixture), []
     for source in sources:
         try:
@@ -141,7 +144,7 @@ def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:
         for source, files in zip(mixture.sources, by_source)] if mixture else ())
     return Prepared(config=config, beam_args=beam_args, inputs=inputs, output=output,
                     replaces=replaces, vocab=vocab, stages=stages, benchmarks=benchmarks,
-                    mixture=mixture, warnings=tuple(filter(None, [
+                    mixture=mixture, quality=quality, warnings=tuple(filter(None, [
                         engine_warning, prediction_cap_warning(config)])))
 
 
@@ -189,6 +192,29 @@ def tokenizer_engine(config: Config,
                          words=config.tokenizer.words)
 
 
+def read_quality(config: Config) -> QualityConfig:
+    """--quality_filters' rules, with --quality_config's thresholds (a one-line
+    QualityConfigError for a file that is missing, not JSON or names a rule
+    or threshold wrongly)."""
+    overrides = None
+    if config.quality_config:
+        path = config.quality_config
+        if not FileSystems.exists(path):
+            raise QualityConfigError(f"--quality_config {path}: no such file; check the path")
+        with FileSystems.open(path) as handle:
+            data = handle.read()
+        try:
+            overrides = json.loads(data)
+        except ValueError as err:
+            raise QualityConfigError(f"--quality_config {path}: not JSON ({err}); write "
+                                     '{"rule": threshold, ...}') from None
+        if not isinstance(overrides, dict):
+            raise QualityConfigError(f"--quality_config {path}: not a JSON object; write "
+                                     '{"rule": threshold, ...}')
+    return QualityConfig.parse(config.quality_filters, overrides,
+                               source=f"--quality_config {config.quality_config}")
+
+
 def read_mixture(config: Config) -> Mixture:
     """--mixture's file, parsed and checked (a one-line MixtureError)."""
     if not FileSystems.exists(config.mixture):
@@ -213,7 +239,7 @@ def read_mixture(config: Config) -> Mixture:
 
 # The errors a user fixes in the input or the flags (exit code 2), wherever
 # they are found: before the run, or by a worker.
-USER_ERRORS = (VocabularyError, InputError, DecontaminationError)
+USER_ERRORS = (VocabularyError, InputError, DecontaminationError, QualityConfigError)
 
 
 class RunFailed(RuntimeError):

@@ -43,6 +43,8 @@ SPLIT_NAME = "split.json"  # a split's documents and tokens (in its staging fold
 NEAR_COPY_NAME = "near_copies.json"  # training's documents dropped as held-out near copies
 DECONTAMINATION_NAME = "decontamination_summary.json"  # the manifest's decontamination section
 AUDIT_NAME = "decontamination.json"  # each match, staged and published beside the manifest
+QUALITY_NAME = "quality.json"  # the quality rules' sample of removed documents, staged
+QUALITY_FILE = "quality.jsonl"  # ... and published beside the manifest, a record a line
 MIXTURE_SOURCES_NAME = "mixture_sources.json"  # each source's documents, tokens, copies, weight
 MIXTURE_OUTPUT_NAME = "mixture_output.json"  # each source's instances and their tokens
 FIGURES_NAME = "figures.json"  # the run's counts (transforms.counters), the manifest's counters
@@ -399,10 +401,11 @@ def _publish(output: OutputPaths, manifest: DatasetManifest, *, replaces: Sequen
     # Files this publish writes replace their old selves; of the rest, the
     # manifest goes first. (A retried publish finds its own files there.)
     audit = [output.beside_manifest(AUDIT_NAME)] if manifest.decontamination else []
+    quality = [output.beside_manifest(QUALITY_FILE)] if manifest.flags.get("quality_filters") else []
     indexes = output_format(manifest.flags["output_format"]).index_files(
         [FileSystems.split(part.final_paths[0])[0] for part in output.part_outputs])
     ours = {*output.final_files, *(documents.final if documents else ()), output.vocab_path,
-            *audit, *indexes}
+            *audit, *quality, *indexes}
     old = [p for p in replaces if p not in ours and FileSystems.exists(p)]
     old_manifests = [p for p in old if p.endswith(MANIFEST_NAME)]
     if old_manifests:
@@ -434,6 +437,10 @@ def _publish(output: OutputPaths, manifest: DatasetManifest, *, replaces: Sequen
         move_files(documents.staged, documents.final, [recorded[p] for p in documents.final])
     move_files([FileSystems.join(output.staging_dir, AUDIT_NAME)] if audit else [], audit,
                [None] * len(audit))
+    for path in quality:
+        with FileSystems.create(path) as handle:
+            handle.write("".join(json.dumps(record, sort_keys=True) + "\n" for record
+                                 in read_staging_json(output, QUALITY_NAME)).encode("utf-8"))
     fmt = output_format(manifest.flags["output_format"])
     for part, index in zip(output.part_outputs, indexes):  # each folder of shards: its index
         with FileSystems.create(index) as handle:

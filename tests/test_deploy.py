@@ -54,7 +54,7 @@ TEMPLATE_REFUSES = {"recipe": {"d2l": "its own tf.Transform pipeline (pipeline/d
 # Pipeline options a launch passes besides the template's own parameters.
 PIPELINE_OPTIONS = {"sdk_container_image"}
 PATH_PARAMS = {"input_file", "vocab_file", "spm_model_file", "tokenizer_file", "output_dir",
-               "output_root", "decontaminate", "mixture"}
+               "output_root", "decontaminate", "mixture", "quality_config"}
 # Shares of the documents held out: in [0, 0.5).
 FRACTION_PARAMS = {"validation_fraction", "test_fraction"}
 # Flags of the refresh (pipeline/refresh.py), not of the pipeline it runs.
@@ -112,6 +112,8 @@ def _samples(name: str, action) -> tuple[list[str], list[str]]:
     if action.choices:
         refused = list(TEMPLATE_REFUSES.get(name, {}))
         return [c for c in action.choices if c not in refused], [*refused, "other", ""]
+    if name in LIST_SAMPLES:
+        return LIST_SAMPLES[name]
     if name in FRACTION_PARAMS:
         return ["0", "0.01", ".2", "0.45"], ["0.5", "1", "-0.1", "ten", ""]
     if action.type is int:
@@ -132,7 +134,11 @@ NEEDS = {"max_ngram_size": ["--do_whole_word_mask"],
          "mixture_layout": ["--mixture=gs://b/mixture.json"],
          "parquet_compression": ["--output_format=parquet"],
          "mds_layout": ["--output_format=mds"], "mds_compression": ["--output_format=mds"],
-         "tokenizer_engine": ["--tokenizer_file=gs://b/tokenizer.json"]}
+         "tokenizer_engine": ["--tokenizer_file=gs://b/tokenizer.json"],
+         "quality_config": ["--quality_filters=c4"]}
+# Values of a comma-list flag the CLI takes, and values it refuses.
+LIST_SAMPLES = {"quality_filters": (["c4", "gopher,fineweb", "c4,gopher,fineweb"],
+                                    ["c4,spam", "c4, gopher", ""])}
 
 
 @pytest.mark.parametrize("name", sorted(PARAMS))

@@ -35,13 +35,14 @@ PACKAGE = "bert_pretraining_data"
 TRANSFORMS = f"{PACKAGE}.transforms"
 LOADERS = f"{PACKAGE}.loaders"
 # The stage folders of transforms/, in pipeline order.
-STAGES = ("read", "dedup", "hashes", "decontaminate", "split", "tokenize", "vocab", "instances",
+STAGES = ("read", "quality", "dedup", "hashes", "decontaminate", "split", "tokenize", "vocab", "instances",
           "pack", "write", "d2l")
 HANDOFF = "handoff"
 # The only modules of transforms/ that import Beam.
 BEAM_SHELLS = {
     "transforms/counters.py",
     "transforms/read/beam.py",
+    "transforms/quality/beam.py",
     "transforms/dedup/beam.py",
     "transforms/tokenize/beam.py",
     "transforms/instances/beam.py",

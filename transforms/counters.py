@@ -115,6 +115,12 @@ def known_names() -> list[str]:
     return sorted(_NAMES)
 
 
+def forget_names() -> None:
+    """Starts a pipeline's names afresh: a process that builds several
+    pipelines (tests, a refresh's runs) reports each one's own counters."""
+    _NAMES.clear()
+
+
 def read_counters(result) -> dict[str, int]:
     """Final values from a finished PipelineResult, summed over steps, with a
     zero for every counter created while the pipeline was built."""

@@ -26,6 +26,7 @@ from bert_pretraining_data.pipeline.options.masking import MaskingFlags
 from bert_pretraining_data.pipeline.options.mixture import MixtureFlags
 from bert_pretraining_data.pipeline.options.output import OutputFlags
 from bert_pretraining_data.pipeline.options.packing import PackingFlags
+from bert_pretraining_data.pipeline.options.quality import QualityFlags
 from bert_pretraining_data.pipeline.options.rules import RULES
 from bert_pretraining_data.pipeline.options.run import RunFlags
 from bert_pretraining_data.pipeline.options.tokenizer import TokenizerFlags
@@ -33,7 +34,7 @@ from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSp
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Config(InputFlags, MixtureFlags, DedupFlags, EvaluationFlags, TokenizerFlags,
+class Config(InputFlags, MixtureFlags, QualityFlags, DedupFlags, EvaluationFlags, TokenizerFlags,
              InstanceFlags, MaskingFlags, PackingFlags, OutputFlags, RunFlags):
     """The flags, validated: one field per flag, of every group. Its bases
     are the groups, in the order of the pipeline's stages (--help's sections

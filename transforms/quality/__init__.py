@@ -1,0 +1,1 @@
+"""The quality stage: web-text rules (C4, Gopher, FineWeb) deciding each document before dedup."""

@@ -1,0 +1,348 @@
+"""Web-text quality rules as the field runs them (`--quality_filters`): C4's
+line and page rules, Gopher's quality and repetition rules, FineWeb's rules.
+
+A document is its stripped non-blank lines (transforms.read.documents), the
+text they make joined by newlines. The rules decide as datatrove's
+C4QualityFilter, GopherRepetitionFilter, GopherQualityFilter and
+FineWebQualityFilter decide on that text, in that order (FineWeb's own
+pipeline order), with two differences of means, not of rule (their effect is
+measured in docs/quality.md):
+- words are split by one regular expression (URLs whole; English clitics
+  apart; word characters joined by inner apostrophes, periods and commas,
+  dates and times whole; runs of other non-space characters), and sentences
+  are counted by another, where datatrove runs spaCy's English tokenizer and
+  sentencizer, which cost more than the rest of a run;
+- punctuation and symbols are Unicode's (categories P, S and control
+  characters; Sentence_Terminal for FineWeb's stop characters), where
+  datatrove lists characters by hand.
+C4's thresholds are its code's (TFDS c4_utils: lines of at least 5 words,
+pages of at least 3 sentences); its paper, which datatrove follows, says 3
+words and 5 sentences. Every threshold is a rule's and can be changed
+(QualityConfig.parse).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import unicodedata
+from collections import Counter
+from typing import Iterable, Sequence
+
+import regex
+
+C4, GOPHER, FINEWEB = "c4", "gopher", "fineweb"
+RULE_SETS = (C4, GOPHER, FINEWEB)
+LINE, DOCUMENT = "line", "document"
+# What drops a document whose every line a line rule removed.
+NO_LINES_LEFT = "c4_no_lines_left"
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """One rule: the set it belongs to, whether it removes lines or drops
+    the document, its published threshold (True: a rule that is on or off),
+    and whether a value above it (`most`) or below it fails."""
+
+    name: str
+    rule_set: str
+    scope: str
+    threshold: float | bool
+    most: bool = True
+
+
+def _rules(*rules: Rule) -> dict[str, Rule]:
+    return {rule.name: rule for rule in rules}
+
+
+RULES = _rules(
+    # C4 (TFDS c4_utils.clean_page), line by line, then the page
+    Rule("c4_max_word_length", C4, LINE, 1000),
+    Rule("c4_terminal_punctuation", C4, LINE, True),
+    Rule("c4_min_words_per_line", C4, LINE, 5, most=False),
+    Rule("c4_lorem_ipsum", C4, DOCUMENT, True),
+    Rule("c4_javascript", C4, LINE, True),
+    Rule("c4_curly_bracket", C4, DOCUMENT, True),
+    Rule("c4_policy", C4, LINE, True),
+    Rule("c4_min_sentences", C4, DOCUMENT, 3, most=False),
+    # Gopher's repetition rules (Rae et al. 2021, table A1)
+    Rule("gopher_duplicate_paragraphs", GOPHER, DOCUMENT, 0.3),
+    Rule("gopher_duplicate_paragraph_characters", GOPHER, DOCUMENT, 0.2),
+    Rule("gopher_duplicate_lines", GOPHER, DOCUMENT, 0.3),
+    Rule("gopher_duplicate_line_characters", GOPHER, DOCUMENT, 0.2),
+    Rule("gopher_top_2_gram", GOPHER, DOCUMENT, 0.2),
+    Rule("gopher_top_3_gram", GOPHER, DOCUMENT, 0.18),
+    Rule("gopher_top_4_gram", GOPHER, DOCUMENT, 0.16),
+    *(Rule(f"gopher_duplicate_{n}_grams", GOPHER, DOCUMENT, round(0.2 - 0.01 * n, 2))
+      for n in range(5, 11)),
+    # Gopher's quality rules
+    Rule("gopher_min_words", GOPHER, DOCUMENT, 50, most=False),
+    Rule("gopher_max_words", GOPHER, DOCUMENT, 100_000),
+    Rule("gopher_min_mean_word_length", GOPHER, DOCUMENT, 3, most=False),
+    Rule("gopher_max_mean_word_length", GOPHER, DOCUMENT, 10),
+    Rule("gopher_hash_ratio", GOPHER, DOCUMENT, 0.1),
+    Rule("gopher_ellipsis_ratio", GOPHER, DOCUMENT, 0.1),
+    Rule("gopher_bullet_lines", GOPHER, DOCUMENT, 0.9),
+    Rule("gopher_ellipsis_lines", GOPHER, DOCUMENT, 0.3),
+    Rule("gopher_alphabetic_words", GOPHER, DOCUMENT, 0.8, most=False),
+    Rule("gopher_stop_words", GOPHER, DOCUMENT, 2, most=False),
+    # FineWeb (Penedo et al. 2024)
+    Rule("fineweb_line_punctuation", FINEWEB, DOCUMENT, 0.12, most=False),
+    Rule("fineweb_short_lines", FINEWEB, DOCUMENT, 0.67),
+    Rule("fineweb_duplicate_line_characters", FINEWEB, DOCUMENT, 0.01),
+    Rule("fineweb_newline_ratio", FINEWEB, DOCUMENT, 0.3),
+)
+_C4_END = (".", "?", "!", '"', "'")
+_C4_POLICY = ("terms of use", "privacy policy", "cookie policy", "uses cookies",
+              "use of cookies", "use cookies")
+_CITATION = regex.compile(r"\[\d*]|\[edit]|\[citation needed]")
+# Abbreviations spaCy's English tokenizer keeps with their period.
+_ABBREVIATIONS = ("Mr|Mrs|Ms|Dr|St|Jr|Prof|Gen|Gov|Sen|Rep|Rev|Mt|Inc|Ltd|Co|Corp|Bros|Jan|Feb|Mar"
+                  "|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec|vs")
+# English clitics, split off as spaCy's tokenizer splits them ("do" "n't", "it" "'s").
+_CLITIC = r"(?i:n['’]t|['’](?:s|m|re|ve|ll|d))(?!\w)"
+# Word characters joined by inner apostrophes, periods, commas, & or +, by / or :
+# before a digit (dates, times), by a hyphen or dash between a digit and a
+# letter or digit (F-22, 1809-1865).
+_JOINED = r"\w+(?:(?:['’.,&+]|[/:](?=\d)|(?<=[^\W_])[-–](?=\d))\w+)*"
+_WORDS = regex.compile(
+    r"(?:https?://|www\.)\S+?(?=[.,;:!?)\]\"'”’]*(?:\s|$))"  # a URL, whole
+    rf"|{_CLITIC}|\w+?(?={_CLITIC})"
+    # an initial, a dotted abbreviation or a listed one keeps its period (B. U.S. Mr.)
+    rf"|(?:\b(?:{_ABBREVIATIONS})|{_JOINED}(?:(?<=(?<!\w)\p{{Lu}})|(?<=\.\p{{L}})))\.(?!\w)"
+    rf"|{_JOINED}"
+    # a run of one punctuation character whole (... ---), mixed ones apart: ), (" .)
+    r"|([^\w\s])\1+|[^\w\s]")
+# A sentence ends at terminal punctuation before a space or the line's end,
+# but not at an ellipsis nor after a common abbreviation or an initial, as
+# spaCy's sentencizer, whose tokens keep "Mr." and "U.S." whole.
+_SENTENCE_ENDS = regex.compile(
+    rf"(?<!\b(?:{_ABBREVIATIONS}|co|[a-z]|\p{{L}}\.\p{{L}}))"
+    r"(?<![.!?\p{Sentence_Terminal}])(?!\.{2,}(?![.!?\p{Sentence_Terminal}])|…)"
+    r"[.!?\p{Sentence_Terminal}]+[\"'”’)\]]*(?=\s|$)")
+_PARAGRAPHS = regex.compile(r"\n{2,}")
+_STOP_WORDS = frozenset(("the", "be", "to", "of", "and", "that", "have", "with"))
+_FINEWEB_SHORT_LINE = 30  # characters: a line this long or shorter is short
+_BULLETS = ("•", "-")
+_ELLIPSES = ("...", "…")
+
+
+class QualityConfigError(ValueError):
+    """A bad --quality_filters or --quality_config: one line saying what to fix."""
+
+
+def _symbolic(char: str) -> bool:
+    category = unicodedata.category(char)
+    return category[0] in "PS" or category == "Cc"
+
+
+def _is_sentence_terminal(char: str) -> bool:
+    return bool(regex.fullmatch(r"\p{Sentence_Terminal}", char))
+
+
+@dataclasses.dataclass(frozen=True)
+class QualityConfig:
+    """The rule sets a run applies and each rule's threshold (None: off)."""
+
+    rule_sets: tuple[str, ...]
+    thresholds: dict[str, float | bool | None]
+
+    @classmethod
+    def parse(cls, rule_sets: str, overrides: dict | None = None,
+              source: str = "--quality_config") -> "QualityConfig":
+        """--quality_filters' comma list and --quality_config's {rule: threshold}."""
+        names = tuple(name.strip() for name in rule_sets.split(",") if name.strip())
+        unknown = [name for name in names if name not in RULE_SETS]
+        if unknown or not names:
+            raise QualityConfigError(
+                f"--quality_filters={rule_sets!r}: {'unknown ' + unknown[0] if unknown else 'empty'};"
+                f" give any of {','.join(RULE_SETS)}, separated by commas")
+        thresholds = {name: rule.threshold for name, rule in RULES.items()
+                      if rule.rule_set in names}
+        for name, value in (overrides or {}).items():
+            rule = RULES.get(name)
+            if rule is None:
+                raise QualityConfigError(f"{source}: no rule {name!r}; the rules are "
+                                         f"{', '.join(RULES)}")
+            if rule.rule_set not in names:
+                raise QualityConfigError(f"{source}: {name} is a {rule.rule_set} rule; add "
+                                         f"{rule.rule_set} to --quality_filters or remove it")
+            switch = isinstance(rule.threshold, bool)
+            if value is not None and (isinstance(value, bool) != switch
+                                      or not isinstance(value, (int, float))):
+                raise QualityConfigError(
+                    f"{source}: {name} takes {'true or false' if switch else 'a number'} "
+                    f"(or null to turn it off), not {value!r}")
+            thresholds[name] = None if value is False else value
+        return cls(tuple(sorted(names, key=RULE_SETS.index)), thresholds)
+
+    def on(self, name: str) -> bool:
+        return self.thresholds.get(name) is not None
+
+    def fails(self, name: str, value: float) -> bool:
+        """Whether `value` fails rule `name` (never, where the rule is off)."""
+        threshold = self.thresholds.get(name)
+        if threshold is None:
+            return False
+        return value > threshold if RULES[name].most else value < threshold
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """A document's fate: the lines it keeps (None: dropped), the rule that
+    dropped it and the value that failed it, and the lines each line rule
+    removed."""
+
+    lines: list[str] | None
+    rule: str | None = None
+    value: float | None = None
+    lines_removed: Counter = dataclasses.field(default_factory=Counter)
+
+
+def words_of(text: str) -> list[str]:
+    """The words the rules count (module docstring)."""
+    return [match.group() for match in _WORDS.finditer(text)]
+
+
+def _c4_lines(lines: Sequence[str], config: QualityConfig, removed: Counter
+              ) -> tuple[list[str], str | None, int]:
+    """C4's line rules: (the lines kept, the page rule that drops the page or
+    None, the kept lines' sentences)."""
+    kept, sentences = [], 0
+    for line in lines:
+        words = line.split()
+        if config.on("c4_max_word_length") and config.fails(
+                "c4_max_word_length", max(map(len, words), default=0)):
+            removed["c4_max_word_length"] += 1
+            continue
+        line = _CITATION.sub("", line)  # not stripped again, as C4's code
+        if config.on("c4_terminal_punctuation") and (not line.endswith(_C4_END)
+                                                     or line.endswith("...")):
+            removed["c4_terminal_punctuation"] += 1
+            continue
+        if config.fails("c4_min_words_per_line", len(words)):
+            removed["c4_min_words_per_line"] += 1
+            continue
+        lower = line.lower()
+        if config.on("c4_lorem_ipsum") and "lorem ipsum" in lower:
+            return kept, "c4_lorem_ipsum", sentences
+        if config.on("c4_javascript") and "javascript" in lower:
+            removed["c4_javascript"] += 1
+            continue
+        if config.on("c4_curly_bracket") and "{" in line:
+            return kept, "c4_curly_bracket", sentences
+        if config.on("c4_policy") and any(phrase in lower for phrase in _C4_POLICY):
+            removed["c4_policy"] += 1
+            continue
+        sentences += max(1, len(_SENTENCE_ENDS.findall(line)))
+        kept.append(line)
+    return kept, None, sentences
+
+
+def _duplicates(items: Iterable[str]) -> tuple[int, int]:
+    """(items seen before, their characters)."""
+    seen: set[str] = set()
+    count = characters = 0
+    for item in items:
+        if item in seen:
+            count += 1
+            characters += len(item)
+        else:
+            seen.add(item)
+    return count, characters
+
+
+def _top_ngram_characters(words: Sequence[str], n: int) -> int:
+    grams = Counter(" ".join(words[i:i + n]) for i in range(len(words) - n + 1))
+    if not grams:
+        return 0
+    gram, count = grams.most_common(1)[0]
+    return len(gram) * count
+
+
+def _repeated_ngram_characters(words: Sequence[str], n: int) -> int:
+    """Characters of the n-grams (words joined without spaces) seen before,
+    the words of a repeat not counted again."""
+    seen: set[str] = set()
+    repeated = i = 0
+    while i < len(words) - n + 1:
+        gram = "".join(words[i:i + n])
+        if gram in seen:
+            repeated += len(gram)
+            i += n
+        else:
+            seen.add(gram)
+            i += 1
+    return repeated
+
+
+def _gopher_repetition(text: str, lines: Sequence[str], words: Sequence[str]
+                       ) -> Iterable[tuple[str, float]]:
+    """(rule, value) of each repetition rule, lazily, in order."""
+    paragraphs = _PARAGRAPHS.split(text.strip())
+    count, characters = _duplicates(paragraphs)
+    yield "gopher_duplicate_paragraphs", count / len(paragraphs)
+    yield "gopher_duplicate_paragraph_characters", characters / len(text)
+    count, characters = _duplicates(lines)
+    yield "gopher_duplicate_lines", count / len(lines)
+    yield "gopher_duplicate_line_characters", characters / len(text)
+    for n in (2, 3, 4):
+        yield f"gopher_top_{n}_gram", _top_ngram_characters(words, n) / len(text)
+    for n in range(5, 11):
+        yield f"gopher_duplicate_{n}_grams", _repeated_ngram_characters(words, n) / len(text)
+
+
+def _gopher_quality(text: str, lines: Sequence[str], words: Sequence[str]
+                    ) -> Iterable[tuple[str, float]]:
+    meaningful = [word for word in words if not all(map(_symbolic, word))]
+    yield "gopher_min_words", len(meaningful)
+    yield "gopher_max_words", len(meaningful)
+    mean = sum(map(len, meaningful)) / len(meaningful) if meaningful else 0.0
+    yield "gopher_min_mean_word_length", mean
+    yield "gopher_max_mean_word_length", mean
+    total = max(1, len(words))
+    yield "gopher_hash_ratio", text.count("#") / total
+    yield "gopher_ellipsis_ratio", (text.count("...") + text.count("…")) / total
+    yield "gopher_bullet_lines", sum(line.startswith(_BULLETS) for line in lines) / len(lines)
+    yield "gopher_ellipsis_lines", sum(line.endswith(_ELLIPSES) for line in lines) / len(lines)
+    yield "gopher_alphabetic_words", sum(any(c.isalpha() for c in word)
+                                         for word in words) / total
+    yield "gopher_stop_words", len(_STOP_WORDS.intersection(words))
+
+
+def _fineweb(text: str, lines: Sequence[str], words: Sequence[str]
+             ) -> Iterable[tuple[str, float]]:
+    yield "fineweb_line_punctuation", sum(
+        _is_sentence_terminal(line[-1]) for line in lines) / len(lines)
+    yield "fineweb_short_lines", sum(
+        len(line) <= _FINEWEB_SHORT_LINE for line in lines) / len(lines)
+    yield "fineweb_duplicate_line_characters", _duplicates(lines)[1] / max(
+        1, len(text) - text.count("\n"))
+    yield "fineweb_newline_ratio", text.count("\n") / max(1, len(words))
+
+
+_DOCUMENT_RULES = ((GOPHER, _gopher_repetition), (GOPHER, _gopher_quality),
+                   (FINEWEB, _fineweb))
+
+
+def decide(lines: Sequence[str], config: QualityConfig) -> Decision:
+    """A document's Decision under `config`: C4's line rules first (the
+    later rules see the lines they keep), then each document rule in turn,
+    the first that fails dropping the document."""
+    removed: Counter = Counter()
+    kept = list(lines)
+    if C4 in config.rule_sets:
+        kept, page_rule, sentences = _c4_lines(kept, config, removed)
+        if page_rule is not None:
+            return Decision(None, page_rule, 1.0, removed)
+        if config.fails("c4_min_sentences", sentences):
+            return Decision(None, "c4_min_sentences", sentences, removed)
+    if not kept:
+        return Decision(None, NO_LINES_LEFT, 0, removed)
+    text = "\n".join(kept)
+    words = words_of(text)
+    for rule_set, values in _DOCUMENT_RULES:
+        if rule_set in config.rule_sets:
+            for name, value in values(text, kept, words):
+                if config.fails(name, value):
+                    return Decision(None, name, value, removed)
+    return Decision(kept, None, None, removed)
