@@ -26,6 +26,8 @@ from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, Pack
 from bert_pretraining_data.loaders.records import Instance, read_instances
 from bert_pretraining_data.pipeline.command_line import (FlagGroup, OneLineParser, build_parser,
                                                          flag, run_command)
+from bert_pretraining_data.transforms.quality.rules import (DROPPED, LINES_REMOVED,
+                                                            NO_LINES_LEFT, RULES, SAMPLE_FILE)
 from bert_pretraining_data.transforms.split.held_out import SPLITS, TRAIN
 from bert_pretraining_data.transforms.write.formats import output_format
 
@@ -152,6 +154,24 @@ def splits_text(manifest: Manifest, shown: str) -> str:
                      str(record.seed)))
     return "\n".join([f"splits (this report reads {shown}):",
                       *table(rows, left=("split", "masking"))])
+
+
+def quality_text(manifest: Manifest) -> str | None:
+    """What --quality_filters removed, rule by rule (the manifest's counters),
+    and where the sample of dropped documents is; None without the flag."""
+    rule_sets = manifest.flags.get("quality_filters")
+    if not rule_sets:
+        return None
+    counters = manifest.content.counters
+    rows = [("rule", "documents dropped", "lines removed")]
+    for rule in (*RULES, NO_LINES_LEFT):
+        dropped, removed = counters.get(DROPPED + rule, 0), counters.get(LINES_REMOVED + rule, 0)
+        if dropped or removed:
+            rows.append((rule, f"{dropped:,}", f"{removed:,}"))
+    dropped = sum(v for k, v in counters.items() if k.startswith(DROPPED))
+    return "\n".join([f"quality ({rule_sets}): {dropped:,} of {counters.get('documents', 0):,} "
+                      f"documents dropped; a sample of each rule's in {SAMPLE_FILE}",
+                      *(table(rows, left=("rule",)) if len(rows) > 1 else [])])
 
 
 def table(rows: Sequence[Sequence[str]], left: Sequence[str]) -> list[str]:
@@ -321,6 +341,9 @@ def report(dataset: str, *, split: str = TRAIN, num_instances: int = 20,
         parts[0] = root + "\n" + parts[0]
     if manifest.content.splits:
         parts[0] += "\n" + splits_text(manifest, split)
+    quality = quality_text(manifest)
+    if quality:
+        parts[0] += "\n" + quality
     if not output_format(manifest.output_format).makes_instances:
         return "\n".join([*parts, indexed_text(manifest, split)])
     if manifest.content.mixture:

@@ -28,6 +28,7 @@ from bert_pretraining_data.pipeline.beam_options import ConfigError
 from bert_pretraining_data.pipeline.changes import DocumentPlan
 from bert_pretraining_data.pipeline.options import Config
 from bert_pretraining_data.pipeline.options.output import default_num_shards
+from bert_pretraining_data.transforms.quality.rules import SAMPLE_FILE
 from bert_pretraining_data.transforms.read.documents import comma_separated
 from bert_pretraining_data.transforms.split.held_out import SPLITS, TRAIN
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
@@ -44,7 +45,7 @@ NEAR_COPY_NAME = "near_copies.json"  # training's documents dropped as held-out 
 DECONTAMINATION_NAME = "decontamination_summary.json"  # the manifest's decontamination section
 AUDIT_NAME = "decontamination.json"  # each match, staged and published beside the manifest
 QUALITY_NAME = "quality.json"  # the quality rules' sample of removed documents, staged
-QUALITY_FILE = "quality.jsonl"  # ... and published beside the manifest, a record a line
+# (published beside the manifest as transforms.quality.rules.SAMPLE_FILE, a record a line)
 MIXTURE_SOURCES_NAME = "mixture_sources.json"  # each source's documents, tokens, copies, weight
 MIXTURE_OUTPUT_NAME = "mixture_output.json"  # each source's instances and their tokens
 FIGURES_NAME = "figures.json"  # the run's counts (transforms.counters), the manifest's counters
@@ -401,7 +402,8 @@ def _publish(output: OutputPaths, manifest: DatasetManifest, *, replaces: Sequen
     # Files this publish writes replace their old selves; of the rest, the
     # manifest goes first. (A retried publish finds its own files there.)
     audit = [output.beside_manifest(AUDIT_NAME)] if manifest.decontamination else []
-    quality = [output.beside_manifest(QUALITY_FILE)] if manifest.flags.get("quality_filters") else []
+    quality = ([output.beside_manifest(SAMPLE_FILE)] if manifest.flags.get("quality_filters")
+               else [])
     indexes = output_format(manifest.flags["output_format"]).index_files(
         [FileSystems.split(part.final_paths[0])[0] for part in output.part_outputs])
     ours = {*output.final_files, *(documents.final if documents else ()), output.vocab_path,

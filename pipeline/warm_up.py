@@ -20,6 +20,8 @@ from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
 from bert_pretraining_data.transforms.instances.units import InstanceKernels
 from bert_pretraining_data.transforms.instances.units import warm_up as warm_up_instances
 from bert_pretraining_data.transforms.pack import histogram, plan
+from bert_pretraining_data.transforms.quality import ngram_kernel
+from bert_pretraining_data.transforms.quality.rules import QualityConfig, decide
 from bert_pretraining_data.transforms.tokenize import unigram_kernel, wordpiece_kernel
 from bert_pretraining_data.transforms.tokenize.unigram import UnigramKernel
 from bert_pretraining_data.transforms.tokenize.vocabulary import parse_vocabulary
@@ -33,7 +35,7 @@ KERNELS = (units_kernel.unit_entries, tokenized_documents.read_compact, shuffle_
            shuffle_entries.gather, shuffle_entries._scan_entries, rows._frame_payloads,
            rows._lengths, rows._write_rows, histogram._solve, plan._fill_rows,
            wordpiece_kernel.line_ids, wordpiece_kernel.build_slots, wordpiece_kernel.wordpiece,
-           unigram_kernel.line_ids,
+           unigram_kernel.line_ids, ngram_kernel.ngram_characters,
            columns._sizes, columns._flatten, mds_rows._row_counts, mds_rows._sample_sizes,
            mds_rows._write_samples)
 
@@ -65,6 +67,7 @@ def warm_up() -> dict[str, tuple[int, int]]:
     vocab = parse_vocabulary(b"[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\n##a\n")
     # U+1B44 keeps a combining class: its line takes the word-by-word path.
     FullTokenizer(vocab, do_lower_case=True).tokenize_to_ids("a aa \u1b44a")
+    decide(["a b a b a b a b a b a b."], QualityConfig.parse("gopher"))
     UnigramKernel([], {"replacement": "\u2581"}, ["\u2581", "a", "\u2581a"], [-1.0, -2.0, -1.5],
                   0)(["a aa b"])
     return {f"{kernel.__module__.rsplit('.', 1)[-1]}.{kernel.__name__}": (sum(kernel.stats.cache_misses.values()),

@@ -48,6 +48,12 @@ def test_quality_jsonl_samples_each_rules_documents(tmp_path):
         by_rule[record["rule"]] = by_rule.get(record["rule"], 0) + 1
     for rule, sampled in by_rule.items():
         assert sampled == min(SAMPLE_PER_RULE, manifest["counters"][f"quality_dropped_{rule}"])
+    from bert_pretraining_data.pipeline.inspect_data import report
+    printed = report(str(out), num_instances=0)
+    dropped = sum(v for k, v in manifest["counters"].items() if k.startswith("quality_dropped_"))
+    assert f"quality (c4,gopher): {dropped:,} of " in printed
+    for rule in by_rule:  # each rule that dropped documents is a row of the table
+        assert f"  {rule} " in printed
     again = tmp_path / "again"
     run([*BASE, f"--output_dir={again}", "--dupe_factor=1", "--quality_filters=c4,gopher"])
     assert (again / "quality.jsonl").read_bytes() == (out / "quality.jsonl").read_bytes()

@@ -109,3 +109,48 @@ def test_bad_settings_are_one_line(sets, overrides, expected):
     with pytest.raises(QualityConfigError) as raised:
         QualityConfig.parse(sets, overrides)
     assert expected in str(raised.value) and "\n" not in str(raised.value)
+
+
+def _reference_figures(words: list[str]) -> list[int]:
+    """Gopher's n-gram figures with Python strings, as datatrove computes them."""
+    from collections import Counter
+
+    figures = []
+    for n in (2, 3, 4):
+        grams = Counter(" ".join(words[i:i + n]) for i in range(len(words) - n + 1))
+        gram, count = grams.most_common(1)[0] if grams else ("", 0)
+        figures.append(len(gram) * count)
+    for n in range(5, 11):
+        seen, repeated, i = set(), 0, 0
+        while i < len(words) - n + 1:
+            gram = "".join(words[i:i + n])
+            if gram in seen:
+                repeated, i = repeated + len(gram), i + n
+            else:
+                seen.add(gram)
+                i += 1
+        figures.append(repeated)
+    return figures
+
+
+@pytest.mark.parametrize("words", [
+    [],
+    ["one"],
+    "the cat sat on the mat and the cat sat on the mat again".split(),
+    # the same string joined without spaces from other words: a repeat for the
+    # 5-grams and up, not for the top n-grams (their words differ)
+    ["ab", "c", "d", "e", "f", "x", "a", "bc", "d", "e", "f"],
+    # ties: the first seen of the most frequent
+    "a b c a b c d e d e".split(),
+    [w for _ in range(30) for w in "buy cheap pills now".split()],
+    ["日本", "語", "の", "文", "日本語", "の", "文", "🙂", "e\u0301", "🙂"] * 3,
+])
+def test_the_compiled_ngram_figures_are_the_string_ones(words):
+    import numpy as np
+
+    from bert_pretraining_data.transforms.quality.ngram_kernel import ngram_characters
+
+    offsets = np.zeros(len(words) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum([len(word) for word in words])
+    codes = np.frombuffer("".join(words).encode("utf-32-le"), dtype=np.uint32)
+    assert ngram_characters(codes, offsets).tolist() == _reference_figures(words)

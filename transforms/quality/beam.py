@@ -18,15 +18,15 @@ from apache_beam.pvalue import TaggedOutput
 
 from bert_pretraining_data.transforms.counters import (FIGURES, BundleCounters, CountingDoFn,
                                                        FiguresOutput)
-from bert_pretraining_data.transforms.quality.rules import (LINE, NO_LINES_LEFT, RULES,
-                                                            QualityConfig, decide)
+from bert_pretraining_data.transforms.quality.rules import (DROPPED, LINE, LINES_REMOVED,
+                                                            NO_LINES_LEFT, RULES, QualityConfig,
+                                                            decide)
 from bert_pretraining_data.transforms.randomness import stable_hasher
 from bert_pretraining_data.transforms.read.documents import DOCUMENTS, Document
 
 REMOVED = "removed"  # the output of the removed documents' sample
 SAMPLE_PER_RULE = 20  # removed documents kept per rule in quality.jsonl
 SAMPLE_CHARACTERS = 2000  # of a sampled document's text
-DROPPED, LINES_REMOVED = "quality_dropped_", "quality_lines_removed_"
 
 
 def counter_names(config: QualityConfig) -> list[str]:

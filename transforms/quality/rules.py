@@ -28,13 +28,19 @@ import unicodedata
 from collections import Counter
 from typing import Iterable, Sequence
 
+import numpy as np
 import regex
+
+from bert_pretraining_data.transforms.quality.ngram_kernel import REPEATED, TOP, ngram_characters
 
 C4, GOPHER, FINEWEB = "c4", "gopher", "fineweb"
 RULE_SETS = (C4, GOPHER, FINEWEB)
 LINE, DOCUMENT = "line", "document"
 # What drops a document whose every line a line rule removed.
 NO_LINES_LEFT = "c4_no_lines_left"
+# The manifest's counters of a rule: documents it dropped, lines it removed.
+DROPPED, LINES_REMOVED = "quality_dropped_", "quality_lines_removed_"
+SAMPLE_FILE = "quality.jsonl"  # beside the manifest: a sample of each rule's dropped documents
 
 
 @dataclasses.dataclass(frozen=True)
@@ -198,9 +204,28 @@ class Decision:
     lines_removed: Counter = dataclasses.field(default_factory=Counter)
 
 
+_ABBREVIATION_SET = frozenset(_ABBREVIATIONS.split("|"))
+_WORD_ENDS = frozenset(",.;:!?")
+
+
 def words_of(text: str) -> list[str]:
-    """The words the rules count (module docstring)."""
-    return [match.group() for match in _WORDS.finditer(text)]
+    """The words the rules count (module docstring): `_WORDS`' matches, found
+    a whitespace-separated chunk at a time (no match spans a space), the
+    chunks most text is made of (a word, a word and a comma or period)
+    without the expression."""
+    words: list[str] = []
+    for chunk in text.split():
+        if chunk.isalpha():
+            words.append(chunk)
+        elif chunk[-1] in _WORD_ENDS and chunk[:-1].isalpha():
+            if chunk[-1] == "." and (chunk[:-1] in _ABBREVIATION_SET
+                                     or len(chunk) == 2 and chunk[0].isupper()):
+                words.append(chunk)  # an abbreviation or an initial keeps its period
+            else:
+                words += (chunk[:-1], chunk[-1])
+        else:
+            words += [match.group() for match in _WORDS.finditer(chunk)]
+    return words
 
 
 def _c4_lines(lines: Sequence[str], config: QualityConfig, removed: Counter
@@ -251,30 +276,6 @@ def _duplicates(items: Iterable[str]) -> tuple[int, int]:
     return count, characters
 
 
-def _top_ngram_characters(words: Sequence[str], n: int) -> int:
-    grams = Counter(" ".join(words[i:i + n]) for i in range(len(words) - n + 1))
-    if not grams:
-        return 0
-    gram, count = grams.most_common(1)[0]
-    return len(gram) * count
-
-
-def _repeated_ngram_characters(words: Sequence[str], n: int) -> int:
-    """Characters of the n-grams (words joined without spaces) seen before,
-    the words of a repeat not counted again."""
-    seen: set[str] = set()
-    repeated = i = 0
-    while i < len(words) - n + 1:
-        gram = "".join(words[i:i + n])
-        if gram in seen:
-            repeated += len(gram)
-            i += n
-        else:
-            seen.add(gram)
-            i += 1
-    return repeated
-
-
 def _gopher_repetition(text: str, lines: Sequence[str], words: Sequence[str]
                        ) -> Iterable[tuple[str, float]]:
     """(rule, value) of each repetition rule, lazily, in order."""
@@ -285,15 +286,18 @@ def _gopher_repetition(text: str, lines: Sequence[str], words: Sequence[str]
     count, characters = _duplicates(lines)
     yield "gopher_duplicate_lines", count / len(lines)
     yield "gopher_duplicate_line_characters", characters / len(text)
-    for n in (2, 3, 4):
-        yield f"gopher_top_{n}_gram", _top_ngram_characters(words, n) / len(text)
-    for n in range(5, 11):
-        yield f"gopher_duplicate_{n}_grams", _repeated_ngram_characters(words, n) / len(text)
+    offsets = np.zeros(len(words) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum([len(word) for word in words])
+    codes = np.frombuffer("".join(words).encode("utf-32-le"), dtype=np.uint32)
+    figures = ngram_characters(codes, offsets).tolist()
+    for n, characters in zip((*TOP, *REPEATED), figures):
+        name = f"gopher_top_{n}_gram" if n in TOP else f"gopher_duplicate_{n}_grams"
+        yield name, characters / len(text)
 
 
 def _gopher_quality(text: str, lines: Sequence[str], words: Sequence[str]
                     ) -> Iterable[tuple[str, float]]:
-    meaningful = [word for word in words if not all(map(_symbolic, word))]
+    meaningful = [word for word in words if word[0].isalnum() or not all(map(_symbolic, word))]
     yield "gopher_min_words", len(meaningful)
     yield "gopher_max_words", len(meaningful)
     mean = sum(map(len, meaningful)) / len(meaningful) if meaningful else 0.0
@@ -304,7 +308,7 @@ def _gopher_quality(text: str, lines: Sequence[str], words: Sequence[str]
     yield "gopher_ellipsis_ratio", (text.count("...") + text.count("…")) / total
     yield "gopher_bullet_lines", sum(line.startswith(_BULLETS) for line in lines) / len(lines)
     yield "gopher_ellipsis_lines", sum(line.endswith(_ELLIPSES) for line in lines) / len(lines)
-    yield "gopher_alphabetic_words", sum(any(c.isalpha() for c in word)
+    yield "gopher_alphabetic_words", sum(word.isalpha() or any(c.isalpha() for c in word)
                                          for word in words) / total
     yield "gopher_stop_words", len(_STOP_WORDS.intersection(words))
 
