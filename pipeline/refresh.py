@@ -35,7 +35,8 @@ from bert_pretraining_data.pipeline.dataflow import check_dataflow_options, laun
 from bert_pretraining_data.pipeline.local_runner import new_pipeline
 from bert_pretraining_data.pipeline.main import create_dataset
 from bert_pretraining_data.pipeline.options import GROUPS, Config, parse_args
-from bert_pretraining_data.pipeline.prepare import USER_ERRORS, RunFailed, read_mixture
+from bert_pretraining_data.pipeline.prepare import (USER_ERRORS, RunFailed, read_mixture,
+                                                    read_quality)
 from bert_pretraining_data.pipeline.publish import PublishError, read_published, remove_tree
 from bert_pretraining_data.pipeline.retention import apply_retention, release_lease, take_lease
 from bert_pretraining_data.pipeline.run_manifest import package_versions
@@ -48,6 +49,8 @@ from bert_pretraining_data.transforms.read.documents import comma_separated
 PROG = "create-pretraining-data-refresh"
 # Flags that say where the output goes, not what it holds.
 _PLACEMENT_FLAGS = ("output_dir", "output_file", "overwrite")
+# Flags naming a file whose content the fingerprint records in their place.
+_CONTENT_FLAGS = ("quality_config",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,9 +82,10 @@ def input_states(input_file: str) -> list[dict]:
 
 
 def fingerprint(config: Config) -> Fingerprint:
-    """Reads the vocabulary (and the mixture file) and lists the inputs and
-    benchmark files (none is read)."""
-    flags = {k: v for k, v in config.flags().items() if k not in _PLACEMENT_FLAGS}
+    """Reads the vocabulary (and the mixture and quality files) and lists the
+    inputs and benchmark files (none is read)."""
+    flags = {k: v for k, v in config.flags().items()
+             if k not in _PLACEMENT_FLAGS + _CONTENT_FLAGS}
     mixture = read_mixture(config) if config.mixture else None
     record = {
         "inputs": input_states(",".join(source.input_file for source in mixture.sources)
@@ -93,6 +97,8 @@ def fingerprint(config: Config) -> Fingerprint:
     }
     if mixture:  # the mixture file's content, not its path, says what the run makes
         record["mixture"] = mixture.to_json()
+    if config.quality_filters:  # the thresholds --quality_config's file holds, not its path
+        record["quality"] = read_quality(config).thresholds
     if config.decontaminate:  # new benchmark files change the output as new inputs do
         match_benchmarks(config.decontaminate)
         record["benchmarks"] = input_states(config.decontaminate)

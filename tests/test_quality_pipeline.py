@@ -163,3 +163,24 @@ def test_web_like_text_keeps_clean_documents_drops_spam_and_removes_boilerplate(
     for phrase in ("enable javascript", "uses cookies", "about us | contact", "lorem ipsum",
                    "share this article"):
         assert phrase not in written, phrase
+
+
+def test_a_refresh_fingerprints_the_rules_thresholds_not_the_files_path(tmp_path):
+    """A refresh rebuilds when --quality_config's thresholds change, even at
+    the same path, and when the rule sets do."""
+    from bert_pretraining_data.pipeline.options import parse_args
+    from bert_pretraining_data.pipeline.refresh import fingerprint
+
+    settings = tmp_path / "quality.json"
+
+    def digest(*flags: str) -> str:
+        config, _ = parse_args([*BASE, f"--output_dir={tmp_path / 'out'}", *flags])
+        return fingerprint(config).digest
+
+    plain = digest()
+    settings.write_text(json.dumps({"c4_min_sentences": 3}))
+    published = digest("--quality_filters=c4", f"--quality_config={settings}")
+    assert published == digest("--quality_filters=c4")  # the published threshold, restated
+    settings.write_text(json.dumps({"c4_min_sentences": 5}))
+    assert len({plain, published, digest("--quality_filters=c4", f"--quality_config={settings}"),
+                digest("--quality_filters=c4,gopher")}) == 4
