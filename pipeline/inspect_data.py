@@ -26,8 +26,9 @@ from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, Pack
 from bert_pretraining_data.loaders.records import Instance, read_instances
 from bert_pretraining_data.pipeline.command_line import (FlagGroup, OneLineParser, build_parser,
                                                          flag, run_command)
-from bert_pretraining_data.transforms.quality.rules import (DROPPED, LINES_REMOVED,
-                                                            NO_LINES_LEFT, RULES, SAMPLE_FILE)
+from bert_pretraining_data.transforms.quality.rule_table import (DROPPED, LINES_REMOVED,
+                                                                 NO_LINES_LEFT, RULES,
+                                                                 SAMPLE_FILE)
 from bert_pretraining_data.transforms.split.held_out import SPLITS, TRAIN
 from bert_pretraining_data.transforms.write.formats import output_format
 

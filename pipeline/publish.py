@@ -28,7 +28,7 @@ from bert_pretraining_data.pipeline.beam_options import ConfigError
 from bert_pretraining_data.pipeline.changes import DocumentPlan
 from bert_pretraining_data.pipeline.options import Config
 from bert_pretraining_data.pipeline.options.output import default_num_shards
-from bert_pretraining_data.transforms.quality.rules import SAMPLE_FILE
+from bert_pretraining_data.transforms.quality.rule_table import SAMPLE_FILE
 from bert_pretraining_data.transforms.read.documents import comma_separated
 from bert_pretraining_data.transforms.split.held_out import SPLITS, TRAIN
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec

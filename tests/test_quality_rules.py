@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from bert_pretraining_data.transforms.quality.rules import (RULES, QualityConfig,
-                                                            QualityConfigError, decide)
+from bert_pretraining_data.transforms.quality.rule_table import RULES
+from bert_pretraining_data.transforms.quality.rules import QualityConfig, QualityConfigError, decide
 
 # Real prose (the English Wikipedia excerpt's first article, as its reader extracts it).
 CLEAN = [

@@ -6,8 +6,8 @@ import dataclasses
 from typing import AbstractSet, Any
 
 from bert_pretraining_data.pipeline.command_line import Check, FlagGroup, flag
-from bert_pretraining_data.transforms.quality.rules import (RULE_SETS, QualityConfig,
-                                                            QualityConfigError)
+from bert_pretraining_data.transforms.quality.rule_table import RULE_SETS
+from bert_pretraining_data.transforms.quality.rules import QualityConfig, QualityConfigError
 
 
 def _rule_sets_error(value: str) -> str | None:

@@ -18,9 +18,9 @@ from apache_beam.pvalue import TaggedOutput
 
 from bert_pretraining_data.transforms.counters import (FIGURES, BundleCounters, CountingDoFn,
                                                        FiguresOutput)
-from bert_pretraining_data.transforms.quality.rules import (DROPPED, LINE, LINES_REMOVED,
-                                                            NO_LINES_LEFT, RULES, QualityConfig,
-                                                            decide)
+from bert_pretraining_data.transforms.quality.rule_table import (DROPPED, LINE, LINES_REMOVED,
+                                                                 NO_LINES_LEFT, RULES)
+from bert_pretraining_data.transforms.quality.rules import QualityConfig, decide
 from bert_pretraining_data.transforms.randomness import stable_hasher
 from bert_pretraining_data.transforms.read.documents import DOCUMENTS, Document
 

@@ -32,71 +32,9 @@ import numpy as np
 import regex
 
 from bert_pretraining_data.transforms.quality.ngram_kernel import REPEATED, TOP, ngram_characters
+from bert_pretraining_data.transforms.quality.rule_table import (C4, FINEWEB, GOPHER, NO_LINES_LEFT,
+                                                                 RULE_SETS, RULES)
 
-C4, GOPHER, FINEWEB = "c4", "gopher", "fineweb"
-RULE_SETS = (C4, GOPHER, FINEWEB)
-LINE, DOCUMENT = "line", "document"
-# What drops a document whose every line a line rule removed.
-NO_LINES_LEFT = "c4_no_lines_left"
-# The manifest's counters of a rule: documents it dropped, lines it removed.
-DROPPED, LINES_REMOVED = "quality_dropped_", "quality_lines_removed_"
-SAMPLE_FILE = "quality.jsonl"  # beside the manifest: a sample of each rule's dropped documents
-
-
-@dataclasses.dataclass(frozen=True)
-class Rule:
-    """One rule: the set it belongs to, whether it removes lines or drops
-    the document, its published threshold (True: a rule that is on or off),
-    and whether a value above it (`most`) or below it fails."""
-
-    name: str
-    rule_set: str
-    scope: str
-    threshold: float | bool
-    most: bool = True
-
-
-def _rules(*rules: Rule) -> dict[str, Rule]:
-    return {rule.name: rule for rule in rules}
-
-
-RULES = _rules(
-    # C4 (TFDS c4_utils.clean_page), line by line, then the page
-    Rule("c4_max_word_length", C4, LINE, 1000),
-    Rule("c4_terminal_punctuation", C4, LINE, True),
-    Rule("c4_min_words_per_line", C4, LINE, 5, most=False),
-    Rule("c4_lorem_ipsum", C4, DOCUMENT, True),
-    Rule("c4_javascript", C4, LINE, True),
-    Rule("c4_curly_bracket", C4, DOCUMENT, True),
-    Rule("c4_policy", C4, LINE, True),
-    Rule("c4_min_sentences", C4, DOCUMENT, 3, most=False),
-    # Gopher's repetition rules (Rae et al. 2021, table A1)
-    Rule("gopher_duplicate_paragraphs", GOPHER, DOCUMENT, 0.3),
-    Rule("gopher_duplicate_paragraph_characters", GOPHER, DOCUMENT, 0.2),
-    Rule("gopher_duplicate_lines", GOPHER, DOCUMENT, 0.3),
-    Rule("gopher_duplicate_line_characters", GOPHER, DOCUMENT, 0.2),
-    Rule("gopher_top_2_gram", GOPHER, DOCUMENT, 0.2),
-    Rule("gopher_top_3_gram", GOPHER, DOCUMENT, 0.18),
-    Rule("gopher_top_4_gram", GOPHER, DOCUMENT, 0.16),
-    *(Rule(f"gopher_duplicate_{n}_grams", GOPHER, DOCUMENT, round(0.2 - 0.01 * n, 2))
-      for n in range(5, 11)),
-    # Gopher's quality rules
-    Rule("gopher_min_words", GOPHER, DOCUMENT, 50, most=False),
-    Rule("gopher_max_words", GOPHER, DOCUMENT, 100_000),
-    Rule("gopher_min_mean_word_length", GOPHER, DOCUMENT, 3, most=False),
-    Rule("gopher_max_mean_word_length", GOPHER, DOCUMENT, 10),
-    Rule("gopher_hash_ratio", GOPHER, DOCUMENT, 0.1),
-    Rule("gopher_ellipsis_ratio", GOPHER, DOCUMENT, 0.1),
-    Rule("gopher_bullet_lines", GOPHER, DOCUMENT, 0.9),
-    Rule("gopher_ellipsis_lines", GOPHER, DOCUMENT, 0.3),
-    Rule("gopher_alphabetic_words", GOPHER, DOCUMENT, 0.8, most=False),
-    Rule("gopher_stop_words", GOPHER, DOCUMENT, 2, most=False),
-    # FineWeb (Penedo et al. 2024)
-    Rule("fineweb_line_punctuation", FINEWEB, DOCUMENT, 0.12, most=False),
-    Rule("fineweb_short_lines", FINEWEB, DOCUMENT, 0.67),
-    Rule("fineweb_duplicate_line_characters", FINEWEB, DOCUMENT, 0.01),
-    Rule("fineweb_newline_ratio", FINEWEB, DOCUMENT, 0.3),
-)
 _C4_END = (".", "?", "!", '"', "'")
 _C4_POLICY = ("terms of use", "privacy policy", "cookie policy", "uses cookies",
               "use of cookies", "use cookies")
