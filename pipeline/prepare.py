@@ -199,10 +199,7 @@ def read_quality(config: Config) -> QualityConfig:
     overrides = None
     if config.quality_config:
         path = config.quality_config
-        if not FileSystems.exists(path):
-            raise QualityConfigError(f"--quality_config {path}: no such file; check the path")
-        with FileSystems.open(path) as handle:
-            data = handle.read()
+        data = _flag_file("--quality_config", path, QualityConfigError)
         try:
             overrides = json.loads(data)
         except ValueError as err:
@@ -215,12 +212,18 @@ def read_quality(config: Config) -> QualityConfig:
                                source=f"--quality_config {config.quality_config}")
 
 
+def _flag_file(flag: str, path: str, error: type[Exception]) -> bytes:
+    """The bytes of the file a flag names (local or gs://); `error`, one line,
+    where there is none."""
+    if not FileSystems.exists(path):
+        raise error(f"{flag} {path}: no such file; check the path")
+    with FileSystems.open(path) as handle:
+        return handle.read()
+
+
 def read_mixture(config: Config) -> Mixture:
     """--mixture's file, parsed and checked (a one-line MixtureError)."""
-    if not FileSystems.exists(config.mixture):
-        raise MixtureError(f"--mixture {config.mixture}: no such file; check the path")
-    with FileSystems.open(config.mixture) as handle:
-        data = handle.read()
+    data = _flag_file("--mixture", config.mixture, MixtureError)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

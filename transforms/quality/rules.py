@@ -79,8 +79,11 @@ def _symbolic(char: str) -> bool:
     return category[0] in "PS" or category == "Cc"
 
 
+_SENTENCE_TERMINAL = regex.compile(r"\p{Sentence_Terminal}")
+
+
 def _is_sentence_terminal(char: str) -> bool:
-    return bool(regex.fullmatch(r"\p{Sentence_Terminal}", char))
+    return _SENTENCE_TERMINAL.fullmatch(char) is not None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,8 +176,7 @@ def _c4_lines(lines: Sequence[str], config: QualityConfig, removed: Counter
     kept, sentences = [], 0
     for line in lines:
         words = line.split()
-        if config.on("c4_max_word_length") and config.fails(
-                "c4_max_word_length", max(map(len, words), default=0)):
+        if config.fails("c4_max_word_length", max(map(len, words), default=0)):
             removed["c4_max_word_length"] += 1
             continue
         line = _CITATION.sub("", line)  # not stripped again, as C4's code

@@ -219,12 +219,17 @@ class FullTokenizer:
 def _wordpiece_table(vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(slots, chars, params) of transforms.tokenize.wordpiece_kernel: every token as a
     key looked up at a word start, and every `##` token's rest as a key
-    looked up after `##`, as the original's `"##" + substr in vocab`."""
+    looked up after `##`, as the original's `"##" + substr in vocab`. (Flat
+    lists of strings and ints: a tuple per token would make the garbage
+    collector walk all of Beam's objects.)"""
     tokens = list(vocab.ids)
     ids = list(vocab.ids.values())
     tails = [i for i, token in enumerate(tokens) if token.startswith("##") and len(token) > 2]
-    slots, chars, lengths = jit.key_table(tokens + [tokens[i][2:] for i in tails],
-                                          ids + [ids[i] for i in tails], continued=len(tokens))
+    chars, starts, lengths = jit.flat_keys(tokens + [tokens[i][2:] for i in tails])
+    continuations = np.zeros(len(lengths), dtype=np.int64)
+    continuations[len(tokens):] = 1
+    key_ids = np.array(ids + [ids[i] for i in tails], dtype=np.int64)
+    slots = jit.build_slots(chars, starts, lengths, continuations, key_ids)
     params = np.zeros(3, dtype=np.int64)
     params[jit.MAX_HEAD] = lengths[:len(tokens)].max()
     params[jit.MAX_TAIL] = lengths[len(tokens):].max(initial=0)

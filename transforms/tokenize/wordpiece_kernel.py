@@ -41,12 +41,12 @@ _HASH, _ID, _START, _KEY = range(4)
 
 
 @njit(cache=True, inline="always")
-def key_step(h, code):
+def _step(h, code):
     return (h ^ code) * _FNV_PRIME
 
 
 @njit(cache=True, inline="always")
-def key_basis(continuation):
+def _basis(continuation):
     return _FNV_BASIS ^ continuation
 
 
@@ -61,9 +61,9 @@ def build_slots(chars, starts, lengths, continuations, ids):
     slots[:, _ID] = -1
     mask = size - 1
     for k in range(len(ids)):
-        h = key_basis(continuations[k])
+        h = _basis(continuations[k])
         for i in range(starts[k], starts[k] + lengths[k]):
-            h = key_step(h, chars[i])
+            h = _step(h, chars[i])
         slot = h & mask
         while slots[slot, _ID] != -1:
             slot = (slot + 1) & mask
@@ -75,7 +75,7 @@ def build_slots(chars, starts, lengths, continuations, ids):
 
 
 @njit(cache=True, inline="always")
-def lookup(slots, chars, piece, start, stop, h, continuation):
+def _lookup(slots, chars, piece, start, stop, h, continuation):
     mask = len(slots) - 1
     key = 2 * (stop - start) + continuation
     slot = h & mask
@@ -104,14 +104,14 @@ def wordpiece(piece, length, slots, chars, params, hashes, out, n):
     while start < length:
         continuation = 1 if start > 0 else 0
         stop = min(length, start + (params[MAX_TAIL] if continuation else params[MAX_HEAD]))
-        h = key_basis(continuation)
+        h = _basis(continuation)
         for i in range(start, stop):  # the hash of piece[start:i + 1] for every end
-            h = key_step(h, piece[i])
+            h = _step(h, piece[i])
             hashes[i - start] = h
         found = -1
         end = stop
         while end > start:
-            found = lookup(slots, chars, piece, start, end, hashes[end - start - 1], continuation)
+            found = _lookup(slots, chars, piece, start, end, hashes[end - start - 1], continuation)
             if found >= 0:
                 break
             end -= 1
@@ -213,20 +213,6 @@ def flat_keys(keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     starts = np.zeros(len(keys), dtype=np.int64)
     np.cumsum(lengths[:-1], out=starts[1:])
     return chars, starts, lengths
-
-
-def key_table(keys: Sequence[str], ids: Sequence[int], continued: int = -1
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(slots, chars, lengths): the hash table of `keys`, each standing for its
-    id in `ids`; keys[continued:] are looked up after `##` (none by default).
-    (Flat lists of strings and ints: a tuple per key would make the garbage
-    collector walk all of Beam's objects.)"""
-    chars, starts, lengths = flat_keys(keys)
-    continuations = np.zeros(len(keys), dtype=np.int64)
-    if continued >= 0:
-        continuations[continued:] = 1
-    slots = build_slots(chars, starts, lengths, continuations, np.array(ids, dtype=np.int64))
-    return slots, chars, lengths
 
 
 def direct(dispatcher, *arguments):
