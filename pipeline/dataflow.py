@@ -191,7 +191,7 @@ def launch(argv: Sequence[str], *, after_publish: AfterPublish | None = None,
                             output=prepared.output, patterns=prepared.patterns,
                             input_bytes=sum(size for _, size in prepared.inputs),
                             documents=documents, benchmarks=prepared.benchmarks,
-                            mixture=prepared.mixture, quality=prepared.quality)
+                            mixture=prepared.mixture, filters=prepared.filters)
     # Side inputs: publishing waits for every staged list.
     hash_count = ({"hash_count": beam.pvalue.AsSingleton(staged.hashes)}
                   if staged.hashes is not None else {})

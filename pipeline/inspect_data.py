@@ -26,9 +26,9 @@ from bert_pretraining_data.loaders.manifest import (DatasetError, Manifest, Pack
 from bert_pretraining_data.loaders.records import Instance, read_instances
 from bert_pretraining_data.pipeline.command_line import (FlagGroup, OneLineParser, build_parser,
                                                          flag, run_command)
-from bert_pretraining_data.transforms.quality.rule_table import (DROPPED, LINES_REMOVED,
-                                                                 NO_LINES_LEFT, RULES,
-                                                                 SAMPLE_FILE)
+from bert_pretraining_data.transforms.quality.rule_table import (DROPPED, LANGUAGE_DOCUMENTS,
+                                                                 LANGUAGE_DROPPED, SAMPLE_FILE,
+                                                                 filters_named, removed_by_rule)
 from bert_pretraining_data.transforms.split.held_out import SPLITS, TRAIN
 from bert_pretraining_data.transforms.write.formats import output_format
 
@@ -157,22 +157,36 @@ def splits_text(manifest: Manifest, shown: str) -> str:
                       *table(rows, left=("split", "masking"))])
 
 
+# Languages inspect names one by one, the most documents first; the rest are summed.
+LANGUAGES_SHOWN = 10
+
+
 def quality_text(manifest: Manifest) -> str | None:
-    """What --quality_filters removed, rule by rule (the manifest's counters),
-    and where the sample of dropped documents is; None without the flag."""
-    rule_sets = manifest.flags.get("quality_filters")
-    if not rule_sets:
+    """What --quality_filters and --languages removed, rule by rule, and the
+    documents read in each language (the manifest's counters), and where the
+    sample of dropped documents is; None without the flags."""
+    filters = filters_named(manifest.flags, (manifest.content.mixture or {}).get("sources", ()))
+    if not filters:
         return None
     counters = manifest.content.counters
-    rows = [("rule", "documents dropped", "lines removed")]
-    for rule in (*RULES, NO_LINES_LEFT):
-        dropped, removed = counters.get(DROPPED + rule, 0), counters.get(LINES_REMOVED + rule, 0)
-        if dropped or removed:
-            rows.append((rule, f"{dropped:,}", f"{removed:,}"))
+    rows = [("rule", "documents dropped", "lines removed"), *(
+        (rule, f"{figures['documents']:,}", f"{figures['lines']:,}")
+        for rule, figures in removed_by_rule(counters).items())]
     dropped = sum(v for k, v in counters.items() if k.startswith(DROPPED))
-    return "\n".join([f"quality ({rule_sets}): {dropped:,} of {counters.get('documents', 0):,} "
+    languages = sorted(((-read, name.removeprefix(LANGUAGE_DOCUMENTS))
+                        for name, read in counters.items()
+                        if name.startswith(LANGUAGE_DOCUMENTS) and read))
+    language_rows = [("language", "documents", "dropped")] + [
+        (code, f"{-read:,}", f"{counters.get(LANGUAGE_DROPPED + code, 0):,}")
+        for read, code in languages[:LANGUAGES_SHOWN]]
+    if len(languages) > LANGUAGES_SHOWN:
+        rest = languages[LANGUAGES_SHOWN:]
+        language_rows.append((f"{len(rest)} others", f"{-sum(read for read, _ in rest):,}",
+                              f"{sum(counters.get(LANGUAGE_DROPPED + c, 0) for _, c in rest):,}"))
+    return "\n".join([f"quality ({filters}): {dropped:,} of {counters.get('documents', 0):,} "
                       f"documents dropped; a sample of each rule's in {SAMPLE_FILE}",
-                      *(table(rows, left=("rule",)) if len(rows) > 1 else [])])
+                      *(table(rows, left=("rule",)) if len(rows) > 1 else []),
+                      *(table(language_rows, left=("language",)) if languages else [])])
 
 
 def table(rows: Sequence[Sequence[str]], left: Sequence[str]) -> list[str]:

@@ -84,7 +84,7 @@ def _run_bert(prepared: Prepared, history: DocumentHistory | None) -> DatasetMan
                            patterns=prepared.patterns, output=output, progress_dir=progress_dir,
                            input_bytes=sum(size for _, size in prepared.inputs),
                            documents=documents, benchmarks=prepared.benchmarks,
-                           mixture=prepared.mixture, quality=prepared.quality)
+                           mixture=prepared.mixture, filters=prepared.filters)
             run_to_completion(pipeline)
         manifest = staged_manifest(prepared.publish_plan(documents))
     publish(output, manifest, replaces=prepared.replaces, documents=documents)

@@ -31,12 +31,15 @@ from bert_pretraining_data.transforms.counters import read_counters
 from bert_pretraining_data.transforms.decontaminate.beam import match_benchmarks, read_benchmark
 from bert_pretraining_data.transforms.decontaminate.benchmarks import DecontaminationError
 from bert_pretraining_data.transforms.handoff.shuffle.frames import EntryCodebook, entry_codebook
-from bert_pretraining_data.transforms.quality.rules import QualityConfig, QualityConfigError
+from bert_pretraining_data.transforms.quality.language import LanguageFilter
+from bert_pretraining_data.transforms.quality.rule_table import QualityConfigError
+from bert_pretraining_data.transforms.quality.rules import QualityConfig, QualityFilters
 from bert_pretraining_data.transforms.read.beam import (check_input_format, check_input_schema,
                                                        match_inputs, sample_lines)
 from bert_pretraining_data.transforms.read.documents import InputError, comma_separated
-from bert_pretraining_data.transforms.read.mixture import (INPUT_FLAGS, Mixture, MixtureError,
-                                                           Source, input_sources, parse_mixture)
+from bert_pretraining_data.transforms.read.mixture import (FILTER_FLAGS, INPUT_FLAGS, Mixture,
+                                                           MixtureError, Source, input_sources,
+                                                           parse_mixture)
 from bert_pretraining_data.transforms.read.tables import INPUT_FORMATS
 from bert_pretraining_data.transforms.split.held_out import SPLITS
 from bert_pretraining_data.transforms.tokenize.sentences import DEFAULT_SPLITTER, SPLITTERS
@@ -67,7 +70,8 @@ class Prepared:
     stages: StageSettings | None
     benchmarks: list[str] = dataclasses.field(default_factory=list)  # --decontaminate's files
     mixture: Mixture | None = None  # --mixture's sources, read in place of --input_file
-    quality: QualityConfig | None = None  # --quality_filters' rules and thresholds
+    # each source's --quality_filters, --languages (transforms.quality.rules); None: no filters
+    filters: tuple[QualityFilters, ...] | None = None
     # known before the work: the tokenizer engine's check failed (tokenizer_engine),
     # the masks' cap is under what --masked_lm_prob asks (prediction_cap_warning)
     warnings: tuple[str, ...] = ()
@@ -104,8 +108,8 @@ def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:
     said now), reads the vocabulary (every recipe's but d2l's, which computes
     its own) and prepares the output location."""
     mixture = read_mixture(config) if config.mixture else None
-    quality = read_quality(config) if config.quality_filters else None
     sources, by_source = input_sources(config, mixture), []
+    filters = read_filters(config, sources, mixture)
     for source in sources:
         try:
             files = match_inputs(source.input_file)
@@ -144,7 +148,7 @@ def prepare(config: Config, beam_args: Sequence[str]) -> Prepared:
         for source, files in zip(mixture.sources, by_source)] if mixture else ())
     return Prepared(config=config, beam_args=beam_args, inputs=inputs, output=output,
                     replaces=replaces, vocab=vocab, stages=stages, benchmarks=benchmarks,
-                    mixture=mixture, quality=quality, warnings=tuple(filter(None, [
+                    mixture=mixture, filters=filters, warnings=tuple(filter(None, [
                         engine_warning, prediction_cap_warning(config)])))
 
 
@@ -192,10 +196,40 @@ def tokenizer_engine(config: Config,
                          words=config.tokenizer.words)
 
 
-def read_quality(config: Config) -> QualityConfig:
-    """--quality_filters' rules, with --quality_config's thresholds (a one-line
-    QualityConfigError for a file that is missing, not JSON or names a rule
-    or threshold wrongly)."""
+def read_filters(config: Config, sources: Sequence[Source], mixture: Mixture | None
+                 ) -> tuple[QualityFilters, ...] | None:
+    """Each source's filters: its rule sets with --quality_config's thresholds,
+    its languages (a one-line QualityConfigError, or MixtureError naming the
+    source, for a value or file that cannot be used); None where no source
+    has any."""
+    overrides = read_quality_config(config)
+    filters = []
+    for source in sources:
+        try:
+            filters.append(QualityFilters(
+                rules=QualityConfig.parse(
+                    source.quality_filters, overrides,
+                    source=f"--quality_config {config.quality_config}", others=bool(mixture),
+                    where="quality_filters" if mixture else "--quality_filters")
+                if source.quality_filters else None,
+                languages=LanguageFilter.parse(
+                    source.languages, source.language_threshold,
+                    where="languages" if mixture else "--languages")
+                if source.languages else None))
+        except QualityConfigError as err:
+            if not mixture:
+                raise
+            raise MixtureError(f"{config.mixture}: source {source.name!r}: {err}") from None
+    if overrides and not any(f.rules for f in filters):
+        raise QualityConfigError("--quality_config sets the thresholds of quality rules, and no "
+                                 "source of --mixture names quality_filters; add them, or "
+                                 "drop --quality_config")
+    return tuple(filters) if any(f.active for f in filters) else None
+
+
+def read_quality_config(config: Config) -> dict | None:
+    """--quality_config's {rule: threshold} (a one-line QualityConfigError for
+    a file that is missing or not a JSON object)."""
     overrides = None
     if config.quality_config:
         path = config.quality_config
@@ -208,8 +242,7 @@ def read_quality(config: Config) -> QualityConfig:
         if not isinstance(overrides, dict):
             raise QualityConfigError(f"--quality_config {path}: not a JSON object; write "
                                      '{"rule": threshold, ...}')
-    return QualityConfig.parse(config.quality_filters, overrides,
-                               source=f"--quality_config {config.quality_config}")
+    return overrides
 
 
 def _flag_file(flag: str, path: str, error: type[Exception]) -> bytes:
@@ -229,7 +262,8 @@ def read_mixture(config: Config) -> Mixture:
     except UnicodeDecodeError:
         raise MixtureError(f"{config.mixture}: not UTF-8; save it as UTF-8 JSON or YAML") from None
     mixture = parse_mixture(text, config.mixture,
-                            defaults={flag: getattr(config, flag) for flag in INPUT_FLAGS},
+                            defaults={flag: getattr(config, flag)
+                                      for flag in (*INPUT_FLAGS, *FILTER_FLAGS)},
                             choices={"input_format": INPUT_FORMATS,
                                      "sentence_splitter": tuple(SPLITTERS)},
                             default_splitter=DEFAULT_SPLITTER)

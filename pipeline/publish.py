@@ -28,7 +28,7 @@ from bert_pretraining_data.pipeline.beam_options import ConfigError
 from bert_pretraining_data.pipeline.changes import DocumentPlan
 from bert_pretraining_data.pipeline.options import Config
 from bert_pretraining_data.pipeline.options.output import default_num_shards
-from bert_pretraining_data.transforms.quality.rule_table import SAMPLE_FILE
+from bert_pretraining_data.transforms.quality.rule_table import SAMPLE_FILE, filters_named
 from bert_pretraining_data.transforms.read.documents import comma_separated
 from bert_pretraining_data.transforms.split.held_out import SPLITS, TRAIN
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec
@@ -402,7 +402,8 @@ def _publish(output: OutputPaths, manifest: DatasetManifest, *, replaces: Sequen
     # Files this publish writes replace their old selves; of the rest, the
     # manifest goes first. (A retried publish finds its own files there.)
     audit = [output.beside_manifest(AUDIT_NAME)] if manifest.decontamination else []
-    quality = ([output.beside_manifest(SAMPLE_FILE)] if manifest.flags.get("quality_filters")
+    quality = ([output.beside_manifest(SAMPLE_FILE)]
+               if filters_named(manifest.flags, (manifest.mixture or {}).get("sources", ()))
                else [])
     indexes = output_format(manifest.flags["output_format"]).index_files(
         [FileSystems.split(part.final_paths[0])[0] for part in output.part_outputs])

@@ -35,8 +35,8 @@ from bert_pretraining_data.pipeline.dataflow import check_dataflow_options, laun
 from bert_pretraining_data.pipeline.local_runner import new_pipeline
 from bert_pretraining_data.pipeline.main import create_dataset
 from bert_pretraining_data.pipeline.options import GROUPS, Config, parse_args
-from bert_pretraining_data.pipeline.prepare import (USER_ERRORS, RunFailed, read_mixture,
-                                                    read_quality)
+from bert_pretraining_data.pipeline.prepare import (USER_ERRORS, RunFailed, read_filters,
+                                                    read_mixture)
 from bert_pretraining_data.pipeline.publish import PublishError, read_published, remove_tree
 from bert_pretraining_data.pipeline.retention import apply_retention, release_lease, take_lease
 from bert_pretraining_data.pipeline.run_manifest import package_versions
@@ -45,6 +45,7 @@ from bert_pretraining_data.pipeline.versions import (FINGERPRINT_NAME, LATEST_NA
 from bert_pretraining_data.transforms.decontaminate.beam import match_benchmarks
 from bert_pretraining_data.transforms.read.beam import match_inputs
 from bert_pretraining_data.transforms.read.documents import comma_separated
+from bert_pretraining_data.transforms.read.mixture import input_sources
 
 PROG = "create-pretraining-data-refresh"
 # Flags that say where the output goes, not what it holds.
@@ -97,8 +98,9 @@ def fingerprint(config: Config) -> Fingerprint:
     }
     if mixture:  # the mixture file's content, not its path, says what the run makes
         record["mixture"] = mixture.to_json()
-    if config.quality_filters:  # the thresholds --quality_config's file holds, not its path
-        record["quality"] = read_quality(config).thresholds
+    filters = read_filters(config, input_sources(config, mixture), mixture)
+    if filters:  # the thresholds --quality_config's file holds, not its path, for each source
+        record["quality"] = [f.rules.thresholds if f.rules else None for f in filters]
     if config.decontaminate:  # new benchmark files change the output as new inputs do
         match_benchmarks(config.decontaminate)
         record["benchmarks"] = input_states(config.decontaminate)

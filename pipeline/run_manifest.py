@@ -27,6 +27,7 @@ from bert_pretraining_data.pipeline.publish import (AUDIT_NAME, DECONTAMINATION_
                                                     dataset_warnings, read_staging_json,
                                                     staged_shards, training_shards)
 from bert_pretraining_data.pipeline.stages import held_out_config, record_layout
+from bert_pretraining_data.transforms.quality.rule_table import removed_by_rule
 from bert_pretraining_data.transforms.read.mixture import Mixture
 from bert_pretraining_data.transforms.split.held_out import TRAIN, split_seed
 from bert_pretraining_data.transforms.write.formats import output_format
@@ -199,7 +200,8 @@ def run_manifest(config: Config, output: OutputPaths, *, vocab_sha256: str,
     return dataclasses.replace(manifest, refresh=version_record(
         documents, read_staging_json(output, HASH_LIST_NAME),
         instances=manifest.total_instances, shard_bytes=manifest.shard_bytes,
-        splits=manifest.splits, mixture=manifest.mixture))
+        splits=manifest.splits, mixture=manifest.mixture,
+        quality=removed_by_rule(manifest.counters)))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -135,10 +135,15 @@ NEEDS = {"max_ngram_size": ["--do_whole_word_mask"],
          "parquet_compression": ["--output_format=parquet"],
          "mds_layout": ["--output_format=mds"], "mds_compression": ["--output_format=mds"],
          "tokenizer_engine": ["--tokenizer_file=gs://b/tokenizer.json"],
-         "quality_config": ["--quality_filters=c4"]}
+         "quality_config": ["--quality_filters=c4"],
+         "language_threshold": ["--languages=en"]}
 # Values of a comma-list flag the CLI takes, and values it refuses.
 LIST_SAMPLES = {"quality_filters": (["c4", "gopher,fineweb", "c4,gopher,fineweb"],
-                                    ["c4,spam", "c4, gopher", ""])}
+                                    ["c4,spam", "c4, gopher", ""]),
+                "languages": (["en", "en,de,zh", "ceb"], ["EN", "en, de", "english", ""]),
+                # a probability, from 0 to below 1 (transforms.quality.language)
+                "language_threshold": (["0.65", "0", ".5", "0.99"], ["1", "1.5", "-0.1", "ten",
+                                                                   ""])}
 
 
 @pytest.mark.parametrize("name", sorted(PARAMS))

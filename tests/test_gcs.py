@@ -300,3 +300,38 @@ def test_splits_and_decontamination_on_a_bucket_match_a_local_run(gcs, tmp_path)
     rows = sum(len(batch["input_ids"]) for batch in make_dataloader(
         gcs.url("splits/out"), batch_size=8, split="validation"))
     assert rows == remote["splits"]["validation"]["instances"] > 0
+
+
+@pytest.mark.slow
+def test_quality_filters_on_a_bucket_match_a_local_run(gcs, tmp_path):  # noqa: F811
+    """--quality_filters with a gs:// --quality_config, --languages, a WET file
+    and the output on the bucket: the local run's shards and quality.jsonl."""
+    from fastwarc import GzipWriter, WarcRecord, WarcRecordType
+
+    text = (DATA / "en_ewt-ud-test.paragraphs.txt").read_text(encoding="utf-8")
+    pages = [page for page in text.split("\n\n") if page.strip()][:60]
+    pages += [(DATA / "zh_gsd-ud-test.paragraphs.txt").read_text(encoding="utf-8")[:400]]
+    wet = tmp_path / "crawl.warc.wet.gz"
+    writer = GzipWriter(str(wet))
+    for number, page in enumerate(pages):
+        record = WarcRecord()
+        record.init_headers(WarcRecordType.conversion)
+        record.headers["WARC-Target-URI"] = f"https://example.org/{number}"
+        record.set_bytes_content(page.encode("utf-8"))
+        record.write(writer)
+    writer.close()
+    settings = tmp_path / "quality.json"
+    settings.write_text(json.dumps({"c4_min_words_per_line": 3, "c4_min_sentences": 2}))
+    flags = [*FLAGS, "--quality_filters=c4", "--languages=en", f"--vocab_file={UNCASED_VOCAB}"]
+    local = run([f"--input_file={wet}", f"--quality_config={settings}",
+                 f"--output_dir={tmp_path / 'local'}", *flags])
+    remote = run([f"--input_file={gcs.upload(wet, 'quality/crawl.warc.wet.gz')}",
+                  f"--quality_config={gcs.upload(settings, 'quality/quality.json')}",
+                  f"--output_dir={gcs.url('quality/out')}", *flags])
+    assert remote["counters"] == local["counters"]
+    sampled = [json.loads(line) for line in gcs.read("quality/out/quality.jsonl").splitlines()]
+    assert {"key": f"https://example.org/{len(pages) - 1}", "language": "zh"}.items() <= next(
+        record for record in sampled if record.get("language") == "zh").items()
+    assert _gcs_shards(gcs, "quality/out") == _local_shards(tmp_path / "local")
+    assert gcs.read("quality/out/quality.jsonl") == (tmp_path / "local" / "quality.jsonl"
+                                                    ).read_bytes()

@@ -51,11 +51,18 @@ class BundleCounters:
     def start(self) -> None:
         self.counts = dict.fromkeys(self._counters, 0)
 
+    def add(self, name: str, value: int = 1) -> None:
+        """Counts under a name known only as the data is read (the language a
+        document is in); the manifest shows it where it is not zero."""
+        self.counts[name] = self.counts.get(name, 0) + value
+
     def flush(self) -> Iterator[TaggedOutput]:
         """Adds the bundle's counts to Beam's counters, and gives those that
         are not zero as one element of the FIGURES output."""
         counted = {name: value for name, value in self.counts.items() if value}
         for name, value in counted.items():
+            if name not in self._counters:
+                self._counters[name] = counter(name)
             self._counters[name].inc(value)
         self.start()
         if counted:

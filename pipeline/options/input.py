@@ -25,11 +25,12 @@ class InputFlags(FlagGroup):
         "text: one sentence per line, a blank line between documents, as the "
         "original; jsonl: one JSON object per line, a document each; parquet: a document "
         "per row (Hugging Face's corpora); wikipedia: a MediaWiki XML dump "
-        "(pages-articles*.xml.bz2), an article per document",
+        "(pages-articles*.xml.bz2), an article per document; warc: Common Crawl WET files "
+        "(.warc.wet.gz), a page per document keyed by its URL",
         choices=list(INPUT_FORMATS),
-        default_help="from the files' names (.xml: wikipedia, .jsonl or .json: jsonl, .parquet: "
-                     "parquet, before .gz/.bz2/.zst), else text; the files' first bytes "
-                     "must agree")
+        default_help="from the files' names (.xml: wikipedia, .jsonl or .json: jsonl, .wet or "
+                     ".warc: warc, .parquet: parquet, before .gz/.bz2/.zst), else text; the "
+                     "files' first bytes must agree")
     text_field: str = flag(
         "with --input_format=jsonl|parquet: the field holding a document's text",
         default="text")

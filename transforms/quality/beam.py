@@ -1,48 +1,63 @@
-"""FilterQuality: the Beam shell of the quality stage (`--quality_filters`).
+"""FilterQuality: the Beam shell of the quality stage (`--quality_filters`,
+`--languages`).
 
     documents -> ApplyQualityRules -> documents kept (their lines as the line rules leave them),
                                    -> removed documents, by rule -> the SAMPLE_PER_RULE of each
                                       rule whose keys rank first -> one list (quality.jsonl)
 
-Each document is decided alone (transforms.quality.rules.decide), so what is
-kept does not depend on bundles or workers; the sample of each rule is the
-documents of smallest keyed hash, the same on every runner.
+Each document is decided alone, by its source's filters (a mixture's sources
+may name their own): its language first (transforms.quality.language), then
+the rules (transforms.quality.rules.decide), so what is kept does not depend
+on bundles or workers; the sample of each rule is the documents of smallest
+keyed hash, the same on every runner.
 """
 
 from __future__ import annotations
 
-from typing import Iterator, Literal
+from typing import Iterator, Literal, Sequence
 
 import apache_beam as beam
 from apache_beam.pvalue import TaggedOutput
 
 from bert_pretraining_data.transforms.counters import (FIGURES, BundleCounters, CountingDoFn,
                                                        FiguresOutput)
-from bert_pretraining_data.transforms.quality.rule_table import (DROPPED, LINE, LINES_REMOVED,
-                                                                 NO_LINES_LEFT, RULES)
-from bert_pretraining_data.transforms.quality.rules import QualityConfig, decide
+from bert_pretraining_data.transforms.quality.rule_table import (DROPPED, LANGUAGE,
+                                                                 LANGUAGE_DOCUMENTS,
+                                                                 LANGUAGE_DROPPED, LINE,
+                                                                 LINES_REMOVED, NO_LINES_LEFT,
+                                                                 RULES)
+from bert_pretraining_data.transforms.quality.rules import QualityFilters, decide
 from bert_pretraining_data.transforms.randomness import stable_hasher
 from bert_pretraining_data.transforms.read.documents import DOCUMENTS, Document
+from bert_pretraining_data.transforms.read.mixture import source_of
 
 REMOVED = "removed"  # the output of the removed documents' sample
 SAMPLE_PER_RULE = 20  # removed documents kept per rule in quality.jsonl
 SAMPLE_CHARACTERS = 2000  # of a sampled document's text
 
 
-def counter_names(config: QualityConfig) -> list[str]:
-    """The counters of a run's rules: documents each dropped, lines each removed."""
-    rules = [name for name in RULES if name in config.thresholds]
-    return ([DROPPED + name for name in (*rules, NO_LINES_LEFT)]
-            + [LINES_REMOVED + name for name in rules if RULES[name].scope == LINE])
+def counter_names(filters: Sequence[QualityFilters]) -> list[str]:
+    """The counters of a run's filters: documents each rule dropped, lines
+    each line rule removed; with languages, the documents dropped for theirs
+    and those read in each listed one (the others are counted as they are
+    seen)."""
+    thresholds = {name for f in filters if f.rules for name in f.rules.thresholds}
+    rules = [name for name in RULES if name in thresholds]
+    listed = [code for f in filters if f.languages for code in f.languages.languages]
+    return ([DROPPED + name for name in (*rules, NO_LINES_LEFT)] if rules else []) + [
+        LINES_REMOVED + name for name in rules if RULES[name].scope == LINE] + (
+        [DROPPED + LANGUAGE, *(LANGUAGE_DOCUMENTS + code for code in dict.fromkeys(listed))]
+        if listed else [])
 
 
-class _ApplyRules(CountingDoFn):
+class _ApplyFilters(CountingDoFn):
     """A document -> itself with the lines the line rules keep (main output),
     or, dropped, (rule, (rank, record)) on REMOVED."""
 
-    def __init__(self, config: QualityConfig) -> None:
-        self._config = config
-        self._count = BundleCounters(*counter_names(config))
+    def __init__(self, filters: Sequence[QualityFilters], by_source: bool) -> None:
+        self._filters = tuple(filters)
+        self._by_source = by_source
+        self._count = BundleCounters(*counter_names(filters))
 
     def setup(self) -> None:
         self._rank = stable_hasher("quality-sample")
@@ -51,16 +66,27 @@ class _ApplyRules(CountingDoFn):
                 ) -> Iterator[Document | TaggedOutput[Literal["removed"], tuple[str, tuple[int, dict]]]
                               | FiguresOutput]:
         key, lines = document
-        decision = decide(lines, self._config)
-        for rule, count in decision.lines_removed.items():
-            self._count.counts[LINES_REMOVED + rule] += count
-        if decision.lines is not None:
-            yield key, decision.lines
+        filters = self._filters[source_of(key) if self._by_source else 0]
+        record = None
+        if filters.languages is not None:
+            language, score, kept = filters.languages.identify(lines)
+            self._count.add(LANGUAGE_DOCUMENTS + language)
+            if not kept:
+                self._count.add(LANGUAGE_DROPPED + language)
+                record = {"rule": LANGUAGE, "value": round(score, 4), "language": language}
+        if record is None and filters.rules is not None:
+            decision = decide(lines, filters.rules)
+            for rule, count in decision.lines_removed.items():
+                self._count.counts[LINES_REMOVED + rule] += count
+            lines = decision.lines
+            if lines is None:
+                record = {"rule": decision.rule, "value": decision.value}
+        if record is None:
+            yield key, lines
             return
-        self._count.counts[DROPPED + decision.rule] += 1
-        record = {"rule": decision.rule, "value": decision.value, "key": key,
-                  "text": "\n".join(lines)[:SAMPLE_CHARACTERS]}
-        yield TaggedOutput(REMOVED, (decision.rule, (self._rank(key), record)))
+        self._count.counts[DROPPED + record["rule"]] += 1
+        record.update(key=key, text="\n".join(document[1])[:SAMPLE_CHARACTERS])
+        yield TaggedOutput(REMOVED, (record["rule"], (self._rank(key), record)))
 
 
 def _sample_list(ranked: list[tuple[str, list[tuple[int, dict]]]]) -> list[dict]:
@@ -68,16 +94,22 @@ def _sample_list(ranked: list[tuple[str, list[tuple[int, dict]]]]) -> list[dict]
 
 
 class FilterQuality(beam.PTransform):
-    """(key, lines) documents -> {DOCUMENTS: those the rules keep, REMOVED: one
-    list of the sampled removed documents, FIGURES: the counts}."""
+    """(key, lines) documents -> {DOCUMENTS: those their filters keep, REMOVED:
+    one list of the sampled removed documents, FIGURES: the counts}.
+    `filters`: one for every document, or with `by_source`, one per mixture
+    source, in the mixture's order (transforms.read.mixture.source_of)."""
 
-    def __init__(self, config: QualityConfig) -> None:
+    def __init__(self, filters: Sequence[QualityFilters], *, by_source: bool = False) -> None:
         super().__init__()
-        self._config = config
+        if not any(f.active for f in filters) or (len(filters) != 1 and not by_source):
+            raise ValueError("FilterQuality needs one set of filters, or one per source")
+        self._filters = tuple(filters)
+        self._by_source = by_source
 
     def expand(self, documents):
         decided = documents | "ApplyQualityRules" >> beam.ParDo(
-            _ApplyRules(self._config)).with_outputs(REMOVED, FIGURES, main=DOCUMENTS)
+            _ApplyFilters(self._filters, self._by_source)).with_outputs(
+                REMOVED, FIGURES, main=DOCUMENTS)
         sample = (decided[REMOVED]
                   | "SampleEachRule" >> beam.combiners.Top.SmallestPerKey(
                       SAMPLE_PER_RULE, key=lambda ranked: ranked[0])

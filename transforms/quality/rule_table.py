@@ -7,6 +7,7 @@ that `inspect-pretraining-data` reads a dataset's figures on the base install.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, Mapping, Sequence
 
 C4, GOPHER, FINEWEB = "c4", "gopher", "fineweb"
 RULE_SETS = (C4, GOPHER, FINEWEB)
@@ -16,6 +17,43 @@ NO_LINES_LEFT = "c4_no_lines_left"
 # The manifest's counters of a rule: documents it dropped, lines it removed.
 DROPPED, LINES_REMOVED = "quality_dropped_", "quality_lines_removed_"
 SAMPLE_FILE = "quality.jsonl"  # beside the manifest: a sample of each rule's dropped documents
+# --languages: the rule name of a document in no listed language, and the
+# manifest's counters of documents by their most probable language: read, dropped.
+LANGUAGE = "language"
+LANGUAGE_DOCUMENTS, LANGUAGE_DROPPED = "language_documents_", "language_dropped_"
+
+
+def filters_named(flags: Mapping[str, Any], sources: Sequence[Mapping[str, Any]] = ()) -> str:
+    """The quality stage's filters of a run, in words: its flags' ("c4,gopher,
+    languages en,de"), or where a mixture's sources (their manifest entries)
+    name their own, each source's ("web: c4, languages en; wiki: none");
+    empty where the run has none."""
+    def named(settings: Mapping[str, Any]) -> str:
+        return ", ".join(filter(None, [settings.get("quality_filters"),
+                                       settings.get("languages")
+                                       and f"languages {settings['languages']}"]))
+
+    own = {named(source) for source in sources}
+    if not sources or own == {named(flags)}:
+        return named(flags)
+    if own == {""}:
+        return ""
+    return "; ".join(f"{source['name']}: {named(source) or 'none'}" for source in sources)
+
+
+def removed_by_rule(counters: Mapping[str, int]) -> dict[str, dict[str, int]]:
+    """From a run's counters: for each rule that removed something (language
+    first, then the rules in their order), the documents it dropped and the
+    lines it removed."""
+    removed = {rule: {"documents": counters.get(DROPPED + rule, 0),
+                      "lines": counters.get(LINES_REMOVED + rule, 0)}
+               for rule in (LANGUAGE, *RULES, NO_LINES_LEFT)}
+    return {rule: figures for rule, figures in removed.items() if any(figures.values())}
+
+
+class QualityConfigError(ValueError):
+    """A bad --quality_filters, --quality_config, --languages or
+    --language_threshold: one line saying what to fix."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,9 +31,11 @@ from typing import Iterable, Sequence
 import numpy as np
 import regex
 
+from bert_pretraining_data.transforms.quality.language import LanguageFilter
 from bert_pretraining_data.transforms.quality.ngram_kernel import REPEATED, TOP, ngram_characters
 from bert_pretraining_data.transforms.quality.rule_table import (C4, FINEWEB, GOPHER, NO_LINES_LEFT,
-                                                                 RULE_SETS, RULES)
+                                                                 RULE_SETS, RULES,
+                                                                 QualityConfigError)
 
 _C4_END = (".", "?", "!", '"', "'")
 _C4_POLICY = ("terms of use", "privacy policy", "cookie policy", "uses cookies",
@@ -70,10 +72,6 @@ _BULLETS = ("•", "-")
 _ELLIPSES = ("...", "…")
 
 
-class QualityConfigError(ValueError):
-    """A bad --quality_filters or --quality_config: one line saying what to fix."""
-
-
 def _symbolic(char: str) -> bool:
     category = unicodedata.category(char)
     return category[0] in "PS" or category == "Cc"
@@ -95,13 +93,16 @@ class QualityConfig:
 
     @classmethod
     def parse(cls, rule_sets: str, overrides: dict | None = None,
-              source: str = "--quality_config") -> "QualityConfig":
-        """--quality_filters' comma list and --quality_config's {rule: threshold}."""
+              source: str = "--quality_config", *, others: bool = False,
+              where: str = "--quality_filters") -> "QualityConfig":
+        """--quality_filters' comma list and --quality_config's {rule: threshold};
+        `others`: overrides of rules of other sets are left out (a mixture's
+        source takes those of its own sets), not refused."""
         names = tuple(name.strip() for name in rule_sets.split(",") if name.strip())
         unknown = [name for name in names if name not in RULE_SETS]
         if unknown or not names:
             raise QualityConfigError(
-                f"--quality_filters={rule_sets!r}: {'unknown ' + unknown[0] if unknown else 'empty'};"
+                f"{where}={rule_sets!r}: {'unknown ' + unknown[0] if unknown else 'empty'};"
                 f" give any of {','.join(RULE_SETS)}, separated by commas")
         thresholds = {name: rule.threshold for name, rule in RULES.items()
                       if rule.rule_set in names}
@@ -111,6 +112,8 @@ class QualityConfig:
                 raise QualityConfigError(f"{source}: no rule {name!r}; the rules are "
                                          f"{', '.join(RULES)}")
             if rule.rule_set not in names:
+                if others:
+                    continue
                 raise QualityConfigError(f"{source}: {name} is a {rule.rule_set} rule; add "
                                          f"{rule.rule_set} to --quality_filters or remove it")
             switch = isinstance(rule.threshold, bool)
@@ -290,3 +293,16 @@ def decide(lines: Sequence[str], config: QualityConfig) -> Decision:
                 if config.fails(name, value):
                     return Decision(None, name, value, removed)
     return Decision(kept, None, None, removed)
+
+
+@dataclasses.dataclass(frozen=True)
+class QualityFilters:
+    """What one source's documents go through: its language filter, then its
+    rules (either may be None)."""
+
+    rules: QualityConfig | None = None
+    languages: LanguageFilter | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.rules is not None or self.languages is not None

@@ -34,6 +34,7 @@ from bert_pretraining_data.transforms.read.documents import (DOCUMENTS, PROBLEMS
 from bert_pretraining_data.transforms.read.input_formats import (DESCRIPTIONS, HEAD_BYTES,
                                                                  format_of_head, format_of_name)
 from bert_pretraining_data.transforms.read.tables import ROW_COUNTERS, row_document
+from bert_pretraining_data.transforms.read.warc import WARC_COUNTERS, wet_documents
 from bert_pretraining_data.transforms.read.wikipedia import (ARTICLE_COUNTERS, ARTICLE_NAMESPACE,
                                                              article_document, dump_pages,
                                                              index_path, is_index, stream_offsets,
@@ -90,8 +91,8 @@ class DocumentSource(FileBasedSource):
                     documents += 1
                     lines_read += len(lines)
                     yield key, lines
-                if compressed and not getattr(getattr(f, "_decompressor", None), "eof", True):
-                    raise EOFError("compressed stream ends early (truncated file)")
+                if compressed:
+                    _check_stream_ended(f)
         except _DECOMPRESSION_ERRORS as err:
             if not compressed:
                 raise
@@ -409,6 +410,63 @@ class ReadDump(beam.PTransform):
         figures = ((from_streams[FIGURES], from_files[FIGURES], documents[FIGURES])
                    | "ReadFigures" >> beam.Flatten())
         return {DOCUMENTS: documents[DOCUMENTS], PROBLEMS: problems, FIGURES: figures}
+
+
+def _check_stream_ended(handle) -> None:
+    """Raises EOFError where a compressed file Beam opened stopped before its
+    stream's end: Beam's reader does not notice a truncated stream itself."""
+    if not getattr(getattr(handle, "_decompressor", None), "eof", True):
+        raise EOFError("compressed stream ends early (truncated file)")
+
+
+class _WetRecords(CountingDoFn):
+    """A WARC file -> its conversion records' documents (transforms.read.warc);
+    a file that breaks off keeps the documents read so far and is reported
+    as a problem, and so is one without text records (a WARC of HTML)."""
+
+    def __init__(self) -> None:
+        self._count = BundleCounters(*WARC_COUNTERS, "documents", "unreadable_files")
+
+    def process(self, path: str):
+        count = self._count.counts
+        texts = count["warc_text_records"]
+        try:  # decompressed by Beam, by its name, which notices a file cut short
+            with FileSystems.open(path) as handle:
+                for document in wet_documents(handle, count):
+                    count["documents"] += 1
+                    yield document
+                if CompressionTypes.detect_compression_type(path) != CompressionTypes.UNCOMPRESSED:
+                    _check_stream_ended(handle)
+        except _DECOMPRESSION_ERRORS as err:
+            count["unreadable_files"] += 1
+            yield TaggedOutput(PROBLEMS, {"path": path, "message": f"{type(err).__name__}: {err}"})
+            return
+        if count["warc_text_records"] == texts:
+            yield TaggedOutput(PROBLEMS, {"path": path, "message": (
+                "no conversion (text) records: --input_format=warc reads Common Crawl's WET "
+                "files (.warc.wet.gz); extract a WARC's text first")})
+
+
+class ReadWarc(beam.PTransform):
+    """WARC files (Common Crawl WET) -> outputs `documents` (url, [paragraphs])
+    and `problems`, as ReadDocuments gives for text files. A file is read
+    whole (gzip members hold no index of their offsets) and its documents
+    spread over the workers, as a dump's without an index."""
+
+    def __init__(self, *, patterns) -> None:
+        super().__init__()
+        self._patterns = tuple(patterns)
+
+    def expand(self, pbegin):
+        read = (pbegin
+                | "Patterns" >> beam.Create(self._patterns)
+                | "Match" >> fileio.MatchAll()
+                | "Paths" >> beam.Map(lambda metadata: metadata.path)
+                | "SpreadFiles" >> beam.Reshuffle()
+                | "Records" >> beam.ParDo(_WetRecords()).with_outputs(
+                    PROBLEMS, FIGURES, main=DOCUMENTS))
+        return {DOCUMENTS: read[DOCUMENTS] | "SpreadDocuments" >> beam.Reshuffle(),
+                PROBLEMS: read[PROBLEMS], FIGURES: read[FIGURES]}
 
 
 # What zlib, gzip and bz2 raise on damaged data, and our own truncation check.

@@ -15,18 +15,20 @@ from typing import Iterable
 
 # Suffixes that name a format, after a compression suffix Beam opens by name.
 _SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
-             ".parquet": "parquet", ".txt": "text", ".text": "text"}
+             ".parquet": "parquet", ".txt": "text", ".text": "text",
+             ".wet": "warc", ".warc": "warc"}
 _COMPRESSED = (".gz", ".bz2", ".zst", ".zstd", ".deflate", ".lzma", ".xz")
 # How much of a file's (decompressed) beginning the sniff reads.
 HEAD_BYTES = 64 * 1024
 # Each of INPUT_FORMATS in words.
 DESCRIPTIONS = {"text": "text", "jsonl": "JSON Lines", "parquet": "Parquet",
-                "wikipedia": "a MediaWiki XML dump"}
+                "wikipedia": "a MediaWiki XML dump", "warc": "WARC (Common Crawl WET)"}
 
 
 def format_of_name(pattern: str) -> str | None:
     """The format a path's or glob's suffix names (`.xml.bz2`: a dump,
-    `.jsonl.gz`: JSONL, `.parquet`, `.txt`), or None where it names none."""
+    `.jsonl.gz`: JSONL, `.warc.wet.gz`: WARC, `.parquet`, `.txt`), or None
+    where it names none."""
     name = pattern.rsplit("/", 1)[-1].lower()
     for suffix in _COMPRESSED:
         if name.endswith(suffix):
@@ -48,10 +50,13 @@ def format_of_names(patterns: Iterable[str]) -> str | None:
 
 def format_of_head(head: bytes) -> str | None:
     """The format a file's first bytes (up to HEAD_BYTES, decompressed) show:
-    Parquet's magic number, a MediaWiki export element, a first line that is
-    a JSON object, else text; None for an empty file."""
+    Parquet's magic number, a WARC record's version line, a MediaWiki export
+    element, a first line that is a JSON object, else text; None for an empty
+    file."""
     if head.startswith(b"PAR1"):
         return "parquet"
+    if head.startswith(b"WARC/"):
+        return "warc"
     start = head.removeprefix(b"\xef\xbb\xbf").lstrip()
     if not start:
         return None

@@ -7,7 +7,9 @@ sources, read in one run, each with its own input flags and a weight.
 
 A source without `input_format` takes the one its files' names say
 (transforms.read.input_formats: `.xml.bz2`, `.jsonl.gz`, `.parquet`), else the
-command line's. In place of the weights, `"alpha": 0.3` (and optionally
+command line's. A source may name its own web-text filters (`quality_filters`,
+`languages`, `language_threshold`; null: none), checked by the quality stage's
+parsers before the run; the command line's apply otherwise. In place of the weights, `"alpha": 0.3` (and optionally
 `"total_tokens"`): temperature sampling as XLM-R's, each source's share of output tokens
 q_i = p_i^alpha / sum_j p_j^alpha from the tokens it holds after dedup
 (transforms.instances.mixture). YAML reads too (JSON is YAML).
@@ -29,10 +31,11 @@ import yaml
 from bert_pretraining_data.transforms.read.documents import InputError, comma_separated
 from bert_pretraining_data.transforms.read.input_formats import format_of_names
 
-SOURCE_KEYS = ("name", "input_file", "weight", "input_format", "text_field", "sentence_splitter")
-MIXTURE_KEYS = ("sources", "alpha", "total_tokens")
 # The flags a source may set for itself; the command line's apply otherwise.
 INPUT_FLAGS = ("input_format", "text_field", "sentence_splitter")
+FILTER_FLAGS = ("quality_filters", "languages", "language_threshold")
+SOURCE_KEYS = ("name", "input_file", "weight", *INPUT_FLAGS, *FILTER_FLAGS)
+MIXTURE_KEYS = ("sources", "alpha", "total_tokens")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _INDEX_DIGITS = 4
 MAX_SOURCES = 10 ** _INDEX_DIGITS
@@ -53,6 +56,9 @@ class Source:
     text_field: str
     sentence_splitter: str
     weight: float | None
+    quality_filters: str | None = None
+    languages: str | None = None
+    language_threshold: float | None = None
 
 
 def input_sources(flags: Any, mixture: Mixture | None) -> tuple[Source, ...]:
@@ -61,7 +67,7 @@ def input_sources(flags: Any, mixture: Mixture | None) -> tuple[Source, ...]:
     if mixture:
         return mixture.sources
     return (Source(name="input", input_file=flags.input_file, weight=1.0,
-                   **{flag: getattr(flags, flag) for flag in INPUT_FLAGS}),)
+                   **{flag: getattr(flags, flag) for flag in (*INPUT_FLAGS, *FILTER_FLAGS)}),)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,10 +123,28 @@ def _number(value: Any, where: str, name: str, *, minimum: float = 0.0,
     return float(value)
 
 
-def parse_mixture(text: str, path: str, defaults: dict[str, str],
+def _filter_value(entry: dict, flag: str, default: Any, where: str) -> Any:
+    """A source's filter flag: its own (a comma list or a list of names, a
+    threshold; null for none), else the command line's."""
+    if flag not in entry:
+        return default
+    value = entry[flag]
+    if value is None:
+        return None
+    if flag == "language_threshold":
+        return _number(value, where, flag)
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        value = ",".join(value)
+    if not isinstance(value, str):
+        raise _fail(where, f"{flag} must be a comma-separated list or a list of names, or null, "
+                    f"got {value!r}")
+    return value
+
+
+def parse_mixture(text: str, path: str, defaults: dict[str, Any],
                   choices: dict[str, Sequence[str]], default_splitter: str) -> Mixture:
     """A mixture file's text -> Mixture, or a one-line MixtureError naming
-    the fix. `defaults`: the command line's input flags; `choices`: the
+    the fix. `defaults`: the command line's input and filter flags; `choices`: the
     values each input flag takes; `default_splitter`: the sentence splitter
     of a source that names a format other than text and no splitter."""
     try:
@@ -187,7 +211,8 @@ def parse_mixture(text: str, path: str, defaults: dict[str, str],
             name=name, input_file=patterns,
             weight=(None if alpha is not None else
                     1.0 if weight is None else _number(weight, where, "weight")),
-            **flags))
+            **flags, **{flag: _filter_value(entry, flag, defaults.get(flag), where)
+                        for flag in FILTER_FLAGS}))
     if all(source.weight == 0 for source in sources):
         raise _fail(path, "every weight is 0: the mixture would write nothing")
     return Mixture(tuple(sources), alpha=alpha, total_tokens=total_tokens)

@@ -17,13 +17,18 @@ from bert_pretraining_data.transforms.read.documents import Document
 
 
 
-INPUT_FORMATS = ("text", "jsonl", "parquet", "wikipedia")
+INPUT_FORMATS = ("text", "jsonl", "parquet", "wikipedia", "warc")
+
+
+def text_lines(text: str) -> list[str]:
+    """A document's text as its paragraphs: its non-blank lines, stripped."""
+    return [line.strip() for line in text.splitlines() if line.strip()]
 
 
 def text_document(text: str) -> Document | None:
     """An input row's text as a document: its non-blank lines, stripped, keyed by
     128 bits of the text's sha256; None when the text is blank."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    lines = text_lines(text)
     if not lines:
         return None
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32], lines
