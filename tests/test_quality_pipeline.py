@@ -160,9 +160,9 @@ def test_web_like_text_keeps_clean_documents_drops_spam_and_removes_boilerplate(
     assert all(english.identify(lines)[2] for lines in dressed)  # language ID keeps them all
     kept_clean = [kept(lines) for lines in dressed]
     kept_share = sum(lines is not None for lines in kept_clean) / len(dressed)
-    # 90 of 96 measured: C4 drops 3 articles holding a { (template residue, C code),
-    # Gopher 3 statistics articles with under 80% of words alphabetic (docs/quality.md)
-    assert kept_share >= 0.9, kept_share
+    # 92 of 96 measured: C4 drops ASCII's article (its "{, }"), Gopher 3 statistics
+    # articles with under 80% of words alphabetic (docs/quality.md)
+    assert kept_share >= 0.95, kept_share
     assert not any(line in BOILERPLATE for lines in kept_clean if lines for line in lines)
     dropped_spam = sum(kept(lines) is None for lines in spam) / len(spam)
     assert dropped_spam >= 0.95, dropped_spam

@@ -154,6 +154,17 @@ def test_articles_become_plain_text_without_markup():
     assert texts[5].startswith("In Greek mythology, Achilles (Akhilleus) was")
 
 
+def test_markup_inside_a_rendered_template_is_rendered_too():
+    """The enwiki excerpt's Anthropology and Algae write Greek and Chinese words
+    as a {{linktext}} inside a {{lang}}: the words stay, no brace does."""
+    from bert_pretraining_data.transforms.read.wikipedia import plain_text
+
+    text = plain_text("''ánthrōpos'' ({{lang|grc|{{linktext|ἄνθρωπος}}}}, \"[[human]]\"), "
+                      "the word {{linktext|藻}}, {{lang|fr|[[Paris|la ville]]}} and "
+                      "{{nowrap|{{convert|3|km}} away}}.")
+    assert text == ("ánthrōpos (ἄνθρωπος, \"human\"), the word 藻, la ville and 3 km away.")
+
+
 @pytest.mark.slow
 def test_a_dump_gives_the_records_of_its_articles_as_jsonl_and_parquet(tmp_path):
     manifest = _run(tmp_path, "dump", DUMP, "--input_format=wikipedia")

@@ -117,15 +117,17 @@ _REFS_AND_COMMENTS = re.compile(r"<ref[^>]*/>|<ref[^>]*>.*?</ref\s*>|<!--.*?-->"
 
 # Templates that carry article text, rendered instead of dropped:
 # {{convert|1300|mi|km}} -> "1300 mi" (its first unit, as written), {{convert|1|to|2|km}}
-# -> "1 to 2 km", {{nowrap|text}} and {{lang|fr|text}} -> the text.
+# -> "1 to 2 km", {{nowrap|text}} and {{lang|fr|text}} -> the text, {{linktext|a|b}} -> "a b".
 _RANGE_WORDS = frozenset({"to", "-", "–", "and", "or", "by", "x", "×", "+"})
 
 
 def template_text(template) -> str | None:
     """The text a template shows in the article, for those that carry text; None
-    for the others (infoboxes, citations, navigation), which are dropped."""
+    for the others (infoboxes, citations, navigation), which are dropped. A
+    parameter's own markup is rendered as the article's is (a {{linktext}}
+    inside a {{lang}} shows its text)."""
     name = str(template.name).strip().lower()
-    params = [str(param.value).strip() for param in template.params if not param.showkey]
+    params = [_shown(param.value).strip() for param in template.params if not param.showkey]
     if name in ("convert", "cvt") and len(params) >= 2:
         if len(params) >= 4 and params[1] in _RANGE_WORDS:
             return f"{params[0]} {params[1]} {params[2]} {params[3]}"
@@ -134,7 +136,25 @@ def template_text(template) -> str | None:
         return params[0]
     if name == "lang" and len(params) >= 2:
         return params[1]
+    if name == "linktext" and params:
+        return " ".join(params)
     return None
+
+
+def _shown(code) -> str:
+    """Wikicode as the article shows it: text-carrying templates rendered, the
+    dropped constructs left out, the rest's markup stripped."""
+    from mwparserfromhell.nodes import Template, Text
+    from mwparserfromhell.wikicode import Wikicode
+
+    nodes = []
+    for node in code.nodes:
+        shown = template_text(node) if isinstance(node, Template) else None
+        if shown is not None:
+            nodes.append(Text(shown))
+        elif not _dropped(node):
+            nodes.append(node)
+    return Wikicode(nodes).strip_code(normalize=True, collapse=True)
 
 
 def _dropped(node) -> bool:
@@ -174,20 +194,9 @@ def sections(wikitext: str) -> Iterator[tuple[int, str, str]]:
 
 def _section_text(body: str) -> list[str]:
     import mwparserfromhell
-    from mwparserfromhell.wikicode import Wikicode
 
-    from mwparserfromhell.nodes import Template, Text
-
-    code = mwparserfromhell.parse(_LIST_START.sub(_LIST_MARK, _REFS_AND_COMMENTS.sub("", body)))
-    nodes = []
-    for node in code.nodes:
-        shown = template_text(node) if isinstance(node, Template) else None
-        if shown is not None:
-            nodes.append(Text(shown))
-        elif not _dropped(node):
-            nodes.append(node)
-    kept = Wikicode(nodes)
-    text = kept.strip_code(normalize=True, collapse=True)
+    text = _shown(mwparserfromhell.parse(
+        _LIST_START.sub(_LIST_MARK, _REFS_AND_COMMENTS.sub("", body))))
     for pattern, replacement in _PAREN_EDGES:
         text = pattern.sub(replacement, text)
     text = _EMPTY_PARENS.sub("", text)
