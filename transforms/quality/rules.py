@@ -24,6 +24,8 @@ words and 5 sentences. Every threshold is a rule's and can be changed
 from __future__ import annotations
 
 import dataclasses
+import functools
+import itertools
 import unicodedata
 from collections import Counter
 from typing import Iterable, Sequence
@@ -80,6 +82,7 @@ def _symbolic(char: str) -> bool:
 _SENTENCE_TERMINAL = regex.compile(r"\p{Sentence_Terminal}")
 
 
+@functools.lru_cache(maxsize=4096)
 def _is_sentence_terminal(char: str) -> bool:
     return _SENTENCE_TERMINAL.fullmatch(char) is not None
 
@@ -150,23 +153,35 @@ class Decision:
 
 _ABBREVIATION_SET = frozenset(_ABBREVIATIONS.split("|"))
 _WORD_ENDS = frozenset(",.;:!?")
+# A punctuation character that opens or closes a word and is a word of its own.
+_OPENERS, _CLOSERS = frozenset('("“['), frozenset(')"”]')
+
+
+def _plain(chunk: str) -> bool:
+    """Whether `_WORDS` matches `chunk` whole as one word: letters, or ASCII
+    letters and digits (a non-ASCII digit may not be a word character)."""
+    return chunk.isalpha() or chunk.isascii() and chunk.isalnum()
 
 
 def words_of(text: str) -> list[str]:
     """The words the rules count (module docstring): `_WORDS`' matches, found
     a whitespace-separated chunk at a time (no match spans a space), the
-    chunks most text is made of (a word, a word and a comma or period)
-    without the expression."""
+    chunks most text is made of (a word or a symbol; a word and a comma or
+    period; a word in parentheses or quotes) without the expression."""
     words: list[str] = []
     for chunk in text.split():
-        if chunk.isalpha():
-            words.append(chunk)
-        elif chunk[-1] in _WORD_ENDS and chunk[:-1].isalpha():
+        if chunk.isalpha() or len(chunk) == 1 or chunk.isascii() and chunk.isalnum():
+            words.append(chunk)  # one word (a character alone is one, word or symbol)
+        elif chunk[-1] in _WORD_ENDS and _plain(chunk[:-1]):
             if chunk[-1] == "." and (chunk[:-1] in _ABBREVIATION_SET
                                      or len(chunk) == 2 and chunk[0].isupper()):
                 words.append(chunk)  # an abbreviation or an initial keeps its period
             else:
                 words += (chunk[:-1], chunk[-1])
+        elif chunk[0] in _OPENERS and _plain(chunk[1:]):
+            words += (chunk[0], chunk[1:])
+        elif chunk[-1] in _CLOSERS and _plain(chunk[:-1]):
+            words += (chunk[:-1], chunk[-1])
         else:
             words += [match.group() for match in _WORDS.finditer(chunk)]
     return words
@@ -182,7 +197,8 @@ def _c4_lines(lines: Sequence[str], config: QualityConfig, removed: Counter
         if config.fails("c4_max_word_length", max(map(len, words), default=0)):
             removed["c4_max_word_length"] += 1
             continue
-        line = _CITATION.sub("", line)  # not stripped again, as C4's code
+        if "[" in line:  # every citation mark opens with one
+            line = _CITATION.sub("", line)  # not stripped again, as C4's code
         if config.on("c4_terminal_punctuation") and (not line.endswith(_C4_END)
                                                      or line.endswith("...")):
             removed["c4_terminal_punctuation"] += 1
@@ -230,7 +246,7 @@ def _gopher_repetition(text: str, lines: Sequence[str], words: Sequence[str]
     yield "gopher_duplicate_lines", count / len(lines)
     yield "gopher_duplicate_line_characters", characters / len(text)
     offsets = np.zeros(len(words) + 1, dtype=np.int64)
-    offsets[1:] = np.cumsum([len(word) for word in words])
+    offsets[1:] = np.cumsum(np.fromiter(map(len, words), dtype=np.int64, count=len(words)))
     codes = np.frombuffer("".join(words).encode("utf-32-le"), dtype=np.uint32)
     figures = ngram_characters(codes, offsets).tolist()
     for n, characters in zip((*TOP, *REPEATED), figures):
@@ -240,10 +256,14 @@ def _gopher_repetition(text: str, lines: Sequence[str], words: Sequence[str]
 
 def _gopher_quality(text: str, lines: Sequence[str], words: Sequence[str]
                     ) -> Iterable[tuple[str, float]]:
-    meaningful = [word for word in words if word[0].isalnum() or not all(map(_symbolic, word))]
-    yield "gopher_min_words", len(meaningful)
-    yield "gopher_max_words", len(meaningful)
-    mean = sum(map(len, meaningful)) / len(meaningful) if meaningful else 0.0
+    # Most words are letters alone (meaningful and alphabetic): the others are looked at.
+    letters = list(filter(str.isalpha, words))
+    others = list(itertools.filterfalse(str.isalpha, words))
+    meaningful = [word for word in others if word[0].isalnum() or not all(map(_symbolic, word))]
+    count = len(letters) + len(meaningful)
+    yield "gopher_min_words", count
+    yield "gopher_max_words", count
+    mean = (sum(map(len, letters)) + sum(map(len, meaningful))) / count if count else 0.0
     yield "gopher_min_mean_word_length", mean
     yield "gopher_max_mean_word_length", mean
     total = max(1, len(words))
@@ -251,8 +271,8 @@ def _gopher_quality(text: str, lines: Sequence[str], words: Sequence[str]
     yield "gopher_ellipsis_ratio", (text.count("...") + text.count("…")) / total
     yield "gopher_bullet_lines", sum(line.startswith(_BULLETS) for line in lines) / len(lines)
     yield "gopher_ellipsis_lines", sum(line.endswith(_ELLIPSES) for line in lines) / len(lines)
-    yield "gopher_alphabetic_words", sum(word.isalpha() or any(c.isalpha() for c in word)
-                                         for word in words) / total
+    yield "gopher_alphabetic_words", (len(letters) + sum(
+        any(c.isalpha() for c in word) for word in others)) / total
     yield "gopher_stop_words", len(_STOP_WORDS.intersection(words))
 
 
