@@ -35,7 +35,7 @@ from bert_pretraining_data.transforms.quality.language import LanguageFilter
 from bert_pretraining_data.transforms.quality.rule_table import QualityConfigError
 from bert_pretraining_data.transforms.quality.rules import QualityConfig, QualityFilters
 from bert_pretraining_data.transforms.read.beam import (check_input_format, check_input_schema,
-                                                       match_inputs, sample_lines)
+                                                       head_lines, match_inputs, sample_lines)
 from bert_pretraining_data.transforms.read.documents import InputError, comma_separated
 from bert_pretraining_data.transforms.read.mixture import (FILTER_FLAGS, INPUT_FLAGS, Mixture,
                                                            MixtureError, Source, input_sources,
@@ -170,23 +170,28 @@ def tokenizer_engine(config: Config,
     """The engine of a tokenizer.json run (transforms.tokenize.engines), and
     the warning of a check that failed. `corpora`: (the source, read as it
     says, its files) for --input_file or each mixture source. The check
-    encodes CHECK_LINES lines of the input, spread over it (each source its
-    share), with both engines: read from plain text or JSONL files (a dump,
-    Parquet or compressed files anywhere take `tokenizers`)."""
-    if not isinstance(vocab, JsonVocabulary) or any(
-            corpus.input_format not in ("text", "jsonl")
-            or any(CompressionTypes.detect_compression_type(path)
-                   != CompressionTypes.UNCOMPRESSED for path, _ in files)
-            for corpus, files in corpora):
+    encodes CHECK_LINES lines of the input, each source its share: from
+    windows spread over plain text and JSONL files, else (compressed files,
+    Parquet, dumps, WET files) from the first documents of files spread over
+    the source, read as the run reads them."""
+    if not isinstance(vocab, JsonVocabulary):
         return TOKENIZERS, None
 
     def sample() -> list[str]:  # read only when the fast engine could run
         lines = []
+        budget = ENGINE_SAMPLE_BYTES // len(corpora)
         for corpus, files in corpora:
-            sampled, _ = sample_lines(files, ENGINE_SAMPLE_BYTES // len(corpora))
-            found = [line.decode("utf-8", "replace").rstrip("\r\n") for _, line in sampled]
-            if corpus.input_format == "jsonl":
-                found = [text for line in found for text in _jsonl_text(line, corpus.text_field)]
+            if corpus.input_format in ("text", "jsonl") and all(
+                    CompressionTypes.detect_compression_type(path)
+                    == CompressionTypes.UNCOMPRESSED for path, _ in files):
+                sampled, _ = sample_lines(files, budget)
+                found = [line.decode("utf-8", "replace").rstrip("\r\n") for _, line in sampled]
+                if corpus.input_format == "jsonl":
+                    found = [text for line in found
+                             for text in _jsonl_text(line, corpus.text_field)]
+            else:
+                found = head_lines(corpus.input_format, [path for path, _ in files], budget,
+                                   corpus.text_field)
             found = [line for line in found if line.strip()]
             share = CHECK_LINES // len(corpora)
             lines += found[::max(1, len(found) // share)][:share]

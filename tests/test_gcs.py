@@ -306,20 +306,14 @@ def test_splits_and_decontamination_on_a_bucket_match_a_local_run(gcs, tmp_path)
 def test_quality_filters_on_a_bucket_match_a_local_run(gcs, tmp_path):  # noqa: F811
     """--quality_filters with a gs:// --quality_config, --languages, a WET file
     and the output on the bucket: the local run's shards and quality.jsonl."""
-    from fastwarc import GzipWriter, WarcRecord, WarcRecordType
+    from helpers.corpora import write_wet
 
     text = (DATA / "en_ewt-ud-test.paragraphs.txt").read_text(encoding="utf-8")
     pages = [page for page in text.split("\n\n") if page.strip()][:60]
     pages += [(DATA / "zh_gsd-ud-test.paragraphs.txt").read_text(encoding="utf-8")[:400]]
-    wet = tmp_path / "crawl.warc.wet.gz"
-    writer = GzipWriter(str(wet))
-    for number, page in enumerate(pages):
-        record = WarcRecord()
-        record.init_headers(WarcRecordType.conversion)
-        record.headers["WARC-Target-URI"] = f"https://example.org/{number}"
-        record.set_bytes_content(page.encode("utf-8"))
-        record.write(writer)
-    writer.close()
+    wet = write_wet(tmp_path / "crawl.warc.wet.gz",
+                    [(f"https://example.org/{number}", page) for number, page in enumerate(pages)],
+                    info=False)
     settings = tmp_path / "quality.json"
     settings.write_text(json.dumps({"c4_min_words_per_line": 3, "c4_min_sentences": 2}))
     flags = [*FLAGS, "--quality_filters=c4", "--languages=en", f"--vocab_file={UNCASED_VOCAB}"]

@@ -25,6 +25,7 @@ from conftest import DATA, UNCASED_VOCAB
 from tokenizers import Regex, normalizers, pre_tokenizers
 
 from bench.tokenizer_families import FAMILIES, SPECIAL_TOKENS, unigram
+from helpers.corpora import write_wet
 from helpers.tokenizer_files import bert_wordpiece, modernbert_bpe, roberta_bpe
 from bert_pretraining_data.pipeline.main import main, run
 from bert_pretraining_data.transforms.tokenize import engines, unigram as unigram_engine
@@ -241,12 +242,34 @@ def test_a_mixture_of_text_and_jsonl_sources_takes_the_fast_engine(files, tmp_pa
     assert _shards(tmp_path / "fast") == _shards(tmp_path / "reference") != {}
 
 
-def test_a_compressed_input_takes_the_reference(files, tmp_path):
-    corpus = tmp_path / "treebank.txt.gz"
-    corpus.write_bytes(gzip.compress((DATA / "en_ewt-ud-test.paragraphs.txt").read_bytes()))
-    manifest = run([f"--input_file={corpus}", f"--tokenizer_file={files['roberta']}",
-                    "--recipe=roberta", f"--output_dir={tmp_path / 'out'}", "--dupe_factor=1"])
-    assert manifest["tokenizer_engine"] == TOKENIZERS and manifest["total_instances"] > 0
+@pytest.mark.parametrize("input_format", ["gzip", "parquet", "wikipedia", "warc"])
+def test_inputs_read_whole_are_checked_from_their_first_documents(files, tmp_path,
+                                                                  input_format):
+    """Compressed text, Parquet, a dump and WET files, whose windows cannot be
+    cut: the check reads the first documents of their files as the run reads
+    them, and the fast engine writes the reference run's bytes."""
+    pages = (DATA / "en_ewt-ud-test.paragraphs.txt").read_text(encoding="utf-8").split("\n\n")
+    if input_format == "gzip":
+        corpus = tmp_path / "treebank.txt.gz"
+        corpus.write_bytes(gzip.compress((DATA / "en_ewt-ud-test.paragraphs.txt").read_bytes()))
+    elif input_format == "parquet":
+        import pyarrow
+        import pyarrow.parquet as pq
+
+        corpus = tmp_path / "treebank.parquet"
+        pq.write_table(pyarrow.table({"text": pages}), corpus)
+    elif input_format == "wikipedia":
+        corpus = DATA / "enwiki-excerpt-small.xml.bz2"
+    else:
+        corpus = write_wet(tmp_path / "crawl.warc.wet.gz",
+                           [(f"https://example.org/{n}", page) for n, page in enumerate(pages)])
+    flags = [f"--input_file={corpus}", f"--tokenizer_file={files['roberta']}",
+             "--recipe=roberta", "--dupe_factor=1"]
+    fast = run([*flags, f"--output_dir={tmp_path / 'fast'}"])
+    reference = run([*flags, f"--output_dir={tmp_path / 'reference'}",
+                     "--tokenizer_engine=tokenizers"])
+    assert (fast["tokenizer_engine"], reference["tokenizer_engine"]) == (FASTOKENS, TOKENIZERS)
+    assert _shards(tmp_path / "fast") == _shards(tmp_path / "reference") != {}
 
 
 @pytest.mark.parametrize("family", ["roberta", "neox-nfc"])

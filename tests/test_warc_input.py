@@ -11,31 +11,11 @@ import json
 from fastwarc import GzipWriter, WarcRecord, WarcRecordType
 
 from conftest import DATA, UNCASED_VOCAB
+from helpers.corpora import write_wet
 from bert_pretraining_data.pipeline.main import run
 from bert_pretraining_data.transforms.read.input_formats import format_of_head, format_of_name
 
 BASE = [f"--vocab_file={UNCASED_VOCAB}", "--dupe_factor=1"]
-
-
-def _record(record_type, content: bytes, url: str | None = None) -> WarcRecord:
-    record = WarcRecord()
-    record.init_headers(record_type)
-    if url is not None:
-        record.headers["WARC-Target-URI"] = url
-    record.headers["Content-Type"] = "text/plain"
-    record.set_bytes_content(content)
-    return record
-
-
-def _write_wet(path, pages: list[tuple[str | None, str]], *, info: bool = True) -> None:
-    """A WET file as Common Crawl's: a warcinfo record, then a conversion
-    record per page, each its own gzip member."""
-    writer = GzipWriter(str(path))
-    if info:
-        _record(WarcRecordType.warcinfo, b"isPartOf: CC-MAIN-test\r\n").write(writer)
-    for url, text in pages:
-        _record(WarcRecordType.conversion, text.encode("utf-8"), url).write(writer)
-    writer.close()
 
 
 def _paragraphs(count: int) -> list[str]:
@@ -47,7 +27,7 @@ def _paragraphs(count: int) -> list[str]:
 def test_a_wet_file_is_read_end_to_end_a_page_per_url(tmp_path):
     pages = _paragraphs(12)
     wet = tmp_path / "CC-MAIN-20261201-00000.warc.wet.gz"
-    _write_wet(wet, [(f"https://example.org/{n}", page) for n, page in enumerate(pages)]
+    write_wet(wet, [(f"https://example.org/{n}", page) for n, page in enumerate(pages)]
                + [("https://example.org/blank", "  \n\n"), (None, "a page without its URL")])
     assert format_of_name(str(wet)) == "warc"
     with gzip.open(wet) as handle:
@@ -64,8 +44,8 @@ def test_a_wet_file_is_read_end_to_end_a_page_per_url(tmp_path):
     # The URL is the key: the same pages in other files, in another order, make
     # the same instances.
     halves = [tmp_path / "b.warc.wet.gz", tmp_path / "a.warc.wet.gz"]
-    _write_wet(halves[0], [(f"https://example.org/{n}", pages[n]) for n in range(11, 5, -1)])
-    _write_wet(halves[1], [(f"https://example.org/{n}", pages[n]) for n in range(6)])
+    write_wet(halves[0], [(f"https://example.org/{n}", pages[n]) for n in range(11, 5, -1)])
+    write_wet(halves[1], [(f"https://example.org/{n}", pages[n]) for n in range(6)])
     moved = tmp_path / "moved"
     again = run([*BASE, f"--input_file={tmp_path}/[ab].warc.wet.gz", f"--output_dir={moved}"])
     assert again["total_instances"] == manifest["total_instances"]
@@ -74,7 +54,7 @@ def test_a_wet_file_is_read_end_to_end_a_page_per_url(tmp_path):
 
     # The sample of what --languages dropped names each page by its URL.
     german = tmp_path / "de.warc.wet.gz"
-    _write_wet(german, [("https://example.de/haus", "Das Haus steht am Ende der Straße, "
+    write_wet(german, [("https://example.de/haus", "Das Haus steht am Ende der Straße, "
                          "und im Garten wachsen Äpfel und Birnen.\nWir wohnen seit zehn "
                          "Jahren dort und möchten nicht mehr umziehen.")])
     filtered = tmp_path / "filtered"
@@ -87,14 +67,17 @@ def test_a_wet_file_is_read_end_to_end_a_page_per_url(tmp_path):
 def test_a_wet_file_without_text_or_cut_short_is_named_and_the_run_goes_on(tmp_path):
     good = tmp_path / "good.warc.wet.gz"
     pages = _paragraphs(4)
-    _write_wet(good, [(f"https://example.org/{n}", page) for n, page in enumerate(pages)])
+    write_wet(good, [(f"https://example.org/{n}", page) for n, page in enumerate(pages)])
     responses = tmp_path / "responses.warc.gz"  # a WARC of HTML responses: no text records
     writer = GzipWriter(str(responses))
-    _record(WarcRecordType.response, b"HTTP/1.1 200 OK\r\n\r\n<html></html>",
-            "https://example.org/html").write(writer)
+    record = WarcRecord()
+    record.init_headers(WarcRecordType.response)
+    record.headers["WARC-Target-URI"] = "https://example.org/html"
+    record.set_bytes_content(b"HTTP/1.1 200 OK\r\n\r\n<html></html>")
+    record.write(writer)
     writer.close()
     cut = tmp_path / "cut.warc.wet.gz"
-    _write_wet(cut, [(f"https://example.org/cut/{n}", page) for n, page in enumerate(pages)])
+    write_wet(cut, [(f"https://example.org/cut/{n}", page) for n, page in enumerate(pages)])
     data = cut.read_bytes()
     cut.write_bytes(data[:len(data) * 2 // 3])
     manifest = run([*BASE, "--input_format=warc", f"--input_file={good},{responses},{cut}",

@@ -12,6 +12,7 @@ before is blank, so bundles split anywhere and no document is cut.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import zlib
 from typing import BinaryIO, Iterator, Sequence
@@ -33,7 +34,8 @@ from bert_pretraining_data.transforms.read.documents import (DOCUMENTS, PROBLEMS
                                                              split_documents)
 from bert_pretraining_data.transforms.read.input_formats import (DESCRIPTIONS, HEAD_BYTES,
                                                                  format_of_head, format_of_name)
-from bert_pretraining_data.transforms.read.tables import ROW_COUNTERS, row_document
+from bert_pretraining_data.transforms.read.tables import (ROW_COUNTERS, row_document,
+                                                         text_document)
 from bert_pretraining_data.transforms.read.warc import WARC_COUNTERS, wet_documents
 from bert_pretraining_data.transforms.read.wikipedia import (ARTICLE_COUNTERS, ARTICLE_NAMESPACE,
                                                              article_document, dump_pages,
@@ -510,3 +512,64 @@ def sample_lines(inputs: Sequence[tuple[str, int]], budget: int
             offset += len(line)
         sampled += len(data)
     return lines, sampled
+
+
+def _file_head(input_format: str, path: str, budget: int, text_field: str) -> list[str]:
+    """The paragraphs of a file's first documents, about `budget` bytes of
+    them, read as `input_format` reads them (see head_lines)."""
+    counts: collections.Counter = collections.Counter()  # the readers count; none kept
+    if input_format == "parquet":
+        import pyarrow.parquet as pq
+
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+            texts = (text for batch in pq.ParquetFile(handle).iter_batches(
+                batch_size=64, columns=[text_field]) for text in batch.column(0).to_pylist())
+            documents = (text_document(text) for text in texts if isinstance(text, str))
+            return _take((lines for _, lines in filter(None, documents)), budget)
+    with FileSystems.open(path) as handle:  # decompressed by its name
+        if input_format == "wikipedia":
+            documents = (article_document(page.text, counts=counts)
+                         for page in dump_pages(handle)
+                         if page.namespace == ARTICLE_NAMESPACE and not page.redirect
+                         and (page.text or "").strip())
+            return _take((lines for _, lines in filter(None, documents)), budget)
+        if input_format == "warc":
+            return _take((lines for _, lines in wet_documents(handle, counts)), budget)
+        data = handle.read(budget + 1)
+    raw = data.decode("utf-8", "replace").splitlines()
+    raw = raw[:-1] if len(data) > budget else raw  # the last line cut by the budget
+    if input_format == "jsonl":
+        documents = (row_document(line, text_field=text_field, json_lines=True, counts=counts)
+                     for line in raw)
+        return [line for _, lines in filter(None, documents) for line in lines]
+    return raw
+
+
+def _take(documents: Iterator[list[str]], budget: int) -> list[str]:
+    """Documents' paragraphs until they hold `budget` characters."""
+    taken: list[str] = []
+    size = 0
+    for lines in documents:
+        taken += lines
+        size += sum(map(len, lines))
+        if size >= budget:
+            break
+    return taken
+
+
+def head_lines(input_format: str, paths: Sequence[str], budget: int,
+               text_field: str) -> list[str]:
+    """The paragraphs of the first documents of up to SAMPLE_WINDOWS of
+    `paths` (spread over them), read as `input_format` reads them, about
+    `budget` bytes of text in all: a sample of an input that windows
+    (sample_lines) cannot be cut from: compressed files, Parquet, dumps, WET
+    files. A file that cannot be read gives none (the run reports it)."""
+    paths = [path for path in paths if not is_index(path)]
+    chosen = paths[::max(1, len(paths) // SAMPLE_WINDOWS)][:SAMPLE_WINDOWS]
+    lines: list[str] = []
+    for path in chosen:
+        try:
+            lines += _file_head(input_format, path, budget // len(chosen), text_field)
+        except Exception:  # noqa: BLE001 - the run reads the file and reports what it finds
+            continue
+    return lines
