@@ -2,10 +2,13 @@
 before any work: the disk estimate's shards (pipeline.disk_space) and the
 shuffle frames' codebook (transforms.handoff.shuffle.frames) come from it.
 
-The sample is windows spread over the input (transforms.read.beam.sample_lines),
-read only from uncompressed text files outside a mixture: elsewhere the
-input's text is not at hand before it is read (compressed files, tables,
-dumps), or each source's copies are decided by the run.
+The sample is windows spread over uncompressed text files
+(transforms.read.beam.sample_lines), whose bytes scale to the input's; where
+windows cannot be cut (compressed files, tables, dumps, WET files), the first
+documents of files spread over the input (transforms.read.beam.head_documents),
+which serve the codebook, not the disk estimate: how their text's bytes scale
+to the files' is not known before they are read. A mixture is not sampled:
+each source's copies are decided by the run.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from bert_pretraining_data.transforms.handoff.shuffle.entries import EntryBatch
 from bert_pretraining_data.transforms.handoff.tokenized_documents import CompactDocument
 from bert_pretraining_data.transforms.instances.units import (FlatSample, fan_out_batch,
                                                               unit_instances)
-from bert_pretraining_data.transforms.read.beam import sample_lines
+from bert_pretraining_data.transforms.read.beam import head_documents, sample_lines
 from bert_pretraining_data.transforms.read.documents import split_documents
 from bert_pretraining_data.transforms.tokenize.document import DocumentTokenizer
 from bert_pretraining_data.transforms.tokenize.tokenizer_json import TextNotEncodable
@@ -31,22 +34,28 @@ SampledDocuments = list[tuple[str, CompactDocument]]
 
 def sample_documents(config: Config, stages: StageSettings | None, vocab: Vocabulary | None,
                      inputs: Sequence[tuple[str, int]], budget: int
-                     ) -> tuple[SampledDocuments, int] | None:
+                     ) -> tuple[SampledDocuments, int | None] | None:
     """About `budget` bytes of the input as the Tokenize stage makes its
-    documents, and the input bytes read; None where the input cannot be
-    sampled (see the module's docstring) or the recipe has no stages (d2l)."""
-    if (stages is None or vocab is None or config.input_format != "text" or config.mixture
-            or any(CompressionTypes.detect_compression_type(path)
-                   != CompressionTypes.UNCOMPRESSED for path, _ in inputs)):
+    documents, and the input bytes read (None for the first documents of
+    files read whole); None where the input is not sampled (see the module's
+    docstring) or the recipe has no stages (d2l)."""
+    if stages is None or vocab is None or config.mixture:
         return None
-    lines, sampled = sample_lines(inputs, budget)
-    if not sampled:
+    if config.input_format == "text" and all(
+            CompressionTypes.detect_compression_type(path) == CompressionTypes.UNCOMPRESSED
+            for path, _ in inputs):
+        lines, sampled = sample_lines(inputs, budget)
+        texts = [text for _, text in split_documents(lines)]
+    else:
+        texts, sampled = head_documents(config.input_format, [path for path, _ in inputs],
+                                        budget, config.text_field), None
+    if not texts:
         return None
     tokenize = DocumentTokenizer.of(config.tokenizer.tokenizer(vocab),
                                     segmenter=config.whole_word_segmenter,
                                     splitter=config.sentence_splitter)
     documents = []
-    for number, (_, text) in enumerate(split_documents(lines)):
+    for number, text in enumerate(texts):
         try:
             document = tokenize(text).compact()
         except TextNotEncodable as err:  # found before the run: the user's to fix (exit 2)

@@ -35,7 +35,8 @@ from bert_pretraining_data.transforms.quality.language import LanguageFilter
 from bert_pretraining_data.transforms.quality.rule_table import QualityConfigError
 from bert_pretraining_data.transforms.quality.rules import QualityConfig, QualityFilters
 from bert_pretraining_data.transforms.read.beam import (check_input_format, check_input_schema,
-                                                       head_lines, match_inputs, sample_lines)
+                                                       head_documents, match_inputs,
+                                                       sample_lines)
 from bert_pretraining_data.transforms.read.documents import InputError, comma_separated
 from bert_pretraining_data.transforms.read.mixture import (FILTER_FLAGS, INPUT_FLAGS, Mixture,
                                                            MixtureError, Source, input_sources,
@@ -190,8 +191,9 @@ def tokenizer_engine(config: Config,
                     found = [text for line in found
                              for text in _jsonl_text(line, corpus.text_field)]
             else:
-                found = head_lines(corpus.input_format, [path for path, _ in files], budget,
-                                   corpus.text_field)
+                found = [line for lines in head_documents(
+                    corpus.input_format, [path for path, _ in files], budget, corpus.text_field)
+                    for line in lines]
             found = [line for line in found if line.strip()]
             share = CHECK_LINES // len(corpora)
             lines += found[::max(1, len(found) // share)][:share]

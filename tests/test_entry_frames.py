@@ -61,12 +61,35 @@ def test_a_runner_run_learns_its_codebook_and_its_splits_share_it(tmp_path, samp
     assert sampled[0].stages.entry_codebook is not None
 
 
-def test_bucket_files_inputs_it_cannot_sample_and_runs_without_shards_go_without(tmp_path):
-    assert _prepared(tmp_path, WIKITEXT, "--shuffle=files").stages.entry_codebook is None
+def test_inputs_read_whole_learn_it_from_their_first_documents(tmp_path, monkeypatch):
+    """A compressed file (and a WET file, Parquet, a dump) cannot be cut into
+    windows: the codebook is learned from its first documents, and the run
+    puts fewer bytes through the shuffle than without one, for the same shards."""
+    from bert_pretraining_data.pipeline import prepare as prepare_module
+    from bert_pretraining_data.pipeline.main import run
+    from helpers.corpora import write_wet
+
     packed = tmp_path / "wikitext.txt.gz"
     with open(WIKITEXT, "rb") as plain, gzip.open(packed, "wb") as out:
         shutil.copyfileobj(plain, out)
-    assert _prepared(tmp_path, packed, "--shuffle=runner").stages.entry_codebook is None
+    pages = (DATA / "en_ewt-ud-test.paragraphs.txt").read_text(encoding="utf-8").split("\n\n")
+    wet = write_wet(tmp_path / "crawl.warc.wet.gz",
+                    [(f"https://example.org/{n}", page) for n, page in enumerate(pages)])
+    for corpus in (packed, wet):
+        assert _prepared(tmp_path, corpus, "--shuffle=runner").stages.entry_codebook is not None
+    flags = [f"--input_file={packed}", f"--vocab_file={UNCASED_VOCAB}", "--shuffle=runner",
+             "--dupe_factor=2"]
+    learned = run([*flags, f"--output_dir={tmp_path / 'learned'}"])
+    monkeypatch.setattr(prepare_module, "entry_codebook_of", lambda *args: None)
+    without = run([*flags, f"--output_dir={tmp_path / 'without'}"])
+    assert (learned["counters"]["shuffle_entry_bytes"]
+            < 0.9 * without["counters"]["shuffle_entry_bytes"])
+    assert ([p.read_bytes() for p in sorted((tmp_path / "learned").glob("part-*"))]
+            == [p.read_bytes() for p in sorted((tmp_path / "without").glob("part-*"))])
+
+
+def test_bucket_files_and_runs_without_shards_go_without(tmp_path):
+    assert _prepared(tmp_path, WIKITEXT, "--shuffle=files").stages.entry_codebook is None
     # instances that never cross the runner's shuffle: no codebook to learn
     megatron = _prepared(tmp_path, WIKITEXT, "--shuffle=runner", "--output_format=megatron")
     assert megatron.stages.entry_codebook is None

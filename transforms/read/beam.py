@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
 import zlib
 from typing import BinaryIO, Iterator, Sequence
 
@@ -514,9 +515,10 @@ def sample_lines(inputs: Sequence[tuple[str, int]], budget: int
     return lines, sampled
 
 
-def _file_head(input_format: str, path: str, budget: int, text_field: str) -> list[str]:
-    """The paragraphs of a file's first documents, about `budget` bytes of
-    them, read as `input_format` reads them (see head_lines)."""
+def _file_head(input_format: str, path: str, budget: int, text_field: str
+               ) -> list[list[str]]:
+    """A file's first documents (their paragraphs), about `budget` bytes of
+    text, read as `input_format` reads them (see head_documents)."""
     counts: collections.Counter = collections.Counter()  # the readers count; none kept
     if input_format == "parquet":
         import pyarrow.parquet as pq
@@ -536,40 +538,41 @@ def _file_head(input_format: str, path: str, budget: int, text_field: str) -> li
         if input_format == "warc":
             return _take((lines for _, lines in wet_documents(handle, counts)), budget)
         data = handle.read(budget + 1)
-    raw = data.decode("utf-8", "replace").splitlines()
-    raw = raw[:-1] if len(data) > budget else raw  # the last line cut by the budget
+    cut = len(data) > budget  # the last line, and a text file's last document, cut short
+    raw = data.splitlines(keepends=True)[:-1 if cut else None]
     if input_format == "jsonl":
-        documents = (row_document(line, text_field=text_field, json_lines=True, counts=counts)
-                     for line in raw)
-        return [line for _, lines in filter(None, documents) for line in lines]
-    return raw
+        documents = (row_document(line.decode("utf-8", "replace"), text_field=text_field,
+                                  json_lines=True, counts=counts) for line in raw)
+        return [lines for _, lines in filter(None, documents)]
+    offsets = itertools.accumulate(map(len, raw), initial=0)
+    return [lines for _, lines in split_documents(zip(offsets, raw))][:-1 if cut else None]
 
 
-def _take(documents: Iterator[list[str]], budget: int) -> list[str]:
-    """Documents' paragraphs until they hold `budget` characters."""
-    taken: list[str] = []
+def _take(documents: Iterator[list[str]], budget: int) -> list[list[str]]:
+    """Documents until they hold `budget` characters."""
+    taken: list[list[str]] = []
     size = 0
     for lines in documents:
-        taken += lines
+        taken.append(lines)
         size += sum(map(len, lines))
         if size >= budget:
             break
     return taken
 
 
-def head_lines(input_format: str, paths: Sequence[str], budget: int,
-               text_field: str) -> list[str]:
-    """The paragraphs of the first documents of up to SAMPLE_WINDOWS of
+def head_documents(input_format: str, paths: Sequence[str], budget: int,
+                   text_field: str) -> list[list[str]]:
+    """The first documents (their paragraphs) of up to SAMPLE_WINDOWS of
     `paths` (spread over them), read as `input_format` reads them, about
     `budget` bytes of text in all: a sample of an input that windows
     (sample_lines) cannot be cut from: compressed files, Parquet, dumps, WET
     files. A file that cannot be read gives none (the run reports it)."""
     paths = [path for path in paths if not is_index(path)]
     chosen = paths[::max(1, len(paths) // SAMPLE_WINDOWS)][:SAMPLE_WINDOWS]
-    lines: list[str] = []
+    documents: list[list[str]] = []
     for path in chosen:
         try:
-            lines += _file_head(input_format, path, budget // len(chosen), text_field)
+            documents += _file_head(input_format, path, budget // len(chosen), text_field)
         except Exception:  # noqa: BLE001 - the run reads the file and reports what it finds
             continue
-    return lines
+    return documents
