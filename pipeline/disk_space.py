@@ -75,8 +75,8 @@ def estimate_space(prepared: Prepared) -> SpaceEstimate | None:
     pipeline.input_sample."""
     config = prepared.config
     sampled = sample_documents(config, prepared.stages, prepared.vocab, prepared.inputs,
-                               SAMPLE_BYTES)
-    if sampled is None or sampled[1] is None:  # no sample, or none that scales to the input
+                               SAMPLE_BYTES, scaled=True)
+    if sampled is None:
         return None
     documents, sample_bytes = sampled
     total = sum(size for _, size in prepared.inputs)

@@ -33,12 +33,12 @@ SampledDocuments = list[tuple[str, CompactDocument]]
 
 
 def sample_documents(config: Config, stages: StageSettings | None, vocab: Vocabulary | None,
-                     inputs: Sequence[tuple[str, int]], budget: int
+                     inputs: Sequence[tuple[str, int]], budget: int, *, scaled: bool = False
                      ) -> tuple[SampledDocuments, int | None] | None:
     """About `budget` bytes of the input as the Tokenize stage makes its
     documents, and the input bytes read (None for the first documents of
-    files read whole); None where the input is not sampled (see the module's
-    docstring) or the recipe has no stages (d2l)."""
+    files read whole, which `scaled` refuses); None where the input is not
+    sampled (see the module's docstring) or the recipe has no stages (d2l)."""
     if stages is None or vocab is None or config.mixture:
         return None
     if config.input_format == "text" and all(
@@ -46,6 +46,8 @@ def sample_documents(config: Config, stages: StageSettings | None, vocab: Vocabu
             for path, _ in inputs):
         lines, sampled = sample_lines(inputs, budget)
         texts = [text for _, text in split_documents(lines)]
+    elif scaled:
+        return None
     else:
         texts, sampled = head_documents(config.input_format, [path for path, _ in inputs],
                                         budget, config.text_field), None

@@ -357,12 +357,14 @@ def test_tf_dataset_pads_unpadded_records_with_the_tokenizers_pad(tmp_path, toke
         assert np.array_equal(padded[name], rebuilt[name]), name
 
 
-@pytest.mark.parametrize("name, code, found", [
-    # a gzipped corpus is not sampled at launch: a worker meets the line
-    ("corpus.txt.gz", 1, "the run failed in step 'Tokenize"),
-    ("corpus.txt", 2, "in a sample of the input"),  # the disk estimate's sample meets it
+@pytest.mark.parametrize("name, flags, code, found", [
+    # a gzipped corpus is not sampled at launch by a local run: a worker meets the line
+    ("corpus.txt.gz", [], 1, "the run failed in step 'Tokenize"),
+    # the runner's shuffle learns its codebook from the first documents: they meet it
+    ("corpus.txt.gz", ["--shuffle=runner"], 2, "in a sample of the input"),
+    ("corpus.txt", [], 2, "in a sample of the input"),  # the disk estimate's sample meets it
 ])
-def test_text_a_tokenizer_cannot_encode_is_one_line(tmp_path, capsys, name, code, found):
+def test_text_a_tokenizer_cannot_encode_is_one_line(tmp_path, capsys, name, flags, code, found):
     """issue 53: a Unigram without an unknown token on a character it never
     saw ended in the library's traceback ("Encountered an unknown token but
     `unk_id` is missing")."""
@@ -373,7 +375,7 @@ def test_text_a_tokenizer_cannot_encode_is_one_line(tmp_path, capsys, name, code
     with pytest.raises(SystemExit) as exit_:
         main([f"--input_file={tmp_path / name}", f"--tokenizer_file={tmp_path / 'tokenizer.json'}",
               f"--output_dir={tmp_path / 'out'}", "--max_seq_length=64",
-              "--max_predictions_per_seq=10"])
+              "--max_predictions_per_seq=10", *flags])
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert exit_.value.code == code, error
     assert found in error, error
