@@ -124,6 +124,7 @@ class Run:
     output_bytes: int = 0  # the shards' bytes, from the manifest
     tokens: int = 0  # the tokenized corpus's tokens (the manifest's counter)
     counters: dict[str, int] = dataclasses.field(default_factory=dict)  # the manifest's
+    engine: str | None = None  # a tokenizer.json run's engine, from the manifest
 
     @property
     def cpu(self) -> float:
@@ -237,7 +238,8 @@ def run_ours(corpus: pathlib.Path, workers: int, *, checkout: pathlib.Path = ROO
     return Run(f"{label}, {workers} worker{'s' * (workers > 1)}", _shape(corpus),
                corpus.stat().st_size / MB, manifest["total_instances"], usage,
                sum(shard["bytes"] for shard in manifest["shards"]),
-               manifest["counters"].get("tokens", 0), manifest["counters"])
+               manifest["counters"].get("tokens", 0), manifest["counters"],
+               manifest.get("tokenizer_engine"))
 
 
 def kept_corpus(corpus: pathlib.Path, mode: str) -> tuple[pathlib.Path, int, int]:
