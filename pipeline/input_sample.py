@@ -15,15 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from apache_beam.io.filesystem import CompressionTypes
-
 from bert_pretraining_data.pipeline.options import Config
 from bert_pretraining_data.pipeline.stages import StageSettings
 from bert_pretraining_data.transforms.handoff.shuffle.entries import EntryBatch
 from bert_pretraining_data.transforms.handoff.tokenized_documents import CompactDocument
 from bert_pretraining_data.transforms.instances.units import (FlatSample, fan_out_batch,
                                                               unit_instances)
-from bert_pretraining_data.transforms.read.beam import head_documents, sample_lines
+from bert_pretraining_data.transforms.read.beam import (head_documents, sample_lines,
+                                                       windows_cut_from)
 from bert_pretraining_data.transforms.read.documents import split_documents
 from bert_pretraining_data.transforms.tokenize.document import DocumentTokenizer
 from bert_pretraining_data.transforms.tokenize.tokenizer_json import TextNotEncodable
@@ -41,9 +40,7 @@ def sample_documents(config: Config, stages: StageSettings | None, vocab: Vocabu
     sampled (see the module's docstring) or the recipe has no stages (d2l)."""
     if stages is None or vocab is None or config.mixture:
         return None
-    if config.input_format == "text" and all(
-            CompressionTypes.detect_compression_type(path) == CompressionTypes.UNCOMPRESSED
-            for path, _ in inputs):
+    if config.input_format == "text" and windows_cut_from(inputs):
         lines, sampled = sample_lines(inputs, budget)
         texts = [text for _, text in split_documents(lines)]
     elif scaled:

@@ -15,7 +15,6 @@ import sys
 from typing import Sequence
 
 import apache_beam as beam
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from bert_pretraining_data.pipeline.beam_options import ConfigError, is_dataflow
@@ -36,7 +35,7 @@ from bert_pretraining_data.transforms.quality.rule_table import QualityConfigErr
 from bert_pretraining_data.transforms.quality.rules import QualityConfig, QualityFilters
 from bert_pretraining_data.transforms.read.beam import (check_input_format, check_input_schema,
                                                        head_documents, match_inputs,
-                                                       sample_lines)
+                                                       sample_lines, windows_cut_from)
 from bert_pretraining_data.transforms.read.documents import InputError, comma_separated
 from bert_pretraining_data.transforms.read.mixture import (FILTER_FLAGS, INPUT_FLAGS, Mixture,
                                                            MixtureError, Source, input_sources,
@@ -182,9 +181,7 @@ def tokenizer_engine(config: Config,
         lines = []
         budget = ENGINE_SAMPLE_BYTES // len(corpora)
         for corpus, files in corpora:
-            if corpus.input_format in ("text", "jsonl") and all(
-                    CompressionTypes.detect_compression_type(path)
-                    == CompressionTypes.UNCOMPRESSED for path, _ in files):
+            if corpus.input_format in ("text", "jsonl") and windows_cut_from(files):
                 sampled, _ = sample_lines(files, budget)
                 found = [line.decode("utf-8", "replace").rstrip("\r\n") for _, line in sampled]
                 if corpus.input_format == "jsonl":

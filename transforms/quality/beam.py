@@ -41,13 +41,16 @@ def counter_names(filters: Sequence[QualityFilters]) -> list[str]:
     each line rule removed; with languages, the documents dropped for theirs
     and those read in each listed one (the others are counted as they are
     seen)."""
-    thresholds = {name for f in filters if f.rules for name in f.rules.thresholds}
-    rules = [name for name in RULES if name in thresholds]
-    listed = [code for f in filters if f.languages for code in f.languages.languages]
-    return ([DROPPED + name for name in (*rules, NO_LINES_LEFT)] if rules else []) + [
-        LINES_REMOVED + name for name in rules if RULES[name].scope == LINE] + (
-        [DROPPED + LANGUAGE, *(LANGUAGE_DOCUMENTS + code for code in dict.fromkeys(listed))]
-        if listed else [])
+    rules = [name for name in RULES
+             if any(f.rules is not None and name in f.rules.thresholds for f in filters)]
+    listed = dict.fromkeys(code for f in filters if f.languages for code in f.languages.languages)
+    names = []
+    if rules:
+        names += [DROPPED + name for name in (*rules, NO_LINES_LEFT)]
+        names += [LINES_REMOVED + name for name in rules if RULES[name].scope == LINE]
+    if listed:
+        names += [DROPPED + LANGUAGE, *(LANGUAGE_DOCUMENTS + code for code in listed)]
+    return names
 
 
 class _ApplyFilters(CountingDoFn):

@@ -480,6 +480,13 @@ _DECOMPRESSION_ERRORS = (zlib.error, OSError, EOFError, ValueError)
 SAMPLE_WINDOWS = 16
 
 
+def windows_cut_from(inputs: Sequence[tuple[str, int]]) -> bool:
+    """Whether sample_lines can cut windows from these (path, size) files:
+    none is compressed (a compressed file is read from its start)."""
+    return all(CompressionTypes.detect_compression_type(path) == CompressionTypes.UNCOMPRESSED
+               for path, _ in inputs)
+
+
 def sample_lines(inputs: Sequence[tuple[str, int]], budget: int
                  ) -> tuple[list[tuple[int, bytes]], int]:
     """(offset, line) of the whole input when it is at most `budget` bytes,
