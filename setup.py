@@ -69,8 +69,10 @@ setuptools.setup(
     python_requires=">=3.10",
     packages=packages(),
     package_dir={f"{NAMESPACE}.{folder}": folder for folder in FOLDERS},
-    # the ranges the extras are built from, and the workers' locks a Dataflow job sends
-    package_data={f"{NAMESPACE}.pipeline": [WORKER_REQUIREMENTS.name, "locks/workers-*.txt"]},
+    # the ranges the extras are built from, and the workers' locks a Dataflow job sends;
+    # spaCy's English tokenizer rules the quality filters split words by
+    package_data={f"{NAMESPACE}.pipeline": [WORKER_REQUIREMENTS.name, "locks/workers-*.txt"],
+                  f"{NAMESPACE}.transforms.quality": ["english_words.json"]},
     install_requires=BASE,
     extras_require={
         "pipeline": PIPELINE,

@@ -27,6 +27,10 @@ Corpora measured (none in the repository; keep fetched copies under /tmp):
 - allenai/dolma tests/data/multiple_files/cc_en_head-0091.jsonl, -0174.jsonl
   (CCNet head bucket, CC-MAIN-2020-16; 10 + 10) and tests/data/provided/documents/
   000.json.gz (10 Common Crawl pages) at commit 669f534823b08d266a8fff01f8a1c916a5a56576;
+- wiki_docs.txt: the English Wikipedia excerpt (../shared/data/wikipedia/
+  enwiki-excerpt-pages-articles.xml.bz2) read by transforms.read.wikipedia
+  (dump_pages, articles of namespace 0 without redirects, plain_text), its
+  non-blank lines three a document, a blank line after each;
 - /work/shared/data/sentences/en_ewt-ud-{dev,test}.paragraphs.txt (English Web
   Treebank: blogs, e-mails, reviews, answers; a paragraph a line);
 - tests/data/wikitext2_valid.txt (60 articles, a sentence a line) and
@@ -133,7 +137,7 @@ def our_stats(text: str) -> dict:
     meaningful = [w for w in words if not all(map(rules._symbolic, w))]
     lines = text.split("\n") if text else []
     config = rules.QualityConfig.parse("c4", {"c4_min_sentences": None})
-    kept, page_rule, sentences = rules._c4_lines(lines, config, Counter())
+    kept, page_rule, sentences, _ = rules._c4_lines(lines, config, Counter())
     return {"words": words, "meaningful": len(meaningful),
             "sentences": None if page_rule else sentences}
 

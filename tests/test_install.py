@@ -227,6 +227,7 @@ def test_the_wheel_holds_one_namespace_and_its_data(wheel):
     assert tops == {NAMESPACE, f"{NAMESPACE}-0.1.0.dist-info"}
     assert {name.split("/")[1] for name in names if name.startswith(f"{NAMESPACE}/")} == set(FOLDERS)
     assert f"{NAMESPACE}/pipeline/worker_requirements.txt" in names
+    assert f"{NAMESPACE}/transforms/quality/english_words.json" in names
     locks = {name for name in names if name.startswith(f"{NAMESPACE}/pipeline/locks/")}
     assert locks == {f"{NAMESPACE}/pipeline/locks/workers-py3{minor}.txt"
                      for minor in range(PIPELINE_PYTHONS[0][1], PIPELINE_PYTHONS[1][1] + 1)}
