@@ -80,12 +80,16 @@ def test_a_wet_file_without_text_or_cut_short_is_named_and_the_run_goes_on(tmp_p
     write_wet(cut, [(f"https://example.org/cut/{n}", page) for n, page in enumerate(pages)])
     data = cut.read_bytes()
     cut.write_bytes(data[:len(data) * 2 // 3])
-    manifest = run([*BASE, "--input_format=warc", f"--input_file={good},{responses},{cut}",
+    # headers whose lines end in LF alone (cc_net's test sample is written so)
+    bare = tmp_path / "bare.warc.wet"
+    bare.write_bytes(gzip.decompress(good.read_bytes()).replace(b"\r\n", b"\n"))
+    manifest = run([*BASE, "--input_format=warc", f"--input_file={good},{responses},{cut},{bare}",
                     f"--output_dir={tmp_path / 'out'}"])
     problems = {problem["path"].rsplit("/", 1)[-1]: problem["message"]
                 for problem in manifest["input_problems"]}
-    assert set(problems) == {"responses.warc.gz", "cut.warc.wet.gz"}, problems
+    assert set(problems) == {"responses.warc.gz", "cut.warc.wet.gz", "bare.warc.wet"}, problems
     assert "no conversion (text) records" in problems["responses.warc.gz"]
-    assert manifest["counters"]["unreadable_files"] == 1
+    assert "no WARC record FastWARC can read at byte 0" in problems["bare.warc.wet"]
+    assert manifest["counters"]["unreadable_files"] == 2
     # the good file's pages and the cut one's read before the break
     assert len(pages) < manifest["counters"]["documents"] < 2 * len(pages)

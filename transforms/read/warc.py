@@ -26,8 +26,14 @@ WARC_COUNTERS = ("warc_text_records", "warc_other_records", "warc_records_withou
 
 def wet_documents(stream: BinaryIO, counts: dict[str, int]) -> Iterator[Document]:
     """The (url, [paragraphs]) of a WARC stream's conversion records, each
-    record that gives none counted in `counts` (WARC_COUNTERS) by why."""
+    record that gives none counted in `counts` (WARC_COUNTERS) by why.
+    FastWARC raises OSError where a record's header is malformed; where the
+    headers' lines end in LF alone it reads the rest of the file as one
+    record of no known type, a ValueError here (nothing after it is read)."""
     for record in ArchiveIterator(stream, parse_http=False):
+        if record.record_type == WarcRecordType.unknown:
+            raise ValueError(f"no WARC record FastWARC can read at byte {record.stream_pos} "
+                             "(a WARC header's lines end in CRLF); the rest of the file is skipped")
         if record.record_type != WarcRecordType.conversion:
             counts["warc_other_records"] += 1
             continue
