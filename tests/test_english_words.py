@@ -14,12 +14,12 @@ import unicodedata
 
 import pytest
 
+from conftest import DATA
+from helpers.client_venvs import client_python, run_client
+from helpers.spacy_english import SPACY
 from bert_pretraining_data.transforms.quality import english_words
 from bert_pretraining_data.transforms.read.wikipedia import dump_pages, plain_text
-from tests.helpers.client_venvs import client_python, run_client
-from tests.helpers.spacy_english import SPACY
 
-DATA = pathlib.Path(__file__).parent / "data"
 ORACLE = pathlib.Path(__file__).parent / "helpers" / "spacy_english.py"
 RULES_FILE = pathlib.Path(english_words.__file__).with_name("english_words.json")
 # What spaCy's English rules treat apart: special cases (contractions with and

@@ -244,7 +244,6 @@ def test_web_like_decisions_are_datatroves(tmp_path):
     assert ours == theirs, [lines[0][:60] for lines, a, b in zip(documents, ours, theirs) if a != b]
 
 
-
 def test_languages_alone_count_every_language_seen_and_sample_what_they_drop(tmp_path):
     """--languages without rules: the English paragraphs are kept, the Chinese
     ones dropped; the manifest counts each language's documents, read and

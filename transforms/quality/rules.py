@@ -7,7 +7,7 @@ C4QualityFilter, GopherRepetitionFilter, GopherQualityFilter and
 FineWebQualityFilter decide on that text, in that order (FineWeb's own
 pipeline order). Words are spaCy's English tokens, as datatrove splits them
 and C4's sentences spaCy's sentencizer's (transforms.quality.english_words
-reproduces both at ten times spaCy's speed). One difference of means, not of
+reproduces both at 5-40x spaCy's speed). One difference of means, not of
 rule, remains (its effect is measured in docs/quality.md): punctuation and
 symbols are Unicode's (categories P, S and control characters;
 Sentence_Terminal for FineWeb's stop characters), where datatrove lists
