@@ -250,12 +250,17 @@ def refresh_root_text(location: str, manifest: Manifest) -> str | None:
 def mixture_text(mixture: dict) -> str:
     """A row per source of a mixture (--mixture): its weight, what it held
     and what it made, and the copies dropped across sources."""
+    # what each source's quality filters dropped (manifests before that have no figure)
+    dropped = [sum(figures["documents"] for figures in source.get("quality", {}).values())
+               for source in mixture["sources"]]
+    filtered = any(dropped)
     rows = [("source", "weight", "documents", "tokens", "epochs", "instances",
-             "output tokens", "share")]
+             "output tokens", "share", *(("quality dropped",) if filtered else ()))]
     rows += [(source["name"], f"{source['weight']:.4g}", f"{source['documents']:,}",
               f"{source['tokens']:,}", f"{source['epochs']:.3f}", f"{source['instances']:,}",
-              f"{source['output_tokens']:,}", f"{source['share']:.2%}")
-             for source in mixture["sources"]]
+              f"{source['output_tokens']:,}", f"{source['share']:.2%}",
+              *((f"{count:,}",) if filtered else ()))
+             for source, count in zip(mixture["sources"], dropped)]
     alpha = f", alpha {mixture['alpha']:g}" if mixture["alpha"] is not None else ""
     lines = [f"mixture ({mixture['layout']}{alpha}):", *table(rows, left=("source",))]
     lines += [f"  {pair['documents']:,} document(s) of {pair['dropped']} kept in "

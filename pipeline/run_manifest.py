@@ -27,7 +27,8 @@ from bert_pretraining_data.pipeline.publish import (AUDIT_NAME, DECONTAMINATION_
                                                     dataset_warnings, read_staging_json,
                                                     staged_shards, training_shards)
 from bert_pretraining_data.pipeline.stages import held_out_config, record_layout
-from bert_pretraining_data.transforms.quality.rule_table import removed_by_rule
+from bert_pretraining_data.transforms.quality.rule_table import (removed_by_rule,
+                                                                 split_source_counters)
 from bert_pretraining_data.transforms.read.mixture import Mixture
 from bert_pretraining_data.transforms.split.held_out import TRAIN, split_seed
 from bert_pretraining_data.transforms.write.formats import output_format
@@ -117,11 +118,12 @@ def _decontamination(config: Config, output: OutputPaths) -> dict | None:
 
 
 def mixture_section(config: Config, output: OutputPaths, mixture: Mixture | None,
-                    dedup: dict) -> dict | None:
-    """What the mixture is and what each source made: its flags, planned
-    weight, documents and tokens (after dedup and the held-out splits),
-    copies and realised epochs, instances, output tokens and their share
-    (training's), and the copies dropped across sources."""
+                    dedup: dict, source_counters: dict[int, dict[str, int]]) -> dict | None:
+    """What the mixture is and what each source made: its flags, what its
+    quality filters removed (`source_counters`: each source's own counters),
+    planned weight, documents and tokens (after dedup and the held-out
+    splits), copies and realised epochs, instances, output tokens and their
+    share (training's), and the copies dropped across sources."""
     if mixture is None:
         return None
     train = output.part(TRAIN)
@@ -135,6 +137,7 @@ def mixture_section(config: Config, output: OutputPaths, mixture: Mixture | None
         output_tokens = made.get(index, {}).get("tokens", 0)
         sources.append({
             **dataclasses.asdict(source),
+            "quality": removed_by_rule(source_counters.get(index, {})),
             "weight": held.get(index, {}).get("weight", source.weight or 0.0),
             "documents": documents, "tokens": held.get(index, {}).get("tokens", 0),
             "copies": copies, "epochs": round(copies / documents, 6) if documents else 0.0,
@@ -172,6 +175,7 @@ def run_manifest(config: Config, output: OutputPaths, *, vocab_sha256: str,
     over the flags'."""
     total_instances = _instances(shards)
     dedup = _dedup_summary(output, config)
+    counters, source_counters = split_source_counters(counters)
     manifest = DatasetManifest(
         format=manifest_format(config.output_format),
         flags={**config.flags(), **(own_flags or {})},
@@ -193,7 +197,7 @@ def run_manifest(config: Config, output: OutputPaths, *, vocab_sha256: str,
                  if config.pack_sequences else None),
         splits=split_records(config, output, total_instances, max_predictions_per_row),
         decontamination=_decontamination(config, output),
-        mixture=mixture_section(config, output, mixture, dedup),
+        mixture=mixture_section(config, output, mixture, dedup, source_counters),
         tokenizer_engine=tokenizer_engine if config.tokenizer_file else None)
     if documents is None:
         return manifest

@@ -376,6 +376,39 @@ def test_a_run_s_filters_apply_to_every_source_but_one_that_turns_them_off(tmp_p
     assert counters["language_dropped_zh"] == 20
 
 
+def test_each_mixture_source_counts_what_its_filters_removed(tmp_path):
+    """--quality_filters=c4 on both sources of a mixture: the manifest's
+    mixture section holds each source's drops and line removals by rule,
+    which add up to the run's counters; inspect's source table shows each
+    source's dropped documents."""
+    from bert_pretraining_data.pipeline.inspect_data import report
+    from bert_pretraining_data.transforms.quality.rule_table import removed_by_rule
+
+    _mixed_sources(tmp_path)
+    mixture = tmp_path / "mixture.json"
+    mixture.write_text(json.dumps({"sources": [
+        {"name": "treebank", "input_file": str(CORPUS)},
+        {"name": "web", "input_file": str(tmp_path / "web.jsonl")}]}))
+    out = tmp_path / "out"
+    manifest = run([f"--mixture={mixture}", f"--vocab_file={UNCASED_VOCAB}",
+                    f"--output_dir={out}", "--quality_filters=c4"])
+    counters = manifest["counters"]
+    assert not any(name.startswith("source_") for name in counters)
+    sources = manifest["mixture"]["sources"]
+    assert all(source["quality"] for source in sources)  # c4 removed from both
+    for rule, figures in removed_by_rule(counters).items():
+        for kind in ("documents", "lines"):
+            assert sum(source["quality"].get(rule, {}).get(kind, 0)
+                       for source in sources) == figures[kind], (rule, kind)
+    dropped = {source["name"]: sum(f["documents"] for f in source["quality"].values())
+               for source in sources}
+    assert dropped["treebank"] > 0 and dropped["web"] > 0
+    table = report(str(out), num_instances=0)
+    assert "quality dropped" in table
+    assert any(line.split()[0] == "web" and line.split()[-1] == f"{dropped['web']:,}"
+               for line in table.splitlines() if line.strip()), table
+
+
 @pytest.mark.parametrize("source, expected", [
     ({"quality_filters": "c4,spam"}, "source 'web': quality_filters='c4,spam': unknown spam"),
     ({"languages": "english"}, "source 'web': languages: 'english' is not one of lid.176's"),

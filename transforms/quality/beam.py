@@ -25,7 +25,7 @@ from bert_pretraining_data.transforms.quality.rule_table import (DROPPED, LANGUA
                                                                  LANGUAGE_DOCUMENTS,
                                                                  LANGUAGE_DROPPED, LINE,
                                                                  LINES_REMOVED, NO_LINES_LEFT,
-                                                                 RULES)
+                                                                 RULES, source_counter)
 from bert_pretraining_data.transforms.quality.rules import QualityFilters, decide
 from bert_pretraining_data.transforms.randomness import stable_hasher
 from bert_pretraining_data.transforms.read.documents import DOCUMENTS, Document
@@ -65,11 +65,18 @@ class _ApplyFilters(CountingDoFn):
     def setup(self) -> None:
         self._rank = stable_hasher("quality-sample")
 
+    def _counted(self, name: str, value: int, source: int) -> None:
+        """Counts `name` for the run and, in a mixture, for the document's source."""
+        self._count.counts[name] += value
+        if self._by_source:
+            self._count.add(source_counter(source, name), value)
+
     def process(self, document: Document
                 ) -> Iterator[Document | TaggedOutput[Literal["removed"], tuple[str, tuple[int, dict]]]
                               | FiguresOutput]:
         key, lines = document
-        filters = self._filters[source_of(key) if self._by_source else 0]
+        source = source_of(key) if self._by_source else 0
+        filters = self._filters[source]
         record = None
         if filters.languages is not None:
             language, score, kept = filters.languages.identify(lines)
@@ -80,14 +87,14 @@ class _ApplyFilters(CountingDoFn):
         if record is None and filters.rules is not None:
             decision = decide(lines, filters.rules)
             for rule, count in decision.lines_removed.items():
-                self._count.counts[LINES_REMOVED + rule] += count
+                self._counted(LINES_REMOVED + rule, count, source)
             lines = decision.lines
             if lines is None:
                 record = {"rule": decision.rule, "value": decision.value}
         if record is None:
             yield key, lines
             return
-        self._count.counts[DROPPED + record["rule"]] += 1
+        self._counted(DROPPED + record["rule"], 1, source)
         record.update(key=key, text="\n".join(document[1])[:SAMPLE_CHARACTERS])
         yield TaggedOutput(REMOVED, (record["rule"], (self._rank(key), record)))
 

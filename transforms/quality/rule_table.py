@@ -7,6 +7,7 @@ that `inspect-pretraining-data` reads a dataset's figures on the base install.
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any, Mapping, Sequence
 
 C4, GOPHER, FINEWEB = "c4", "gopher", "fineweb"
@@ -21,6 +22,29 @@ SAMPLE_FILE = "quality.jsonl"  # beside the manifest: a sample of each rule's dr
 # manifest's counters of documents by their most probable language: read, dropped.
 LANGUAGE = "language"
 LANGUAGE_DOCUMENTS, LANGUAGE_DROPPED = "language_documents_", "language_dropped_"
+# A mixture source's own counts of its rules, counted as `source_<index>_<counter>`
+# beside the run's and moved into the manifest's mixture section (letters, digits
+# and underscores, as every other counter's name).
+_SOURCE_COUNTER = re.compile(r"source_(\d+)_(.+)")
+
+
+def source_counter(index: int, name: str) -> str:
+    """The counter of mixture source `index`'s own count of `name`."""
+    return f"source_{index}_{name}"
+
+
+def split_source_counters(counters: Mapping[str, int]
+                          ) -> tuple[dict[str, int], dict[int, dict[str, int]]]:
+    """(the run's counters, each mixture source's own counters by its index)."""
+    run: dict[str, int] = {}
+    sources: dict[int, dict[str, int]] = {}
+    for name, value in counters.items():
+        own = _SOURCE_COUNTER.fullmatch(name)
+        if own:
+            sources.setdefault(int(own.group(1)), {})[own.group(2)] = value
+        else:
+            run[name] = value
+    return run, sources
 
 
 def filters_named(flags: Mapping[str, Any], sources: Sequence[Mapping[str, Any]] = ()) -> str:
