@@ -12,7 +12,11 @@ version's, and publishes them with the shards. The manifest then records
                 splits: {split: {documents, instances, near_copies_dropped:
                                  {previous, current}}}  (held-out splits only),
                 sources: {source: {documents, instances, output_tokens:
-                                   {previous, current}}}  (mixtures only),
+                                   {previous, current},
+                                   quality: {rule: {documents, lines: {previous,
+                                                                       current}}}}}
+                         (mixtures only; quality where the source's filters removed
+                         something in either version),
                 quality: {rule: {documents, lines: {previous, current}}}
                          (rules that removed something in either version)}
 
@@ -130,15 +134,22 @@ def split_changes(previous: dict[str, SplitRecord] | None,
 
 def source_changes(previous: dict | None, current: dict | None) -> dict | None:
     """Each mixture source's documents, instances and output tokens in both
-    versions (None when neither is a mixture)."""
+    versions, and what its quality filters removed, rule by rule (None when
+    neither is a mixture)."""
     if not previous and not current:
         return None
 
-    def figures(mixture: dict | None) -> dict[str, dict[str, int]]:
+    def figures(mixture: dict | None) -> dict[str, dict]:
         return {source["name"]: source for source in (mixture or {}).get("sources", [])}
 
-    return compared(figures(previous), figures(current),
-                    ("documents", "instances", "output_tokens"))
+    before, after = figures(previous), figures(current)
+    changes = compared(before, after, ("documents", "instances", "output_tokens"))
+    for name, parts in changes.items():
+        quality = compared(before.get(name, {}).get("quality") or {},
+                           after.get(name, {}).get("quality") or {}, ("documents", "lines"))
+        if quality:
+            parts["quality"] = quality
+    return changes
 
 
 def version_record(plan: DocumentPlan, written: Sequence[dict], *, instances: int,

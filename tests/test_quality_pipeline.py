@@ -462,6 +462,37 @@ def test_a_refresh_reports_what_each_rule_removed_beside_the_previous_version(tm
     assert first["status"] == "published"
 
 
+def test_a_refresh_reports_what_each_sources_rules_removed(tmp_path):
+    """A mixture whose web source gained Chinese documents: the new version's
+    per-source changes hold each rule's drops in both versions, the web
+    source's language drops grown by those documents, the clean source's
+    figures the same."""
+    import datetime
+
+    from bert_pretraining_data.pipeline.refresh import refresh
+
+    _mixed_sources(tmp_path)
+    mixture = tmp_path / "mixture.json"
+    mixture.write_text(json.dumps({"sources": [
+        {"name": "treebank", "input_file": str(CORPUS)},
+        {"name": "web", "input_file": str(tmp_path / "web*.jsonl")}]}))
+    argv = [f"--mixture={mixture}", f"--vocab_file={UNCASED_VOCAB}",
+            f"--output_root={tmp_path / 'root'}", "--quality_filters=c4", "--languages=en"]
+    monday = datetime.datetime(2026, 11, 30, 3, 0, tzinfo=datetime.timezone.utc)
+    assert refresh(argv, now=monday)["status"] == "published"
+    chinese = _other_languages()[-30:-20]
+    (tmp_path / "web-2.jsonl").write_text("".join(
+        json.dumps({"text": "\n".join(lines)}, ensure_ascii=False) + "\n" for lines in chinese),
+        encoding="utf-8")
+    sources = refresh(argv, now=monday + datetime.timedelta(days=7))["changes"]["sources"]
+    language = sources["web"]["quality"]["language"]["documents"]
+    assert language["current"] == language["previous"] + len(chinese) > len(chinese)
+    treebank = sources["treebank"]["quality"]
+    assert treebank["c4_min_sentences"]["documents"]["previous"] > 0
+    assert all(figures["previous"] == figures["current"]
+               for rule in treebank.values() for figures in rule.values())
+
+
 @pytest.mark.slow
 def test_every_output_format_and_held_out_split_sees_the_same_filtered_documents(tmp_path):
     """The filters run before the splits and the writers: each output format,
