@@ -41,8 +41,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from helpers.oracle_tokenization import OracleTokenizer  # noqa: E402
 from bert_pretraining_data.transforms.tokenize.chinese_words import ID_BITS  # noqa: E402
-from bert_pretraining_data.transforms.tokenize.engines import (FASTOKENS, TOKENIZERS,  # noqa: E402
-                                                               fast_engine_json)
+from bert_pretraining_data.transforms.tokenize.engines import (TOKENIZERS,  # noqa: E402
+                                                               fast_engine)
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import TokenizerSpec  # noqa: E402
 from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer  # noqa: E402
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary, parse_vocabulary  # noqa: E402
@@ -92,7 +92,7 @@ def _tokenizer_json(path: str, words: bool, engine: str = TOKENIZERS
                     ) -> Callable[[list[str]], list]:
     """A tokenizer.json's lines -> ids as the pipeline runs it, ids unmarked;
     `words`: as a run that groups words (whole-word masking, token_boundary);
-    `engine`: the library, or fastokens (transforms.tokenize.engines)."""
+    `engine`: the library, or a faster engine (transforms.tokenize.engines)."""
     spec = TokenizerSpec(None, tokenizer_file=path, words=words, engine=engine)
     tokenizer = spec.tokenizer()
     return lambda lines: [[i & ID_BITS for i in ids] for ids in tokenizer.lines_to_ids(lines)]
@@ -176,9 +176,10 @@ def main(argv: list[str] | None = None) -> None:
         reference = measure(f"tokenizer.json ({pathlib.Path(path).stem}), batches",
                             lambda: _tokenizer_json(path, False), lines, megabytes,
                             args.passes, ours if same else None, batch=64)
-        if fast_engine_json(pathlib.Path(path).read_bytes()) is not None:
-            measure(f"tokenizer.json ({pathlib.Path(path).stem}), batches, {FASTOKENS}",
-                    lambda: _tokenizer_json(path, False, FASTOKENS), lines, megabytes,
+        found = fast_engine(spec.load_vocabulary())
+        if found is not None:
+            measure(f"tokenizer.json ({pathlib.Path(path).stem}), batches, {found[0]}",
+                    lambda: _tokenizer_json(path, False, found[0]), lines, megabytes,
                     args.passes, reference, batch=64)
         measure(f"tokenizer.json ({pathlib.Path(path).stem}), batches, words",
                 lambda: _tokenizer_json(path, True), lines, megabytes, args.passes,

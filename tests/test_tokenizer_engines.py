@@ -18,6 +18,7 @@ from __future__ import annotations
 import gzip
 import json
 import pathlib
+import random
 
 import pytest
 
@@ -28,7 +29,8 @@ from bench.tokenizer_families import FAMILIES, SPECIAL_TOKENS, unigram
 from helpers.corpora import write_wet
 from helpers.tokenizer_files import bert_wordpiece, modernbert_bpe, roberta_bpe
 from bert_pretraining_data.pipeline.main import main, run
-from bert_pretraining_data.transforms.tokenize import engines, unigram as unigram_engine
+from bert_pretraining_data.transforms.tokenize import (engines, unigram as unigram_engine,
+                                                       unigram_kernel)
 from bert_pretraining_data.transforms.tokenize.engines import (FASTOKENS, TOKENIZERS, UNIGRAM,
                                                                WORDPIECE, Unencodable,
                                                                fast_engine, fast_engine_json)
@@ -123,6 +125,30 @@ def test_the_unigram_kernel_gives_the_librarys_ids_on_every_line(files, family):
     assert kernel._fast is not None
     reference = JsonTokenizer(vocabulary, words=False, engine=TOKENIZERS)
     assert kernel.lines_to_ids(CORPUS) == reference.lines_to_ids(CORPUS)
+
+
+def test_the_unigram_kernels_word_cache_changes_no_id(files):
+    """The kernel keeps each word's ids: words seen before, words after the
+    cache's pool filled (long words) and after its table filled (more short
+    words than it holds) are all the library's ids."""
+    vocabulary = load_tokenizer_json(str(files["xlmr-unigram"]))
+    kernel = JsonTokenizer(vocabulary, words=False, engine=UNIGRAM)
+    reference = JsonTokenizer(vocabulary, words=False, engine=TOKENIZERS)
+    draw = random.Random(0)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+
+    def words(count: int, length: int) -> list[str]:
+        made = ["".join(draw.choices(letters, k=length)) for _ in range(count)]
+        return [" ".join(made[i:i + 10]) for i in range(0, count, 10)]
+
+    def cached() -> int:
+        return kernel._fast.params[unigram_kernel.WORDS_CACHED]
+
+    for lines, emptied_below in ((CORPUS + words(20000, 30), 20000),  # the pool fills
+                                 (CORPUS + words(40000, 7) + CORPUS,  # the table fills
+                                  unigram_kernel.WORD_CACHE_SLOTS // 2)):
+        assert kernel.lines_to_ids(lines) == reference.lines_to_ids(lines)
+        assert 0 < cached() < emptied_below
 
 
 def test_the_unigram_kernel_refuses_the_lines_the_library_refuses(files):

@@ -78,13 +78,13 @@ class UnigramKernel:
         self._steps = steps
         self._replacement = (pre_tokenizer or {}).get("replacement")
         self._prepend = (pre_tokenizer or {}).get("prepend_scheme") in ("always", "first")
-        params = np.zeros(3, dtype=np.int64)
+        self.params = params = np.zeros(5, dtype=np.int64)  # the kernel's, word cache's use too
         params[jit.UNK] = unk
         params[jit.REPLACEMENT] = ord(self._replacement) if self._replacement else -1
         params[jit.SPLIT] = bool(pre_tokenizer and pre_tokenizer.get("split", True))
         scores_array = np.array(scores, dtype=np.float64)
         self._tables = (*jit.build_trie(*flat_keys(pieces)), scores_array,
-                        params, float(scores_array.min()) - jit.UNK_PENALTY)
+                        params, float(scores_array.min()) - jit.UNK_PENALTY, *jit.word_cache())
         self._reserve(256)
         self._line_ids = direct(jit.line_ids, "", *self._tables, *self._buffers)
 
