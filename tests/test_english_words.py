@@ -107,3 +107,18 @@ def test_the_last_pass_joins_a_special_case_found_among_tokens():
     it finds nothing."""
     assert english_words.words_of("hello:) there") == ["hello", ":)", "there"]
     assert english_words.words_of("hello: ) there") == ["hello", ":", ")", "there"]
+
+
+def test_a_full_chunk_cache_changes_no_word(monkeypatch):
+    """The chunk cache emptied every few chunks (and a special case's chunk
+    seen again after that) gives the words and sentences of a fresh cache."""
+    texts = [*CHUNKS, *(DATA / "en_ewt-ud-test.paragraphs.txt").read_text(
+        encoding="utf-8").splitlines()[:300]]
+    english_words.forget_chunks()
+    expected = [english_words.words_and_sentences(text) for text in texts]
+    monkeypatch.setattr(english_words, "_KNOWN_CHUNKS", 5)
+    english_words.forget_chunks()
+    for _ in range(2):
+        assert [english_words.words_and_sentences(text) for text in texts] == expected
+        assert [english_words.words_of(text) for text in texts] == [w for w, _ in expected]
+    assert len(english_words._known[0]) <= 5

@@ -9,14 +9,14 @@ suffixes stripped in turn, URLs whole, infixes, then the special cases found
 among the tokens) and its sentencizer from their rules, which
 english_words.json holds as spaCy 3.8.18's English defaults give them
 (tests/helpers/spacy_english.py writes the file; the tests hold this module
-to spaCy's own tokens and sentences). A chunk of letters alone, most of any
-text, takes no expression; the others' tokens are cached.
+to spaCy's own tokens and sentences). Each chunk's tokens are cached: a
+text's chunks repeat, and a known chunk costs a dictionary lookup in C.
 """
 
 from __future__ import annotations
 
-import functools
 import importlib.resources
+import itertools
 import json
 import re
 import unicodedata
@@ -114,32 +114,40 @@ def _special_spans(tokens: Sequence[str]) -> list[tuple[int, int]]:
             if tuple(tokens[start:start + len(pattern)]) == pattern]
 
 
-@functools.lru_cache(maxsize=65536)
-def _chunk_tokens(chunk: str) -> tuple[tuple[str, ...], bool]:
-    """A chunk's tokens before the last pass, and whether a special case is
-    found among them (only then can the last pass change a text)."""
-    special = _SPECIAL.get(chunk)
-    tokens = special if special is not None else _affix_tokens(chunk)
-    return tokens, len(tokens) > 1 and bool(_special_spans(tokens))
+# Each chunk's tokens before the last pass, and the chunks among them whose
+# tokens hold a special case. A pair, replaced whole when full (a thread
+# keeps the pair it began a text with, so both agree), and a chunk goes into
+# the set before the dict: a chunk a reader finds in the dict is in the set.
+_KNOWN_CHUNKS = 1 << 17
+_known: tuple[dict[str, tuple[str, ...]], set[str]] = ({}, set())
 
 
-def _one_chunk(chunk: str) -> tuple[tuple[str, ...], bool]:
-    """_chunk_tokens, where letters alone (most chunks) are one token uncached."""
-    if chunk.isalpha() and chunk not in _SPECIAL:
-        return (chunk,), False
-    return _chunk_tokens(chunk)
+def forget_chunks() -> None:
+    """Empties the chunk cache (bench/quality_cost.py times each pass as a
+    worker's first)."""
+    global _known
+    _known = ({}, set())
 
 
-def _first_pass(chunks: Sequence[str]) -> tuple[list[str], list[int]]:
-    """The chunks' tokens, and the chunks whose own tokens hold a special case."""
-    tokens: list[str] = []
-    found: list[int] = []
-    for index, chunk in enumerate(chunks):
-        chunk_tokens, holds_special = _one_chunk(chunk)
-        tokens += chunk_tokens
-        if holds_special:
-            found.append(index)
-    return tokens, found
+def _learn(chunk: str, known: tuple[dict[str, tuple[str, ...]], set[str]]) -> tuple[str, ...]:
+    tokens = _SPECIAL.get(chunk) or ((chunk,) if chunk.isalpha() else _affix_tokens(chunk))
+    if len(known[0]) >= _KNOWN_CHUNKS:  # the next texts begin a fresh pair
+        forget_chunks()
+    if len(tokens) > 1 and _special_spans(tokens):
+        known[1].add(chunk)
+    known[0][chunk] = tokens
+    return tokens
+
+
+def _first_pass(chunks: Sequence[str]) -> tuple[list[tuple[str, ...]], bool]:
+    """Each chunk's tokens, and whether a chunk's own tokens hold a special
+    case. The lookups run in C: a text's chunks repeat, letters alone most."""
+    known = _known
+    tokens = list(map(known[0].get, chunks))
+    if None in tokens:
+        tokens = [found if found is not None else _learn(chunk, known)
+                  for found, chunk in zip(tokens, chunks)]
+    return tokens, not known[1].isdisjoint(chunks)
 
 
 def _last_pass(chunks: Sequence[str]) -> list[str]:
@@ -147,10 +155,11 @@ def _last_pass(chunks: Sequence[str]) -> list[str]:
     spaces), with spaCy's last pass: the special cases found among them,
     longest then first, each token in at most one. A span across chunks
     holds a space: it takes its tokens but changes nothing."""
-    tokens, found = _first_pass(chunks)
+    per_chunk, found = _first_pass(chunks)
+    tokens = list(itertools.chain.from_iterable(per_chunk))
     if not found:
         return tokens
-    chunk_of = [index for index, chunk in enumerate(chunks) for _ in _one_chunk(chunk)[0]]
+    chunk_of = [index for index, chunk_tokens in enumerate(per_chunk) for _ in chunk_tokens]
     seen: set[int] = set()
     kept = []
     for length, start in sorted(_special_spans(tokens), key=lambda span: (-span[0], span[1])):
@@ -168,11 +177,11 @@ def words_of(text: str) -> list[str]:
     as datatrove's word_tokenize returns them. The last pass runs only
     between the whitespace tokens around a chunk whose own tokens hold a
     special case (a few texts in a hundred)."""
-    words, found = _first_pass(text.split())
+    per_chunk, found = _first_pass(text.split())
     if found:
-        words = [word for part in _WHITESPACE_TOKEN.split(text)
-                 for word in _last_pass(part.split())]
-    return words
+        return [word for part in _WHITESPACE_TOKEN.split(text)
+                for word in _last_pass(part.split())]
+    return list(itertools.chain.from_iterable(per_chunk))
 
 
 def _punctuation(token: str) -> bool:

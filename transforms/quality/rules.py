@@ -196,12 +196,25 @@ def _gopher_repetition(text: str, lines: Sequence[str], words: Sequence[str]
         yield name, characters / len(text)
 
 
+_MEANINGFUL, _ALPHABETIC = 1, 2
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _other_word(word: str) -> int:
+    """What Gopher's rules see in a word that is not letters alone: _MEANINGFUL
+    (not symbols alone, or opening with a letter or digit) | _ALPHABETIC
+    (holding a letter). Cached: such words (numbers, punctuation) repeat."""
+    meaningful = word[0].isalnum() or not all(map(_symbolic, word))
+    return _MEANINGFUL * meaningful | _ALPHABETIC * any(map(str.isalpha, word))
+
+
 def _gopher_quality(text: str, lines: Sequence[str], words: Sequence[str]
                     ) -> Iterable[tuple[str, float]]:
     # Most words are letters alone (meaningful and alphabetic): the others are looked at.
     letters = list(filter(str.isalpha, words))
     others = list(itertools.filterfalse(str.isalpha, words))
-    meaningful = [word for word in others if word[0].isalnum() or not all(map(_symbolic, word))]
+    kinds = list(map(_other_word, others))
+    meaningful = list(itertools.compress(others, (kind & _MEANINGFUL for kind in kinds)))
     count = len(letters) + len(meaningful)
     yield "gopher_min_words", count
     yield "gopher_max_words", count
@@ -214,7 +227,7 @@ def _gopher_quality(text: str, lines: Sequence[str], words: Sequence[str]
     yield "gopher_bullet_lines", sum(line.startswith(_BULLETS) for line in lines) / len(lines)
     yield "gopher_ellipsis_lines", sum(line.endswith(_ELLIPSES) for line in lines) / len(lines)
     yield "gopher_alphabetic_words", (len(letters) + sum(
-        any(c.isalpha() for c in word) for word in others)) / total
+        kind & _ALPHABETIC for kind in kinds) // _ALPHABETIC) / total
     yield "gopher_stop_words", len(_STOP_WORDS.intersection(words))
 
 
