@@ -78,7 +78,7 @@ class UnigramKernel:
         self._steps = steps
         self._replacement = (pre_tokenizer or {}).get("replacement")
         self._prepend = (pre_tokenizer or {}).get("prepend_scheme") in ("always", "first")
-        self.params = params = np.zeros(5, dtype=np.int64)  # the kernel's, word cache's use too
+        self.params = params = np.zeros(5, dtype=np.int64)  # settings; the word cache counts here
         params[jit.UNK] = unk
         params[jit.REPLACEMENT] = ord(self._replacement) if self._replacement else -1
         params[jit.SPLIT] = bool(pre_tokenizer and pre_tokenizer.get("split", True))
