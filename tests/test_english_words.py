@@ -122,3 +122,13 @@ def test_a_full_chunk_cache_changes_no_word(monkeypatch):
         assert [english_words.words_and_sentences(text) for text in texts] == expected
         assert [english_words.words_of(text) for text in texts] == [w for w, _ in expected]
     assert len(english_words._known[0]) <= 5
+
+
+def test_a_printable_text_has_no_whitespace_but_the_space():
+    """The fast path of splitting at whitespace tokens: a printable text
+    without two spaces in a row has none, as no whitespace character but the
+    space is printable (in this Python's Unicode tables)."""
+    assert not [hex(code) for code in range(0x110000)
+                if chr(code).isspace() and chr(code) != " " and chr(code).isprintable()]
+    for text in ("a b c.", "one, two", "a\tb", "a  b", "a\u00a0b", "a\u3000b", "a\u2028b"):
+        assert english_words._parts(text) == english_words._WHITESPACE_TOKEN.split(text)

@@ -49,6 +49,15 @@ _SENTENCE_ENDS = frozenset(_RULES["sentence_ends"])
 _WHITESPACE_TOKEN = re.compile(r"\s{2,}|[^\S ]")
 
 
+def _parts(text: str) -> list[str]:
+    """`text` split at its whitespace tokens. A printable text (every
+    whitespace character but the space is not) without two spaces in a row,
+    most lines, has none: the expression is skipped."""
+    if text.isprintable() and "  " not in text:
+        return [text]
+    return _WHITESPACE_TOKEN.split(text)
+
+
 def _length(match: re.Match | None) -> int:
     return match.end() - match.start() if match else 0
 
@@ -179,7 +188,7 @@ def words_of(text: str) -> list[str]:
     special case (a few texts in a hundred)."""
     per_chunk, found = _first_pass(text.split())
     if found:
-        return [word for part in _WHITESPACE_TOKEN.split(text)
+        return [word for part in _parts(text)
                 for word in _last_pass(part.split())]
     return list(itertools.chain.from_iterable(per_chunk))
 
@@ -196,7 +205,7 @@ def words_and_sentences(text: str) -> tuple[list[str], int]:
     too), as datatrove's C4 filter counts a line's sentences."""
     words: list[str] = []
     sentences, after_end = 1, False
-    for number, part in enumerate(_WHITESPACE_TOKEN.split(text)):
+    for number, part in enumerate(_parts(text)):
         if number and after_end:  # the whitespace token before this part
             sentences, after_end = sentences + 1, False
         tokens = _last_pass(part.split())

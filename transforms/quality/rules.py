@@ -132,6 +132,9 @@ def _c4_lines(lines: Sequence[str], config: QualityConfig, removed: Counter
     kept: list[str] = []
     words_kept: list[str] = []
     sentences = 0
+    terminal, lorem, javascript, curly, policy = map(config.on, (
+        "c4_terminal_punctuation", "c4_lorem_ipsum", "c4_javascript", "c4_curly_bracket",
+        "c4_policy"))
     for line in lines:
         words = line.split()
         if config.fails("c4_max_word_length", max(map(len, words), default=0)):
@@ -139,22 +142,21 @@ def _c4_lines(lines: Sequence[str], config: QualityConfig, removed: Counter
             continue
         if "[" in line:  # every citation mark opens with one
             line = _CITATION.sub("", line)  # not stripped again, as C4's code
-        if config.on("c4_terminal_punctuation") and (not line.endswith(_C4_END)
-                                                     or line.endswith("...")):
+        if terminal and (not line.endswith(_C4_END) or line.endswith("...")):
             removed["c4_terminal_punctuation"] += 1
             continue
         if config.fails("c4_min_words_per_line", len(words)):
             removed["c4_min_words_per_line"] += 1
             continue
         lower = line.lower()
-        if config.on("c4_lorem_ipsum") and "lorem ipsum" in lower:
+        if lorem and "lorem ipsum" in lower:
             return kept, "c4_lorem_ipsum", sentences, words_kept
-        if config.on("c4_javascript") and "javascript" in lower:
+        if javascript and "javascript" in lower:
             removed["c4_javascript"] += 1
             continue
-        if config.on("c4_curly_bracket") and "{" in line:
+        if curly and "{" in line:
             return kept, "c4_curly_bracket", sentences, words_kept
-        if config.on("c4_policy") and any(phrase in lower for phrase in _C4_POLICY):
+        if policy and any(phrase in lower for phrase in _C4_POLICY):
             removed["c4_policy"] += 1
             continue
         line_words, line_sentences = words_and_sentences(line)
