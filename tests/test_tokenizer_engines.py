@@ -15,22 +15,26 @@ with a warning.
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 import pathlib
 import random
+import unicodedata
 
 import pytest
 
 from conftest import DATA, UNCASED_VOCAB
 from tokenizers import Regex, normalizers, pre_tokenizers
 
-from bench.tokenizer_families import FAMILIES, SPECIAL_TOKENS, unigram
+from bench.tokenizer_families import (FAMILIES, SPECIAL_TOKENS, sentencepiece_bpe,
+                                      sentencepiece_unigram, unigram)
 from helpers.corpora import write_wet
 from helpers.tokenizer_files import bert_wordpiece, modernbert_bpe, roberta_bpe
 from bert_pretraining_data.pipeline.main import main, run
 from bert_pretraining_data.transforms.tokenize import (engines, unigram as unigram_engine,
                                                        unigram_kernel)
+from bert_pretraining_data.transforms.tokenize.precompiled_charsmap import PrecompiledCharsMap
 from bert_pretraining_data.transforms.tokenize.engines import (FASTOKENS, TOKENIZERS, UNIGRAM,
                                                                WORDPIECE, Unencodable,
                                                                fast_engine, fast_engine_json)
@@ -45,6 +49,11 @@ ADVERSARIAL = [
     "combining: e\u0301 a\u0308 n\u0303", "non-BMP 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 𐍈", "control \x00\x07\x1b chars",
     "a" * 500, "<s> </s> <unk> <mask> <pad> [CLS] [SEP] [MASK]", "Ünïcödé ΑΒΓ кириллица עברית",
     "!!!???...,,,;;;", "mixed中文English混合", "  \u3000full-width space\u3000",
+    # what SentencePiece's character map rewrites, and the library's reading of
+    # it by grapheme cluster: half-width katakana and their sound marks,
+    # full-width letters, ligatures, circled digits, a full-width letter whose
+    # combining mark the library drops, decomposed Hangul, Indic clusters
+    "ｶﾞｷﾞｸﾞ ﾊﾟﾋﾟ ＡＢＣ１２３ ﬁﬂ ①②③ Ａ\u0301 ᵋ\u065c \u1100\u1161\u11a8 क्षि ಕ್ಷೇ",
 ]
 
 
@@ -53,6 +62,8 @@ def _lines(name: str) -> list[str]:
 
 
 CORPUS = (_lines("en_ewt-ud-test.sentences.txt") + _lines("zh_gsd-ud-test.sentences.txt")
+          + [sentence for line in _lines("spacy_examples.jsonl")
+             for sentence in json.loads(line)["sentences"]]  # 66 languages
           + ADVERSARIAL)
 
 
@@ -72,14 +83,21 @@ UNIGRAMS = {
     "unigram-strip-accents": {"normalizer": normalizers.Sequence([
         normalizers.NFKD(), normalizers.StripAccents()])},
 }
-UNIGRAM_FAMILIES = ("xlmr-unigram", "unigram-lowercase", "unigram-no-pre-tokenizer")
+# XLM-R's published tokenizer.json was converted in 2020, before the
+# converter stripped the right and made runs of spaces one U+2581
+PRECOMPILED_2020 = "precompiled-2020"
+# Llama-2's SentencePiece BPE as the legacy converter writes it (Gemma's is a family)
+LLAMA2_BPE = "llama2-bpe"
+UNIGRAM_FAMILIES = ("xlmr-unigram", "xlmr-precompiled", PRECOMPILED_2020, "unigram-lowercase",
+                    "unigram-no-pre-tokenizer")
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory) -> dict[str, pathlib.Path]:
     root = tmp_path_factory.mktemp("engines")
     made = {name: root / f"{name}.json"
-            for name in ("roberta", "modernbert", "bert", "bert-cased", *FAMILIES, *UNIGRAMS)}
+            for name in ("roberta", "modernbert", "bert", "bert-cased", *FAMILIES, *UNIGRAMS,
+                         PRECOMPILED_2020, LLAMA2_BPE)}
     roberta_bpe(TRAINING, made["roberta"])
     modernbert_bpe(TRAINING, made["modernbert"])
     bert_wordpiece(UNCASED_VOCAB, made["bert"])
@@ -88,13 +106,17 @@ def files(tmp_path_factory) -> dict[str, pathlib.Path]:
         build(TRAINING, made[name], 4000)
     for name, structure in UNIGRAMS.items():
         unigram(TRAINING, made[name], 4000, **structure)
+    sentencepiece_unigram(TRAINING, made[PRECOMPILED_2020], 4000, normalizer="2020")
+    sentencepiece_bpe(TRAINING, made[LLAMA2_BPE], 4000, converter="llama2")
     return made
 
 
 # The byte-level BPE structures encoders ship with: RoBERTa's (no normalizer),
 # ModernBERT's own test file, GPT-NeoX's and OLMo's NFC (ModernBERT's family),
-# Llama-3's Split then ByteLevel, and NFC then lowercase.
-FAST_FAMILIES = ("roberta", "modernbert", "neox-nfc", "llama3-split", "nfc-lowercase")
+# Llama-3's Split then ByteLevel, and NFC then lowercase; and SentencePiece
+# BPEs with byte fallback: Gemma's (mmBERT's tokenizer) and Llama-2's.
+FAST_FAMILIES = ("roberta", "modernbert", "neox-nfc", "llama3-split", "nfc-lowercase",
+                 "gemma-bpe", LLAMA2_BPE)
 
 
 @pytest.mark.parametrize("family", FAST_FAMILIES)
@@ -125,6 +147,28 @@ def test_the_unigram_kernel_gives_the_librarys_ids_on_every_line(files, family):
     assert kernel._fast is not None
     reference = JsonTokenizer(vocabulary, words=False, engine=TOKENIZERS)
     assert kernel.lines_to_ids(CORPUS) == reference.lines_to_ids(CORPUS)
+
+
+def test_the_character_map_gives_the_librarys_text(files):
+    """SentencePiece's map as the library reads it, grapheme cluster by
+    cluster, on random text: every character Python's tables assign below
+    U+3000, the half-width forms, Hangul jamo and syllables, and combining
+    marks, sound marks and joiners often enough to make clusters."""
+    spec = json.loads(files["xlmr-precompiled"].read_text(encoding="utf-8"))
+    (charsmap,) = [step["precompiled_charsmap"] for step in spec["normalizer"]["normalizers"]
+                   if step["type"] == "Precompiled"]
+    blob = base64.b64decode(charsmap)
+    library, ours = normalizers.Precompiled(blob), PrecompiledCharsMap(blob)
+    assigned = [chr(c) for c in [*range(0x20, 0x3000), *range(0xFF00, 0xFFF0),
+                                 *range(0xAC00, 0xAC40)]
+                if unicodedata.category(chr(c)) != "Cn"]
+    joiners = ["\u0301", "\u0308", "\u065c", "\u200d", "\uff9e", "\uff9f", "\u094d"] * 200
+    rng = random.Random(0)
+    texts = ["".join(rng.choices(assigned + joiners, k=40)) for _ in range(5000)]
+    texts += [*CORPUS, *(line + "\r\n" + line for line in ADVERSARIAL)]
+    changed = [text for text in texts if library.normalize_str(text) != text]
+    assert [ours(text) for text in texts] == [library.normalize_str(text) for text in texts]
+    assert len(changed) > 5000  # the map rewrote text, not only passed it through
 
 
 def test_the_unigram_kernels_word_cache_changes_no_id(files):
@@ -197,15 +241,18 @@ def _shards(out: pathlib.Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(out.glob("part-*"))}
 
 
-@pytest.mark.parametrize("family", [*FAST_FAMILIES, "bert", "xlmr-unigram"])
+@pytest.mark.parametrize("family", [*FAST_FAMILIES, "bert", "xlmr-unigram", "xlmr-precompiled"])
 def test_the_fast_engine_writes_the_reference_runs_bytes(files, tmp_path, family):
-    corpus = DATA / "en_ewt-ud-test.paragraphs.txt"
+    # the character map rewrites Chinese text's full-width punctuation and digits
+    corpus = DATA / ("zh_gsd-ud-test.paragraphs.txt" if family == "xlmr-precompiled"
+                     else "en_ewt-ud-test.paragraphs.txt")
     flags = [f"--input_file={corpus}", f"--tokenizer_file={files[family]}",
              "--recipe=roberta", "--num_shards=2", "--dupe_factor=2"]
     fast = run([*flags, f"--output_dir={tmp_path / 'fast'}"])
     reference = run([*flags, f"--output_dir={tmp_path / 'reference'}",
                      "--tokenizer_engine=tokenizers"])
-    engine = {"bert": WORDPIECE, "xlmr-unigram": UNIGRAM}.get(family, FASTOKENS)
+    engine = {"bert": WORDPIECE, "xlmr-unigram": UNIGRAM,
+              "xlmr-precompiled": UNIGRAM}.get(family, FASTOKENS)
     assert (fast["tokenizer_engine"], reference["tokenizer_engine"]) == (engine, TOKENIZERS)
     assert fast["flags"]["tokenizer_engine"] == "auto"
     assert _shards(tmp_path / "fast") == _shards(tmp_path / "reference") != {}

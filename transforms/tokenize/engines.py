@@ -8,12 +8,13 @@ fastokens reproduces byte-level BPE as encoders ship it: a BPE model behind
 a ByteLevel pre-tokenizer (RoBERTa's, GPT-2's), or behind `Split`
 pre-tokenizers and a ByteLevel without its own regex (Llama-3's), with no
 normalizer or an NFC or Lowercase one, or a Sequence of them (GPT-NeoX's and
-OLMo's NFC: ModernBERT's family). A BERT WordPiece file takes the
-WordPiece kernel (`wordpiece_case`); a Unigram behind NFKC and Metaspace
-(XLM-R's and mmBERT's kind), the Unigram kernel (transforms.tokenize.unigram
-lists the structures). Anything else takes `tokenizers`: SentencePiece's
-Precompiled character map, the normalizers and pre-tokenizers the engines
-do not read. fastokens does not read every post-processor,
+OLMo's NFC: ModernBERT's family); and a SentencePiece BPE as `transformers`
+converts one (Gemma's, mmBERT's tokenizer; Llama-2's). A BERT WordPiece file
+takes the WordPiece kernel (`wordpiece_case`); a Unigram behind NFKC or
+SentencePiece's Precompiled character map and Metaspace (XLM-R's kind), the
+Unigram kernel (transforms.tokenize.unigram lists the structures). Anything
+else takes `tokenizers`: the normalizers and pre-tokenizers the engines do
+not read. fastokens does not read every post-processor,
 and ids without special tokens never pass one, so its copy of the file has
 none; nor added tokens, whose text the pipeline encodes as text. The
 faster engines give ids only, no word ids, so a run that groups words
@@ -52,6 +53,7 @@ class Unencodable(ValueError):
     words, takes it."""
 
 
+@functools.lru_cache(maxsize=4)
 def fast_engine_json(data: bytes) -> str | None:
     """The tokenizer.json fastokens encodes exactly as the file says (its
     post-processor left out), or None for a file it does not reproduce."""
@@ -61,9 +63,10 @@ def fast_engine_json(data: bytes) -> str | None:
         return None
     model = spec.get("model") or {}
     decoder = spec.get("decoder") or {"type": "ByteLevel"}
-    if (model.get("type") != "BPE" or decoder.get("type") != "ByteLevel"
-            or not _fast_pre_tokenizer(spec.get("pre_tokenizer") or {})
-            or not _fast_normalizer(spec.get("normalizer"))):
+    byte_level = (decoder.get("type") == "ByteLevel"
+                  and _fast_pre_tokenizer(spec.get("pre_tokenizer") or {})
+                  and _fast_normalizer(spec.get("normalizer")))
+    if model.get("type") != "BPE" or not (byte_level or _sentencepiece_bpe(spec)):
         return None
     # The pipeline encodes special tokens' text as text (encode_special_tokens):
     # the copy has no added tokens to match in it.
@@ -80,18 +83,46 @@ def _fast_pre_tokenizer(pre: dict) -> bool:
             and steps[-1].get("type") == "ByteLevel" and not steps[-1].get("use_regex", True))
 
 
+def _sentencepiece_bpe(spec: dict) -> bool:
+    """A SentencePiece BPE as `transformers` converts one (Gemma's, which is
+    mmBERT's tokenizer; Llama-2's and Mistral's): spaces made U+2581 by
+    Replace and Prepend normalizers of plain strings, no pre-tokenizer or
+    Gemma's Split on a space (which the normalizer has left none of), byte
+    fallback or not."""
+    pre = spec.get("pre_tokenizer")
+    steps = _normalizer_steps(spec.get("normalizer"))
+    return (bool(steps) and all(step.get("type") == "Prepend"
+                                or (step.get("type") == "Replace"
+                                    and "String" in (step.get("pattern") or {}))
+                                for step in steps)
+            and (pre is None or (pre.get("type") == "Split"
+                                 and pre.get("pattern") == {"String": " "}
+                                 and pre.get("behavior") == "MergedWithPrevious"
+                                 and not pre.get("invert"))))
+
+
+def _normalizer_steps(normalizer: dict | None) -> list[dict]:
+    """A normalizer's steps, a Sequence's flattened."""
+    if normalizer is None:
+        return []
+    if normalizer.get("type") == "Sequence":
+        return [step for inner in normalizer.get("normalizers") or []
+                for step in _normalizer_steps(inner)]
+    return [normalizer]
+
+
 def _fast_normalizer(normalizer: dict | None) -> bool:
     """No normalizer, NFC, Lowercase, or a Sequence of them."""
-    if normalizer is None:
-        return True
-    if normalizer.get("type") == "Sequence":
-        return all(_fast_normalizer(step) for step in normalizer.get("normalizers") or [None])
-    return normalizer.get("type") in ("NFC", "Lowercase")
+    return all(step.get("type") in ("NFC", "Lowercase") for step in _normalizer_steps(normalizer))
 
 
+@functools.lru_cache(maxsize=4)
 def load_fast_engine(engine_json: str) -> Any | None:
     """fastokens' tokenizer of `engine_json` on one thread, or None where
-    fastokens is not installed or cannot read it."""
+    fastokens is not installed or cannot read it. One a process: the run's
+    check and its tokenize steps share it (a file of many merges takes a
+    fifth of a second to load), as a worker's threads do (eight threads
+    encoding through one tokenizer get the ids one thread gets)."""
     for name in _THREADS:
         os.environ.setdefault(name, "1")
     try:

@@ -15,7 +15,9 @@ token_boundary group a word's tokens for every kind of model alike.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
+import importlib.util
 import os
 from typing import Sequence
 
@@ -80,9 +82,18 @@ class JsonVocabulary(Vocabulary):
     def tokenizer(self):
         """The library's tokenizer of this file, encoding lines as they are:
         the file's own truncation and padding, if any, switched off."""
-        from tokenizers import Tokenizer
+        return _library_tokenizer(self.data)
 
-        return _as_pipeline_encodes(Tokenizer.from_str(self.data.decode("utf-8")))
+
+@functools.lru_cache(maxsize=4)
+def _library_tokenizer(data: bytes):
+    """One library tokenizer a process for each file: the run's check, its
+    tokenize steps and the disk estimate each ask for one, and loading a
+    file of many merges takes a tenth of a second or more (the library's
+    tokenizer is shared between threads: it encodes without changing)."""
+    from tokenizers import Tokenizer
+
+    return _as_pipeline_encodes(Tokenizer.from_str(data.decode("utf-8")))
 
 
 def _as_pipeline_encodes(tokenizer):
@@ -141,21 +152,18 @@ def parse_tokenizer_json(data: bytes, *, source: str = "tokenizer.json") -> Json
     Raises:
       VocabularyError: one line saying what is wrong and what to pass instead.
     """
-    try:
-        from tokenizers import Tokenizer
-    except ImportError:
+    if importlib.util.find_spec("tokenizers") is None:
         raise _error(source, "reading a tokenizer.json needs the tokenizers library: pip "
-                             "install 'bert-pretraining-data[tokenizers]'") from None
+                             "install 'bert-pretraining-data[tokenizers]'")
     if not data.strip():
         raise _error(source, f"the tokenizer file is empty; pass the tokenizer.json of the "
                              f"model to train as {FLAG}")
     try:
-        tokenizer = Tokenizer.from_str(data.decode("utf-8"))
+        tokenizer = _library_tokenizer(data)
     except Exception as err:  # the library raises a plain Exception on bad JSON
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise _error(source, f"not a tokenizer.json the tokenizers library can load "
                              f"({reason}); pass a Hugging Face tokenizer.json") from None
-    tokenizer = _as_pipeline_encodes(tokenizer)
     size = tokenizer.get_vocab_size(with_added_tokens=True)
     tokens = tuple(tokenizer.id_to_token(i) for i in range(size))
     if None in tokens:

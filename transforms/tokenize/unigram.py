@@ -1,24 +1,27 @@
 """A Unigram tokenizer.json (SentencePiece's model as the `tokenizers` library
-runs it: XLM-R's and mmBERT's kind) on this project's compiled Viterbi
+runs it: XLM-R's kind) on this project's compiled Viterbi
 (transforms.tokenize.unigram_kernel), for the structures it reproduces:
 
 - normalizers NFC, NFD, NFKC, NFKD (Python's `unicodedata`), Lowercase
   (character by character, as the library lowercases: no final sigma),
-  Replace and Prepend, or a Sequence of them;
+  Replace, Prepend, Strip, and SentencePiece's Precompiled character map
+  (transforms.tokenize.precompiled_charsmap: what `transformers` writes
+  converting a `.model`), or a Sequence of them;
 - a Metaspace pre-tokenizer (any replacement character, prepend scheme and
   split), or none;
 - a Unigram model without byte fallback, each piece once, and no added
   token but special ones (the pipeline encodes those as text).
 
-Anything else, SentencePiece's Precompiled character map above all (a file
-converted from a .model by `transformers`), is None here and takes the
-library. Python's Unicode tables may be older than the library's: the
+Anything else is None here and takes the library. Python's and the `regex`
+module's Unicode tables may be older or newer than the library's: the
 per-run check (transforms.tokenize.engines.choose_engine) is what makes a
 difference on the run's own input send it to the library.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import json
 import re
@@ -29,10 +32,15 @@ import numpy as np
 
 from bert_pretraining_data.transforms.tokenize import unigram_kernel as jit
 from bert_pretraining_data.transforms.tokenize.engines import Unencodable
+from bert_pretraining_data.transforms.tokenize.precompiled_charsmap import PrecompiledCharsMap
 from bert_pretraining_data.transforms.tokenize.wordpiece_kernel import direct, flat_keys
 
 _FORMS = ("NFC", "NFD", "NFKC", "NFKD")
 _SIGMA = "\u03a3"
+# what the library's Strip removes: Rust's char::is_whitespace, Unicode's
+# White_Space (Python's str.strip() would also take U+001C..U+001F)
+_WHITE_SPACE = ("\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
+                "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
 
 
 def _lowercase(text: str) -> str:
@@ -41,16 +49,43 @@ def _lowercase(text: str) -> str:
     return text.lower() if _SIGMA not in text else "".join(c.lower() for c in text)
 
 
+# a character repeated n or more times ("c{n,}"), which only a text holding
+# n of them in a row can match: `transformers`' SentencePiece conversions
+# squeeze runs of spaces with " {2,}"
+_RUN = re.compile(r"([^\\.^$*+?{}\[\]|()])\{(\d+),\}")
+
+
 def _replace(pattern: dict, content: str) -> Callable[[str], str] | None:
     if "String" in pattern:
         return lambda text: text.replace(pattern["String"], content)
-    if "Regex" in pattern:
-        return functools.partial(re.compile(pattern["Regex"]).sub, content.replace("\\", r"\\"))
-    return None
+    if "Regex" not in pattern:
+        return None
+    substitute = functools.partial(re.compile(pattern["Regex"]).sub,
+                                   content.replace("\\", r"\\"))
+    run = _RUN.fullmatch(pattern["Regex"])
+    if run is None:
+        return substitute
+    needle = run.group(1) * int(run.group(2))
+    return lambda text: substitute(text) if needle in text else text
 
 
 def _prepend(prefix: str) -> Callable[[str], str]:
     return lambda text: prefix + text if text else text
+
+
+def _strip(left: bool, right: bool) -> Callable[[str], str]:
+    def strip(text: str) -> str:
+        text = text.lstrip(_WHITE_SPACE) if left else text
+        return text.rstrip(_WHITE_SPACE) if right else text
+    return strip
+
+
+def _precompiled(charsmap: str | None) -> Callable[[str], str] | None:
+    try:
+        blob = base64.b64decode(charsmap or "", validate=True)
+    except binascii.Error:
+        return None
+    return PrecompiledCharsMap(blob) if len(blob) > 4 else None
 
 
 def _normalizer_steps(normalizer: dict | None) -> list[Callable[[str], str]] | None:
@@ -66,7 +101,11 @@ def _normalizer_steps(normalizer: dict | None) -> list[Callable[[str], str]] | N
     step = {"Lowercase": lambda: _lowercase,
             "Replace": lambda: _replace(normalizer.get("pattern") or {},
                                         normalizer.get("content", "")),
-            "Prepend": lambda: _prepend(normalizer.get("prepend", ""))}.get(kind, lambda: None)()
+            "Prepend": lambda: _prepend(normalizer.get("prepend", "")),
+            "Strip": lambda: _strip(normalizer.get("strip_left", True),
+                                    normalizer.get("strip_right", True)),
+            "Precompiled": lambda: _precompiled(normalizer.get("precompiled_charsmap")),
+            }.get(kind, lambda: None)()
     return None if step is None else [step]
 
 
