@@ -25,7 +25,7 @@ import unicodedata
 import pytest
 
 from conftest import DATA, UNCASED_VOCAB
-from tokenizers import Regex, normalizers, pre_tokenizers
+from tokenizers import AddedToken, Regex, Tokenizer, normalizers, pre_tokenizers
 
 from bench.tokenizer_families import (FAMILIES, SPECIAL_TOKENS, sentencepiece_bpe,
                                       sentencepiece_unigram, unigram)
@@ -37,7 +37,8 @@ from bert_pretraining_data.transforms.tokenize import (engines, unigram as unigr
 from bert_pretraining_data.transforms.tokenize.precompiled_charsmap import PrecompiledCharsMap
 from bert_pretraining_data.transforms.tokenize.engines import (FASTOKENS, TOKENIZERS, UNIGRAM,
                                                                WORDPIECE, Unencodable,
-                                                               fast_engine, fast_engine_json)
+                                                               fast_engine, fast_engine_json,
+                                                               wordpiece_case)
 from bert_pretraining_data.transforms.tokenize.tokenizer_json import (JsonTokenizer,
                                                                       load_tokenizer_json)
 
@@ -54,6 +55,7 @@ ADVERSARIAL = [
     # full-width letters, ligatures, circled digits, a full-width letter whose
     # combining mark the library drops, decomposed Hangul, Indic clusters
     "ｶﾞｷﾞｸﾞ ﾊﾟﾋﾟ ＡＢＣ１２３ ﬁﬂ ①②③ Ａ\u0301 ᵋ\u065c \u1100\u1161\u11a8 क्षि ಕ್ಷೇ",
+    "mail |||EMAIL_ADDRESS||| from |||IP_ADDRESS|||, then  two,   three and" + " " * 30 + "more",
 ]
 
 
@@ -88,6 +90,10 @@ UNIGRAMS = {
 PRECOMPILED_2020 = "precompiled-2020"
 # Llama-2's SentencePiece BPE as the legacy converter writes it (Gemma's is a family)
 LLAMA2_BPE = "llama2-bpe"
+# GPT-NeoX's added tokens that are not special: runs of 2 to 24 spaces, which the
+# library splits out of any text before the BPE; and OLMo's placeholders
+NEOX_ADDED = "neox-added"
+NEOX_ADDED_TOKENS = [" " * n for n in range(2, 25)] + ["|||EMAIL_ADDRESS|||", "|||IP_ADDRESS|||"]
 UNIGRAM_FAMILIES = ("xlmr-unigram", "xlmr-precompiled", PRECOMPILED_2020, "unigram-lowercase",
                     "unigram-no-pre-tokenizer")
 
@@ -97,7 +103,7 @@ def files(tmp_path_factory) -> dict[str, pathlib.Path]:
     root = tmp_path_factory.mktemp("engines")
     made = {name: root / f"{name}.json"
             for name in ("roberta", "modernbert", "bert", "bert-cased", *FAMILIES, *UNIGRAMS,
-                         PRECOMPILED_2020, LLAMA2_BPE)}
+                         PRECOMPILED_2020, LLAMA2_BPE, NEOX_ADDED)}
     roberta_bpe(TRAINING, made["roberta"])
     modernbert_bpe(TRAINING, made["modernbert"])
     bert_wordpiece(UNCASED_VOCAB, made["bert"])
@@ -108,6 +114,9 @@ def files(tmp_path_factory) -> dict[str, pathlib.Path]:
         unigram(TRAINING, made[name], 4000, **structure)
     sentencepiece_unigram(TRAINING, made[PRECOMPILED_2020], 4000, normalizer="2020")
     sentencepiece_bpe(TRAINING, made[LLAMA2_BPE], 4000, converter="llama2")
+    neox = FAMILIES["neox-nfc"](TRAINING, made[NEOX_ADDED], 4000)
+    neox.add_tokens([AddedToken(token, normalized=False) for token in NEOX_ADDED_TOKENS])
+    neox.save(str(made[NEOX_ADDED]))
     return made
 
 
@@ -116,7 +125,7 @@ def files(tmp_path_factory) -> dict[str, pathlib.Path]:
 # Llama-3's Split then ByteLevel, and NFC then lowercase; and SentencePiece
 # BPEs with byte fallback: Gemma's (mmBERT's tokenizer) and Llama-2's.
 FAST_FAMILIES = ("roberta", "modernbert", "neox-nfc", "llama3-split", "nfc-lowercase",
-                 "gemma-bpe", LLAMA2_BPE)
+                 "gemma-bpe", LLAMA2_BPE, NEOX_ADDED)
 
 
 @pytest.mark.parametrize("family", FAST_FAMILIES)
@@ -138,6 +147,16 @@ def test_a_file_no_fast_engine_expresses_takes_the_library(files, tmp_path):
     manifest = run([f"--input_file={corpus}", f"--tokenizer_file={file}",
                     f"--output_dir={tmp_path / 'out'}", "--dupe_factor=1"])
     assert manifest["tokenizer_engine"] == TOKENIZERS
+
+
+def test_a_wordpiece_file_with_added_words_takes_no_kernel(files, tmp_path):
+    """The library splits a token added without `special` out of any text
+    before WordPiece; BERT's FullTokenizer, which the kernel is, does not."""
+    tokenizer = Tokenizer.from_file(str(files["bert"]))
+    tokenizer.add_tokens(["covid19"])
+    tokenizer.save(str(tmp_path / "bert-added.json"))
+    assert wordpiece_case(files["bert"].read_bytes()) is True
+    assert wordpiece_case((tmp_path / "bert-added.json").read_bytes()) is None
 
 
 @pytest.mark.parametrize("family", UNIGRAM_FAMILIES)

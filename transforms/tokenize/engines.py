@@ -16,7 +16,8 @@ Unigram kernel (transforms.tokenize.unigram lists the structures). Anything
 else takes `tokenizers`: the normalizers and pre-tokenizers the engines do
 not read. fastokens does not read every post-processor,
 and ids without special tokens never pass one, so its copy of the file has
-none; nor added tokens, whose text the pipeline encodes as text. The
+none; nor special added tokens, whose text the pipeline encodes as text
+(other added tokens stay: the library splits them out of any text). The
 faster engines give ids only, no word ids, so a run that groups words
 (whole-word masking, ALBERT's token_boundary) takes `tokenizers` too.
 
@@ -69,8 +70,12 @@ def fast_engine_json(data: bytes) -> str | None:
     if model.get("type") != "BPE" or not (byte_level or _sentencepiece_bpe(spec)):
         return None
     # The pipeline encodes special tokens' text as text (encode_special_tokens):
-    # the copy has no added tokens to match in it.
-    return json.dumps({**spec, "post_processor": None, "added_tokens": []})
+    # the copy has no special added tokens to match in it. Others (GPT-NeoX's
+    # runs of spaces, OLMo's |||EMAIL_ADDRESS|||) the library splits out of
+    # any text, and so does fastokens given them.
+    return json.dumps({**spec, "post_processor": None,
+                       "added_tokens": [token for token in spec.get("added_tokens") or []
+                                        if not token.get("special")]})
 
 
 def _fast_pre_tokenizer(pre: dict) -> bool:
@@ -155,6 +160,8 @@ def wordpiece_case(data: bytes) -> bool | None:
     normalizer = spec.get("normalizer") or {}
     model = spec.get("model") or {}
     lowercase = normalizer.get("lowercase", True)
+    if any(not token.get("special") for token in spec.get("added_tokens") or []):
+        return None  # the library splits them out of the text; FullTokenizer does not
     if ((normalizer.get("type"), (spec.get("pre_tokenizer") or {}).get("type"), model.get("type"))
             != ("BertNormalizer", "BertPreTokenizer", "WordPiece")
             or not normalizer.get("clean_text", True)
