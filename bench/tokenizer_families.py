@@ -122,9 +122,7 @@ def sentencepiece_unigram(lines: Sequence[str], path: pathlib.Path, vocab_size: 
     puts BERT's special tokens and framing in XLM-R's place, for runs with
     the original's flags."""
     model = _sentencepiece_model(lines, vocab_size, model_type="unigram")
-    processor = sentencepiece.SentencePieceProcessor(model_proto=model)
-    pieces = [(processor.id_to_piece(i), processor.get_score(i))
-              for i in range(3, processor.get_piece_size())]
+    pieces = _pieces(model)
     if framing == "xlmr":
         vocab = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0), *pieces,
                  ("<mask>", 0.0)]
@@ -160,6 +158,14 @@ def _sentencepiece_model(lines: Sequence[str], vocab_size: int, **settings) -> b
         return pathlib.Path(f"{prefix}.model").read_bytes()
 
 
+def _pieces(model: bytes) -> list[tuple[str, float]]:
+    """A serialized model's pieces and scores after its own <unk>, <s> and
+    </s>, which a converted file replaces with its special tokens."""
+    processor = sentencepiece.SentencePieceProcessor(model_proto=model)
+    return [(processor.id_to_piece(i), processor.get_score(i))
+            for i in range(3, processor.get_piece_size())]
+
+
 def sentencepiece_bpe(lines: Sequence[str], path: pathlib.Path, vocab_size: int = 4000,
                       converter: str = "gemma") -> Tokenizer:
     """A SentencePiece BPE with byte fallback and digits split one by one
@@ -172,9 +178,7 @@ def sentencepiece_bpe(lines: Sequence[str], path: pathlib.Path, vocab_size: int 
     pre-tokenizer. BERT's special tokens take the model's three."""
     model = _sentencepiece_model(lines, vocab_size, model_type="bpe", byte_fallback=True,
                                  split_digits=True, normalization_rule_name="identity")
-    processor = sentencepiece.SentencePieceProcessor(model_proto=model)
-    scores = {processor.id_to_piece(i): processor.get_score(i)
-              for i in range(3, processor.get_piece_size())}
+    scores = dict(_pieces(model))
     vocab = {token: i for i, token in enumerate([*SPECIAL_TOKENS, *scores])}
     merges = sorted(((piece[:cut], piece[cut:], score) for piece, score in scores.items()
                      for cut in range(1, len(piece))

@@ -73,9 +73,14 @@ def fast_engine_json(data: bytes) -> str | None:
     # the copy has no special added tokens to match in it. Others (GPT-NeoX's
     # runs of spaces, OLMo's |||EMAIL_ADDRESS|||) the library splits out of
     # any text, and so does fastokens given them.
-    return json.dumps({**spec, "post_processor": None,
-                       "added_tokens": [token for token in spec.get("added_tokens") or []
-                                        if not token.get("special")]})
+    return json.dumps({**spec, "post_processor": None, "added_tokens": plain_added_tokens(spec)})
+
+
+def plain_added_tokens(spec: dict) -> list[dict]:
+    """A tokenizer.json's added tokens that are not special: the library
+    splits them out of any text before its model, so an engine reproduces
+    the file only if it matches them too."""
+    return [token for token in spec.get("added_tokens") or [] if not token.get("special")]
 
 
 def _fast_pre_tokenizer(pre: dict) -> bool:
@@ -95,7 +100,7 @@ def _sentencepiece_bpe(spec: dict) -> bool:
     Gemma's Split on a space (which the normalizer has left none of), byte
     fallback or not."""
     pre = spec.get("pre_tokenizer")
-    steps = _normalizer_steps(spec.get("normalizer"))
+    steps = normalizer_parts(spec.get("normalizer"))
     return (bool(steps) and all(step.get("type") == "Prepend"
                                 or (step.get("type") == "Replace"
                                     and "String" in (step.get("pattern") or {}))
@@ -106,19 +111,20 @@ def _sentencepiece_bpe(spec: dict) -> bool:
                                  and not pre.get("invert"))))
 
 
-def _normalizer_steps(normalizer: dict | None) -> list[dict]:
-    """A normalizer's steps, a Sequence's flattened."""
+def normalizer_parts(normalizer: dict | None) -> list[dict]:
+    """A tokenizer.json's normalizer as the steps it applies in turn, a
+    Sequence's (and a Sequence's within it) flattened."""
     if normalizer is None:
         return []
     if normalizer.get("type") == "Sequence":
         return [step for inner in normalizer.get("normalizers") or []
-                for step in _normalizer_steps(inner)]
+                for step in normalizer_parts(inner)]
     return [normalizer]
 
 
 def _fast_normalizer(normalizer: dict | None) -> bool:
     """No normalizer, NFC, Lowercase, or a Sequence of them."""
-    return all(step.get("type") in ("NFC", "Lowercase") for step in _normalizer_steps(normalizer))
+    return all(step.get("type") in ("NFC", "Lowercase") for step in normalizer_parts(normalizer))
 
 
 @functools.lru_cache(maxsize=4)
@@ -146,6 +152,7 @@ def fast_ids(engine: Any, lines: Sequence[str]) -> list[list[int]]:
                                                                     add_special_tokens=False)]
 
 
+@functools.lru_cache(maxsize=4)  # parsed once a process, as fast_engine_json
 def wordpiece_case(data: bytes) -> bool | None:
     """Whether this project's WordPiece kernel (BERT's FullTokenizer, compiled)
     lowercases to encode a tokenizer.json built as BERT's is
@@ -160,8 +167,8 @@ def wordpiece_case(data: bytes) -> bool | None:
     normalizer = spec.get("normalizer") or {}
     model = spec.get("model") or {}
     lowercase = normalizer.get("lowercase", True)
-    if any(not token.get("special") for token in spec.get("added_tokens") or []):
-        return None  # the library splits them out of the text; FullTokenizer does not
+    if plain_added_tokens(spec):
+        return None  # FullTokenizer does not split them out
     if ((normalizer.get("type"), (spec.get("pre_tokenizer") or {}).get("type"), model.get("type"))
             != ("BertNormalizer", "BertPreTokenizer", "WordPiece")
             or not normalizer.get("clean_text", True)

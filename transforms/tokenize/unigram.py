@@ -31,7 +31,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from bert_pretraining_data.transforms.tokenize import unigram_kernel as jit
-from bert_pretraining_data.transforms.tokenize.engines import Unencodable
+from bert_pretraining_data.transforms.tokenize.engines import (Unencodable, normalizer_parts,
+                                                               plain_added_tokens)
 from bert_pretraining_data.transforms.tokenize.precompiled_charsmap import PrecompiledCharsMap
 from bert_pretraining_data.transforms.tokenize.wordpiece_kernel import direct, flat_keys
 
@@ -90,23 +91,21 @@ def _precompiled(charsmap: str | None) -> Callable[[str], str] | None:
 
 def _normalizer_steps(normalizer: dict | None) -> list[Callable[[str], str]] | None:
     """The normalizer as Python steps, or None for one not reproduced here."""
-    if normalizer is None:
-        return []
-    kind = normalizer.get("type")
-    if kind == "Sequence":
-        steps = [_normalizer_steps(step) for step in normalizer.get("normalizers") or []]
-        return None if None in steps else [s for step in steps for s in step]
+    steps = [_step(part) for part in normalizer_parts(normalizer)]
+    return None if None in steps else steps
+
+
+def _step(part: dict) -> Callable[[str], str] | None:
+    """One normalizer (not a Sequence) as a Python step, or None."""
+    kind = part.get("type")
     if kind in _FORMS:
-        return [functools.partial(unicodedata.normalize, kind)]
-    step = {"Lowercase": lambda: _lowercase,
-            "Replace": lambda: _replace(normalizer.get("pattern") or {},
-                                        normalizer.get("content", "")),
-            "Prepend": lambda: _prepend(normalizer.get("prepend", "")),
-            "Strip": lambda: _strip(normalizer.get("strip_left", True),
-                                    normalizer.get("strip_right", True)),
-            "Precompiled": lambda: _precompiled(normalizer.get("precompiled_charsmap")),
+        return functools.partial(unicodedata.normalize, kind)
+    return {"Lowercase": lambda: _lowercase,
+            "Replace": lambda: _replace(part.get("pattern") or {}, part.get("content", "")),
+            "Prepend": lambda: _prepend(part.get("prepend", "")),
+            "Strip": lambda: _strip(part.get("strip_left", True), part.get("strip_right", True)),
+            "Precompiled": lambda: _precompiled(part.get("precompiled_charsmap")),
             }.get(kind, lambda: None)()
-    return None if step is None else [step]
 
 
 class UnigramKernel:
@@ -140,7 +139,7 @@ class UnigramKernel:
                 or not pieces or len(set(pieces)) != len(pieces) or "" in pieces
                 or (pre is not None and (pre.get("type") != "Metaspace"
                                          or len(pre.get("replacement", "")) != 1))
-                or any(not token.get("special") for token in spec.get("added_tokens") or [])):
+                or plain_added_tokens(spec)):
             return None
         unk = model.get("unk_id")
         return cls(steps, pre, pieces, [score for _, score in model["vocab"]],
