@@ -11,7 +11,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def varint_size(value: int) -> int:
     """Bytes of a non-negative value's varint."""
     size = 1
@@ -21,7 +21,7 @@ def varint_size(value: int) -> int:
     return size
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def put_varint(out, pos: int, value: int) -> int:
     """Writes a non-negative value's varint at out[pos:]; returns its end."""
     while value > 0x7F:

@@ -113,7 +113,7 @@ def scratch_size(max_seq_length: int, max_predictions: int, max_sequences: int =
     return 11 * (5 * max_seq_length + 3 * max_predictions + 4 * max_sequences) + 1024
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _entry_sizes(name_length: int, size: int):
     """(values field size, feature size, entry body size) of one map entry;
     an empty packed field is omitted, as protobuf does."""
@@ -123,7 +123,7 @@ def _entry_sizes(name_length: int, size: int):
     return values, feature, entry
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _put_entry(out, pos, name, list_tag, packed):
     size = len(packed)
     values, feature, entry = _entry_sizes(len(name), size)
@@ -145,7 +145,7 @@ def _put_entry(out, pos, name, list_tag, packed):
     return pos
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _pack_varints(scratch, values, pad) -> int:
     pos = 0
     for k in range(len(values)):
@@ -154,7 +154,7 @@ def _pack_varints(scratch, values, pad) -> int:
     return pos + pad
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _pack_ids(scratch, tokens, pad, pad_id) -> int:
     """The token ids, then `pad` times `pad_id`."""
     pos = _pack_varints(scratch, tokens, 0)
@@ -166,7 +166,7 @@ def _pack_ids(scratch, tokens, pad, pad_id) -> int:
     return pos
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _pack_ones(scratch, count, pad) -> int:
     """`count` float 1.0 then `pad` float 0.0."""
     for c in range(count):
@@ -178,7 +178,7 @@ def _pack_ones(scratch, count, pad) -> int:
     return 4 * (count + pad)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _pack_field(scratch, field, tokens, boundary, starts, b_starts, labels, sources, positions,
                 ids, token_pad, prediction_pad, sequence_pad, pad_id) -> int:
     """Packs one field's values into scratch; returns their size. Sequence s
@@ -227,7 +227,7 @@ def _pack_field(scratch, field, tokens, boundary, starts, b_starts, labels, sour
     return pos + token_pad
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def encode(out, pos, names, name_bounds, fields, padded, tokens, boundary, starts, b_starts,
            labels, positions, ids, max_seq_length, max_predictions, max_sequences, pad_id,
            scratch, field_starts, sources=_NO_SOURCES) -> int:
