@@ -49,7 +49,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
-import heapq
 import json
 import os
 import pathlib
@@ -69,12 +68,12 @@ from bench.corpus import MB, SHAPES, corpus_path, jsonl_path, read_documents  # 
 from bench.decontamination import WIKIPEDIA, benchmark_file  # noqa: E402
 from bench.dedup_eval import deduplicate  # noqa: E402
 from bench.dedup_rates import dump_documents  # noqa: E402
-from bert_pretraining_data.pipeline.build import SAMPLE_DOCUMENT_SEQUENCES  # noqa: E402
+from bert_pretraining_data.pipeline.build import sample_settings  # noqa: E402
 from bert_pretraining_data.pipeline.options import parse_args  # noqa: E402
 from bert_pretraining_data.pipeline.prepare import tokenizer_engine  # noqa: E402
 from bert_pretraining_data.pipeline.stages import StageSettings  # noqa: E402
 from bert_pretraining_data.transforms.instances.sample import (  # noqa: E402
-    bound_sample, cap_document, sample_rank)
+    SampleCandidates, bound_sample, smallest_candidates)
 from bert_pretraining_data.transforms.handoff.shuffle.entries import (  # noqa: E402
     scan_entries, split_by_shard)
 from bert_pretraining_data.transforms.instances.beam import BatchDocuments, CreateInstances
@@ -408,12 +407,13 @@ def stage_breakdown(corpus: pathlib.Path, *, flags: tuple[str, ...] = ()) -> Bre
     tokenized = [out for document in documents for out in tokenize.process(document)]
     seconds["tokenize"] = clock() - start
 
-    start = clock()  # SampleDocuments' steps: rank, keep the K smallest, bound the bytes
-    max_tokens = SAMPLE_DOCUMENT_SEQUENCES * config.max_seq_length
-    ranked = [(sample_rank(config.random_seed, key), key, cap_document(doc, max_tokens))
-              for key, doc in tokenized]
-    sample = bound_sample(heapq.nsmallest(config.nsp_sample_size, ranked),
-                          config.nsp_sample_max_bytes)
+    start = clock()  # the sample's steps: BatchDocuments' candidates, SampleDocuments' merge
+    settings = sample_settings(config, config.random_seed)
+    candidates = SampleCandidates(settings)
+    for key, doc in tokenized:
+        candidates.add(key, doc)
+    sample = bound_sample(smallest_candidates([candidates.take()], settings.size),
+                          settings.max_bytes)
     seconds["sample"] = clock() - start
 
     start = clock()  # BatchDocuments, FanOutDupes and CreateInstances

@@ -1,8 +1,9 @@
 """The pipeline, narrated as the design card draws it.
 
     ReadDocuments -> FilterQuality -> Deduplicate -> Decontaminate -> SplitDocuments
-    -> per split: Tokenize -> SampleRandomDocuments (side input)
-                  -> BatchDocuments -> SpreadDocuments (--shuffle=runner) -> FanOutDupes
+    -> per split: Tokenize -> BatchDocuments (and the sample's candidates
+                  -> SampleRandomDocuments, a side input)
+                  -> SpreadDocuments (--shuffle=runner) -> FanOutDupes
                   -> CreateInstances -> WriteShards -> ListShards
 
 CreateInstances is the design card's CreateInstances, MaskTokens and Encode,
@@ -37,10 +38,12 @@ from bert_pretraining_data.transforms.dedup.beam import Deduplicate
 from bert_pretraining_data.transforms.dedup.decisions import SUMMARY, Fingerprints, dedup_partitions
 from bert_pretraining_data.transforms.handoff.shuffle.instances import entry_source, entry_tokens
 from bert_pretraining_data.transforms.hashes.beam import WriteDocumentHashes
-from bert_pretraining_data.transforms.instances.beam import (ENTRIES, BatchDocuments,
-                                                             CreateInstances, SampleDocuments)
+from bert_pretraining_data.transforms.instances.beam import (BATCHES, CANDIDATES, ENTRIES,
+                                                             BatchDocuments, CreateInstances,
+                                                             SampleDocuments)
 from bert_pretraining_data.transforms.instances.mixture import (alpha_weights, document_figures,
                                                                 fan_out_mixture, source_tokens)
+from bert_pretraining_data.transforms.instances.sample import SampleSettings
 from bert_pretraining_data.transforms.instances.units import fan_out_batch
 from bert_pretraining_data.transforms.quality.beam import REMOVED, FilterQuality
 from bert_pretraining_data.transforms.quality.rules import QualityFilters
@@ -252,6 +255,15 @@ def tokenize_split(documents: beam.PCollection, *, prefix: str, config: Config,
     return tokenized_docs
 
 
+def sample_settings(config: Config, seed: int) -> SampleSettings:
+    """The random-next sample of a split made with `seed`: its size and
+    byte cap (the flags) and the leading sequences a document gives it."""
+    return SampleSettings(seed=seed, size=config.nsp_sample_size,
+                          max_bytes=config.nsp_sample_max_bytes,
+                          max_tokens_per_document=SAMPLE_DOCUMENT_SEQUENCES
+                          * config.max_seq_length)
+
+
 def split_entries(tokenized_docs: beam.PCollection, *, prefix: str, seed: int, config: Config,
                   stages: StageSettings, output: OutputPaths, progress_dir: str | None,
                   staging: _Staging, mixture: Mixture | None,
@@ -262,9 +274,6 @@ def split_entries(tokenized_docs: beam.PCollection, *, prefix: str, seed: int, c
     layout of mixed, `training_mixture`'s weights; its sources' figures are
     staged) and made into instances (stamped with their source with a
     `mixture`)."""
-    nsp_sample = tokenized_docs | f"{prefix}SampleRandomDocuments" >> SampleDocuments(
-        seed=seed, size=config.nsp_sample_size, max_bytes=config.nsp_sample_max_bytes,
-        max_tokens_per_document=SAMPLE_DOCUMENT_SEQUENCES * config.max_seq_length)
     # In batches: the runner's work per element would cost more than a short
     # document's own. Through the runner's shuffle (Dataflow), the batches are
     # spread over workers, zstd-compressed on the way (BatchDocuments), before
@@ -273,9 +282,14 @@ def split_entries(tokenized_docs: beam.PCollection, *, prefix: str, seed: int, c
     # the tokenized corpus as Python objects (the cost: docs/design-notes.md,
     # pipeline.build), and the batches are materialized anyway, since
     # CreateInstances' side input (the sample) needs all of them first; its
-    # workers share that buffer as they share a shuffle's.
-    spread = tokenized_docs | f"{prefix}BatchDocuments" >> beam.ParDo(
-        BatchDocuments(by_source=mixture is not None, compress=config.shuffle == "runner"))
+    # workers share that buffer as they share a shuffle's. The sample's
+    # candidates are taken as the documents are batched, for the same reason.
+    sample = sample_settings(config, seed)
+    batched = tokenized_docs | f"{prefix}BatchDocuments" >> beam.ParDo(
+        BatchDocuments(by_source=mixture is not None, compress=config.shuffle == "runner",
+                       sample=sample)).with_outputs(CANDIDATES, main=BATCHES)
+    nsp_sample = batched[CANDIDATES] | f"{prefix}SampleRandomDocuments" >> SampleDocuments(sample)
+    spread = batched[BATCHES]
     if config.shuffle == "runner":
         spread = spread | f"{prefix}SpreadDocuments" >> beam.Reshuffle()
     weighted = training_mixture is not None and config.mixture_layout == "mixed"

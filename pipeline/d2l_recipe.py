@@ -23,7 +23,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from bert_pretraining_data.loaders.manifest import DatasetManifest
-from bert_pretraining_data.pipeline.build import SAMPLE_DOCUMENT_SEQUENCES, list_shards
+from bert_pretraining_data.pipeline.build import list_shards, sample_settings
 from bert_pretraining_data.pipeline.options import Config
 from bert_pretraining_data.pipeline.prepare import Prepared, run_to_completion
 from bert_pretraining_data.pipeline.publish import OutputPaths, publish, staged_shards
@@ -58,9 +58,8 @@ def build_d2l_pipeline(p: beam.Pipeline, *, config: Config, patterns: list[str],
         temp_dir=FileSystems.join(output.staging_dir, "tft"))
     encoded = paragraphs | "EncodeParagraphs" >> beam.ParDo(
         EncodeParagraphs(), vocabulary=beam.pvalue.AsSingleton(vocabulary))
-    sample = encoded | "SampleParagraphs" >> SampleDocuments(
-        seed=seed, size=config.nsp_sample_size, max_bytes=config.nsp_sample_max_bytes,
-        max_tokens_per_document=SAMPLE_DOCUMENT_SEQUENCES * max_len)
+    sample = encoded | "SampleParagraphs" >> SampleDocuments(sample_settings(config, seed),
+                                                             per_document=True)
     dupes = (encoded
              | "FanOutDupes" >> beam.FlatMap(fan_out, config.dupe_factor)
              # The fan-out multiplies work by dupe_factor: spread it over workers.

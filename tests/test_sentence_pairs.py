@@ -15,7 +15,9 @@ from bert_pretraining_data.transforms.instances.pairs import InstanceConfig
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig, num_to_predict
 from bert_pretraining_data.transforms.handoff.tokenized_documents import (
     CompactView, compact_arrays, compact_document, compact_token_count, expand_document)
-from bert_pretraining_data.transforms.instances.sample import bound_sample, cap_document
+from bert_pretraining_data.transforms.instances.sample import (SampleCandidates, SampleSettings,
+                                                               bound_sample, cap_document,
+                                                               sample_rank, smallest_candidates)
 
 CLS, SEP, MASK = 101, 102, 103
 CONFIG = InstanceConfig(max_seq_length=16, short_seq_prob=0.0, cls_id=CLS, sep_id=SEP)
@@ -144,6 +146,33 @@ def test_sample_is_bounded_by_bytes_in_rank_order():
     capped = cap_document(compact_document([[1] * 5, [2] * 5, [3] * 5]), 10)
     assert expand_document(capped) == [[1] * 5, [2] * 5]
     assert expand_document(cap_document(compact_document([[1] * 50]), 10)) == [[1] * 50]
+
+
+@pytest.mark.parametrize("size", [1, 7, 300])
+def test_bundles_candidates_merge_to_the_k_smallest_ranks_of_all(size):
+    """However the documents fall into bundles, the merged candidates are the
+    K documents of smallest rank of them all, capped: what ranking every
+    document and keeping the K smallest gives."""
+    settings = SampleSettings(seed=5, size=size, max_bytes=1 << 20, max_tokens_per_document=4)
+    documents = [(f"f.txt:{i:012d}", compact_document([[i % 500] * (1 + i % 3)] * (1 + i % 4)))
+                 for i in range(1000)]
+    expected = sorted((sample_rank(5, key), key, cap_document(document, 4))
+                      for key, document in documents)[:size]
+    rng = random.Random(1)
+    for _ in range(3):
+        rng.shuffle(documents)
+        cuts = sorted(rng.sample(range(1, len(documents)), 5))
+        bundles = [documents[a:b] for a, b in zip([0, *cuts], [*cuts, len(documents)])]
+        offered = []
+        for bundle in bundles:
+            candidates = SampleCandidates(settings)
+            for key, document in bundle:
+                candidates.add(key, document)
+            offered.append(candidates.take())
+            assert len(offered[-1]) == min(size, len(bundle))
+        assert smallest_candidates(offered, size) == expected
+        assert smallest_candidates([smallest_candidates(offered[:2], size), *offered[2:]],
+                                   size) == expected
 
 
 @pytest.mark.parametrize("document, bytes_per_token", [

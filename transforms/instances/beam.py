@@ -1,6 +1,7 @@
-"""The instances' Beam shell: SampleDocuments (the SampleRandomDocuments step),
-BatchDocuments and CreateInstances, each building its heavy objects in `setup`
-and counting what it makes; every draw is seeded by its document's key
+"""The instances' Beam shell: BatchDocuments, SampleDocuments (the
+SampleRandomDocuments step, from BatchDocuments' candidates) and
+CreateInstances, each building its heavy objects in `setup` and counting
+what it makes; every draw is seeded by its document's key
 (transforms.seeds), so retries and re-bundling change nothing.
 """
 
@@ -20,14 +21,19 @@ from bert_pretraining_data.transforms.handoff.tokenized_documents import (Compac
                                                                           compact_token_count)
 from bert_pretraining_data.transforms.instances.masking import MaskingConfig
 from bert_pretraining_data.transforms.instances.pairs import InstanceConfig, Stat
-from bert_pretraining_data.transforms.instances.sample import (bound_sample, cap_document,
-                                                               sample_rank)
+from bert_pretraining_data.transforms.instances.sample import (RankedDocument, SampleCandidates,
+                                                               SampleSettings, bound_sample,
+                                                               smallest_candidates)
 from bert_pretraining_data.transforms.instances.units import (WORK_UNIT_TOKENS, FlatSample,
                                                               InstanceKernels, WorkUnit,
                                                               unit_instances, warm_up)
 from bert_pretraining_data.transforms.progress_sink import ProgressSink
 from bert_pretraining_data.transforms.read.mixture import source_of
 from bert_pretraining_data.transforms.worker_memory import tune_worker_memory
+
+
+# BatchDocuments' outputs: its batches, and the sample's candidates.
+BATCHES, CANDIDATES = "batches", "candidates"
 
 
 class BatchDocuments(beam.DoFn):
@@ -38,20 +44,28 @@ class BatchDocuments(beam.DoFn):
     by its document's key. `compress` (--shuffle=runner): a batch is a
     CompressedList, zstd-compressed where the runner encodes it
     (SpreadDocuments); the DirectRunner's batches stay plain lists, as it
-    encodes between stages for nothing billed."""
+    encodes between stages for nothing billed. With `sample`, each bundle's
+    candidates for the random-next sample go to CANDIDATES (SampleDocuments
+    merges them): here, where every document passes anyway, they cost no
+    step of the runner's per document."""
 
-    def __init__(self, *, by_source: bool = False, compress: bool = False) -> None:
+    def __init__(self, *, by_source: bool = False, compress: bool = False,
+                 sample: SampleSettings | None = None) -> None:
         self._by_source = by_source
         self._batch = CompressedList if compress else list
+        self._sample = sample
 
     def start_bundle(self) -> None:
         self._batches: dict[int, list[tuple[str, CompactDocument]]] = {}
         self._tokens: dict[int, int] = {}
+        self._candidates = SampleCandidates(self._sample) if self._sample else None
 
     def process(self, element: tuple[str, CompactDocument]) -> Iterator[Batch]:
         group = source_of(element[0]) if self._by_source else 0
         self._batches.setdefault(group, self._batch()).append(element)
         self._tokens[group] = self._tokens.get(group, 0) + compact_token_count(element[1])
+        if self._candidates is not None:
+            self._candidates.add(*element)
         if self._tokens[group] >= WORK_UNIT_TOKENS:
             self._tokens[group] = 0
             yield self._batches.pop(group)
@@ -59,6 +73,9 @@ class BatchDocuments(beam.DoFn):
     def finish_bundle(self) -> Iterator[object]:
         for group in sorted(self._batches):
             yield GlobalWindows.windowed_value(self._batches[group])
+        if self._candidates is not None:
+            yield TaggedOutput(CANDIDATES,
+                               GlobalWindows.windowed_value(self._candidates.take()))
 
 
 # CreateInstances' main output, batches of shuffle entries, beside its FIGURES.
@@ -112,22 +129,39 @@ class CreateInstances(CountingDoFn):
 
 
 class SampleDocuments(beam.PTransform):
-    """(doc_key, compact document) -> a singleton list of up to K sampled
-    (doc_key, compact document), each cut to its leading sentences."""
+    """Bundles' candidates (BatchDocuments' CANDIDATES) -> a singleton list of
+    up to K sampled (doc_key, compact document), each cut to its leading
+    sentences (transforms.instances.sample); `per_document`: from
+    (doc_key, compact document) elements instead, a bundle's candidates
+    gathered here."""
 
-    def __init__(self, *, seed: int, size: int, max_bytes: int,
-                 max_tokens_per_document: int) -> None:
+    def __init__(self, settings: SampleSettings, *, per_document: bool = False) -> None:
         super().__init__()
-        self._seed = seed
-        self._size = size
-        self._max_bytes = max_bytes
-        self._max_tokens = max_tokens_per_document
+        self._settings = settings
+        self._per_document = per_document
 
-    def expand(self, docs):
-        seed, max_tokens, max_bytes = self._seed, self._max_tokens, self._max_bytes
-        return (
-            docs
-            | "Rank" >> beam.Map(lambda kv: (sample_rank(seed, kv[0]), kv[0],
-                                             cap_document(kv[1], max_tokens)))
-            | "SmallestRanks" >> beam.combiners.Top.Smallest(self._size)
-            | "BoundBytes" >> beam.Map(bound_sample, max_bytes))
+    def expand(self, candidates):
+        settings = self._settings
+        if self._per_document:
+            candidates = candidates | "Candidates" >> beam.ParDo(_BundleCandidates(settings))
+        return (candidates
+                | "SmallestRanks" >> beam.CombineGlobally(smallest_candidates, settings.size)
+                | "BoundBytes" >> beam.Map(bound_sample, settings.max_bytes))
+
+
+class _BundleCandidates(beam.DoFn):
+    """(doc_key, compact document) -> the bundle's candidates for the sample, one list."""
+
+    def __init__(self, settings: SampleSettings) -> None:
+        self._settings = settings
+
+    def start_bundle(self) -> None:
+        self._candidates = SampleCandidates(self._settings)
+
+    def process(self, element: tuple[str, CompactDocument]
+                ) -> Iterator[list[RankedDocument]]:
+        self._candidates.add(*element)
+        return iter(())  # the candidates go out when the bundle ends
+
+    def finish_bundle(self) -> Iterator[object]:
+        yield GlobalWindows.windowed_value(self._candidates.take())

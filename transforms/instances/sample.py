@@ -4,12 +4,20 @@ The original draws random next segments from the whole corpus held in memory.
 Here a deterministic sample of K tokenized documents (the K smallest seeded
 hashes of their keys: `beam.combiners.Sample` is not seeded) becomes a side
 input, so memory is bounded by the sample, never by the corpus.
+
+The K smallest are kept per bundle where the documents are batched
+(`SampleCandidates`), then merged (`smallest_candidates`): a step per
+document of its own (rank, key it for a global combine, add it) cost the
+runner more than a short document's tokenizing (bench/README, "Per core").
 """
 
 from __future__ import annotations
 
+import dataclasses
+import heapq
+import itertools
 import random
-from typing import Sequence
+from typing import Callable, Iterable, Sequence
 
 from bert_pretraining_data.transforms.handoff.tokenized_documents import (CompactDocument,
                                                                           CompactView,
@@ -25,7 +33,64 @@ SampledDocument = tuple[str, CompactDocument]
 
 def sample_rank(seed: int, doc_key: str) -> int:
     """A document's seeded rank: the sample is the documents of smallest rank."""
-    return stable_hasher("nsp-sample", seed)(doc_key)
+    return _ranker(seed)(doc_key)
+
+
+def _ranker(seed: int) -> Callable[[str], int]:
+    return stable_hasher("nsp-sample", seed)
+
+
+RankedDocument = tuple[int, str, CompactDocument]
+
+
+@dataclasses.dataclass(frozen=True)
+class SampleSettings:
+    """The sample's seed, its K documents (--nsp_sample_size), its token-byte
+    cap (--nsp_sample_max_bytes) and the tokens kept of each document."""
+
+    seed: int
+    size: int
+    max_bytes: int
+    max_tokens_per_document: int
+
+
+class SampleCandidates:
+    """The `settings.size` documents of smallest (rank, key) among those
+    added: the candidates one bundle offers to the sample. A document ranked
+    past the K kept is rejected before it is capped; the kept ones are pruned
+    to K once 2K are held, so an add costs O(1) on average."""
+
+    def __init__(self, settings: SampleSettings) -> None:
+        self._rank = _ranker(settings.seed)
+        self._size, self._max_tokens = settings.size, settings.max_tokens_per_document
+        self._kept: list[RankedDocument] = []
+        self._bound: tuple[int, str] | None = None  # the K-th smallest (rank, key) so far
+
+    def add(self, key: str, document: CompactDocument) -> None:
+        rank = self._rank(key)
+        if self._bound is not None and (rank, key) > self._bound:
+            return
+        self._kept.append((rank, key, cap_document(document, self._max_tokens)))
+        if len(self._kept) >= 2 * self._size:
+            self._prune()
+
+    def _prune(self) -> None:
+        self._kept = heapq.nsmallest(self._size, self._kept)
+        if len(self._kept) == self._size:
+            self._bound = self._kept[-1][:2]
+
+    def take(self) -> list[RankedDocument]:
+        """The candidates, smallest first; the set is empty after."""
+        self._prune()
+        kept, self._kept, self._bound = self._kept, [], None
+        return kept
+
+
+def smallest_candidates(candidates: Iterable[list[RankedDocument]],
+                        size: int) -> list[RankedDocument]:
+    """The `size` smallest of several bundles' candidates: the sample before
+    `bound_sample`. Associative, so a runner may merge in any grouping."""
+    return heapq.nsmallest(size, itertools.chain.from_iterable(candidates))
 
 
 def cap_document(document: CompactDocument, max_tokens: int) -> CompactDocument:
@@ -48,7 +113,7 @@ def cap_document(document: CompactDocument, max_tokens: int) -> CompactDocument:
     return compact_document(kept)
 
 
-def bound_sample(ranked: list[tuple[int, str, CompactDocument]],
+def bound_sample(ranked: list[RankedDocument],
                  max_bytes: int) -> list[SampledDocument]:
     """Orders by rank and keeps the prefix that fits `max_bytes` (4 bytes per id)."""
     sample: list[SampledDocument] = []
