@@ -7,7 +7,7 @@ import random
 
 from bert_pretraining_data.transforms.randomness import (encode_parts, hashed_rng, prefixed_digest,
                                                          stable_hash, stable_hasher)
-from bert_pretraining_data.transforms.instances.sample import sample_rank
+from bert_pretraining_data.transforms.instances.sample import sample_ranker
 from bert_pretraining_data.transforms.seeds import document_seed
 
 
@@ -39,4 +39,4 @@ def test_a_prefix_hashed_once_gives_the_whole_parts_hash():
     digest = hashlib.sha256(encode_parts(("document", 12345, "doc:"))).digest()
     assert document_seed(12345, "doc:") == (int.from_bytes(digest[:8], "little"),
                                              int.from_bytes(digest[8:16], "little"))
-    assert sample_rank(3, "doc:") == stable_hash("nsp-sample", 3, "doc:")
+    assert sample_ranker(3)("doc:") == stable_hash("nsp-sample", 3, "doc:")

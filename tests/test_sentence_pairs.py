@@ -17,7 +17,7 @@ from bert_pretraining_data.transforms.handoff.tokenized_documents import (
     CompactView, compact_arrays, compact_document, compact_token_count, expand_document)
 from bert_pretraining_data.transforms.instances.sample import (SampleCandidates, SampleSettings,
                                                                bound_sample, cap_document,
-                                                               sample_rank, smallest_candidates)
+                                                               sample_ranker, smallest_candidates)
 
 CLS, SEP, MASK = 101, 102, 103
 CONFIG = InstanceConfig(max_seq_length=16, short_seq_prob=0.0, cls_id=CLS, sep_id=SEP)
@@ -156,7 +156,8 @@ def test_bundles_candidates_merge_to_the_k_smallest_ranks_of_all(size):
     settings = SampleSettings(seed=5, size=size, max_bytes=1 << 20, max_tokens_per_document=4)
     documents = [(f"f.txt:{i:012d}", compact_document([[i % 500] * (1 + i % 3)] * (1 + i % 4)))
                  for i in range(1000)]
-    expected = sorted((sample_rank(5, key), key, cap_document(document, 4))
+    rank = sample_ranker(5)
+    expected = sorted((rank(key), key, cap_document(document, 4))
                       for key, document in documents)[:size]
     rng = random.Random(1)
     for _ in range(3):

@@ -31,12 +31,9 @@ from bert_pretraining_data.transforms.randomness import stable_hasher
 SampledDocument = tuple[str, CompactDocument]
 
 
-def sample_rank(seed: int, doc_key: str) -> int:
-    """A document's seeded rank: the sample is the documents of smallest rank."""
-    return _ranker(seed)(doc_key)
-
-
-def _ranker(seed: int) -> Callable[[str], int]:
+def sample_ranker(seed: int) -> Callable[[str], int]:
+    """doc_key -> the document's seeded rank: the sample is the documents of
+    smallest rank (the seed's prefix hashed once, transforms.randomness)."""
     return stable_hasher("nsp-sample", seed)
 
 
@@ -61,7 +58,7 @@ class SampleCandidates:
     to K once 2K are held, so an add costs O(1) on average."""
 
     def __init__(self, settings: SampleSettings) -> None:
-        self._rank = _ranker(settings.seed)
+        self._rank = sample_ranker(settings.seed)
         self._size, self._max_tokens = settings.size, settings.max_tokens_per_document
         self._kept: list[RankedDocument] = []
         self._bound: tuple[int, str] | None = None  # the K-th smallest (rank, key) so far
