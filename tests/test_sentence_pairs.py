@@ -17,7 +17,7 @@ from bert_pretraining_data.transforms.handoff.tokenized_documents import (
     CompactView, compact_arrays, compact_document, compact_token_count, expand_document)
 from bert_pretraining_data.transforms.instances.sample import (SampleCandidates, SampleSettings,
                                                                bound_sample, cap_document,
-                                                               sample_ranker, smallest_candidates)
+                                                               smallest_candidates)
 
 CLS, SEP, MASK = 101, 102, 103
 CONFIG = InstanceConfig(max_seq_length=16, short_seq_prob=0.0, cls_id=CLS, sep_id=SEP)
@@ -148,15 +148,20 @@ def test_sample_is_bounded_by_bytes_in_rank_order():
     assert expand_document(cap_document(compact_document([[1] * 50]), 10)) == [[1] * 50]
 
 
+@pytest.mark.parametrize("ties", [False, True])
 @pytest.mark.parametrize("size", [1, 7, 300])
-def test_bundles_candidates_merge_to_the_k_smallest_ranks_of_all(size):
+def test_bundles_candidates_merge_to_the_k_smallest_ranks_of_all(size, ties, monkeypatch):
     """However the documents fall into bundles, the merged candidates are the
     K documents of smallest rank of them all, capped: what ranking every
-    document and keeping the K smallest gives."""
+    document and keeping the K smallest gives; equal ranks (`ties`: three
+    ranks for all) ordered by key."""
+    if ties:
+        monkeypatch.setattr(sample_module, "sample_ranker",
+                            lambda seed: lambda key: int(key[-3:]) % 3)
     settings = SampleSettings(seed=5, size=size, max_bytes=1 << 20, max_tokens_per_document=4)
     documents = [(f"f.txt:{i:012d}", compact_document([[i % 500] * (1 + i % 3)] * (1 + i % 4)))
                  for i in range(1000)]
-    rank = sample_ranker(5)
+    rank = sample_module.sample_ranker(5)
     expected = sorted((rank(key), key, cap_document(document, 4))
                       for key, document in documents)[:size]
     rng = random.Random(1)

@@ -53,34 +53,49 @@ class SampleSettings:
 
 class SampleCandidates:
     """The `settings.size` documents of smallest (rank, key) among those
-    added: the candidates one bundle offers to the sample. A document ranked
-    past the K kept is rejected before it is capped; the kept ones are pruned
-    to K once 2K are held, so an add costs O(1) on average."""
+    added: the candidates one bundle offers to the sample. A heap of exactly
+    K, as the combiner's own Top keeps (a bundle holds no more capped
+    documents than the sample itself); a document ranked past the K kept is
+    rejected before it is capped."""
 
     def __init__(self, settings: SampleSettings) -> None:
         self._rank = sample_ranker(settings.seed)
         self._size, self._max_tokens = settings.size, settings.max_tokens_per_document
-        self._kept: list[RankedDocument] = []
-        self._bound: tuple[int, str] | None = None  # the K-th smallest (rank, key) so far
+        # (-rank, key reversed, document): the heap's first is the largest kept.
+        self._heap: list[tuple[int, _Descending, CompactDocument]] = []
 
     def add(self, key: str, document: CompactDocument) -> None:
         rank = self._rank(key)
-        if self._bound is not None and (rank, key) > self._bound:
+        full = len(self._heap) == self._size
+        if full and (rank, key) > (-self._heap[0][0], self._heap[0][1].key):
             return
-        self._kept.append((rank, key, cap_document(document, self._max_tokens)))
-        if len(self._kept) >= 2 * self._size:
-            self._prune()
-
-    def _prune(self) -> None:
-        self._kept = heapq.nsmallest(self._size, self._kept)
-        if len(self._kept) == self._size:
-            self._bound = self._kept[-1][:2]
+        entry = (-rank, _Descending(key), cap_document(document, self._max_tokens))
+        if full:
+            heapq.heapreplace(self._heap, entry)
+        else:
+            heapq.heappush(self._heap, entry)
 
     def take(self) -> list[RankedDocument]:
         """The candidates, smallest first; the set is empty after."""
-        self._prune()
-        kept, self._kept, self._bound = self._kept, [], None
+        kept = sorted((-rank, key.key, document) for rank, key, document in self._heap)
+        self._heap = []
         return kept
+
+
+class _Descending:
+    """A key that orders in reverse, so that the heap's first entry is the
+    largest (rank, key) kept; keys are unique, so documents are never compared."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+    def __lt__(self, other: "_Descending") -> bool:
+        return other.key < self.key
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Descending) and other.key == self.key
 
 
 def smallest_candidates(candidates: Iterable[list[RankedDocument]],
