@@ -20,6 +20,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from bert_pretraining_data.transforms.handoff.borrowed import borrowed
 from bert_pretraining_data.transforms.handoff.shuffle.entries import EntryBatch, entry_buffer
 from bert_pretraining_data.transforms.handoff.tokenized_documents import read_compact
 from bert_pretraining_data.transforms.instances import masking
@@ -153,6 +154,11 @@ def unit_entries(documents, document_bounds, seeds, dupe_starts, dupe_ends, owns
 
     Returns (the entries' EntryBuffer, stats by transforms.instances.pairs.Stat).
     """
+    documents, document_bounds, seeds, dupe_starts, dupe_ends, owns = borrowed(
+        (documents, document_bounds, seeds, dupe_starts, dupe_ends, owns))
+    sample_tokens, sample_bounds, sample_documents = borrowed(
+        (sample_tokens, sample_bounds, sample_documents))
+    s, w = borrowed(s), borrowed(w)
     entries, stats = _new_output(max(1, (dupe_ends - dupe_starts).sum()))
     mt = w.state
     seeded = taken = 0  # generators in w.lanes, and how many of them are used

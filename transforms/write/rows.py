@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator, NamedTuple, Protocol
 import numpy as np
 from numba import njit
 
+from bert_pretraining_data.transforms.handoff.borrowed import borrowed
 from bert_pretraining_data.transforms.handoff.shuffle.entries import (ENTRY_HEADER, grow, key_order,
                                                                       payload)
 from bert_pretraining_data.transforms.handoff.shuffle.instances import (instance_header,
@@ -70,6 +71,8 @@ def _lengths(entries, bounds, order):
 def _write_rows(entries, bounds, members, member_bounds, s, w):
     """Rows r (instances members[member_bounds[r]:member_bounds[r + 1]], side
     by side) as framed TFRecord records, concatenated."""
+    entries, bounds, members, member_bounds = borrowed((entries, bounds, members, member_bounds))
+    s, w = borrowed(s), borrowed(w)
     out = np.empty(max(1024, 3 * (bounds[-1] // max(1, len(bounds) - 1))
                        * (member_bounds[-1] - member_bounds[0])), dtype=np.uint8)
     pos = 0
@@ -89,11 +92,12 @@ def _write_rows(entries, bounds, members, member_bounds, s, w):
             k += predictions
             m += 1
         out = grow(out, pos + HEADER_SIZE + len(w.scratch) + FOOTER_SIZE)
-        end = encode(out, pos + HEADER_SIZE, s.names, s.name_bounds, s.fields, s.padded,
+        record = borrowed(out)  # grown, then written through without counts
+        end = encode(record, pos + HEADER_SIZE, s.names, s.name_bounds, s.fields, s.padded,
                      w.tokens[:n], w.boundary, w.starts[:m], w.b_starts[:m], w.labels[:m],
                      w.positions[:k], w.ids[:k], s.max_seq_length, s.max_predictions,
                      s.max_sequences, s.pad_id, w.scratch, w.field_starts, w.sources[:m])
-        pos = frame(out, pos, end - pos - HEADER_SIZE)
+        pos = frame(record, pos, end - pos - HEADER_SIZE)
     return out[:pos]
 
 
