@@ -41,23 +41,26 @@ PHASES = ("interpreter", "import apache_beam", "import numba", "import the proje
 
 # Run in a fresh interpreter from the checkout's directory: argv[1] is where
 # the phases go (JSON), argv[2] a launcher to start workers with (or ""), the
-# rest the job's flags. It does what `main.create_dataset` does, timing each step.
+# rest the job's flags. It does what the command line and `main.create_dataset`
+# do, timing each step.
 _DRIVER = r"""
 import json, resource, sys
 def cpu():
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 marks = [("interpreter", cpu())]
-import apache_beam
-marks.append(("import apache_beam", cpu()))
-import numba
-marks.append(("import numba", cpu()))
-from bert_pretraining_data.pipeline import main
-from bert_pretraining_data.pipeline.build import build_pipeline
-from bert_pretraining_data.pipeline.options import parse_args
-from bert_pretraining_data.pipeline.prepare import prepare, run_to_completion
-from bert_pretraining_data.pipeline.publish import publish
-from bert_pretraining_data.pipeline.run_manifest import staged_manifest
+from bert_pretraining_data.pipeline.cli import pipeline_process
+with pipeline_process():
+    import apache_beam
+    marks.append(("import apache_beam", cpu()))
+    import numba
+    marks.append(("import numba", cpu()))
+    from bert_pretraining_data.pipeline import main
+    from bert_pretraining_data.pipeline.build import build_pipeline
+    from bert_pretraining_data.pipeline.options import parse_args
+    from bert_pretraining_data.pipeline.prepare import prepare, run_to_completion
+    from bert_pretraining_data.pipeline.publish import publish
+    from bert_pretraining_data.pipeline.run_manifest import staged_manifest
 marks.append(("import the project", cpu()))
 out, launcher, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
 if launcher:

@@ -1,4 +1,5 @@
-"""The console scripts that build data, behind a check for their dependencies.
+"""The console scripts that build data, behind a check for their dependencies,
+in a process set up to run the pipeline (`pipeline_process`).
 
 The base install is the loaders' (a training environment); the tools that
 build data need the `[pipeline]` extra, and without it each says so in one
@@ -9,9 +10,13 @@ pipeline supports (where the extra installs nothing), which Pythons it needs.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import importlib
 import importlib.util
+import os
 import sys
+from typing import Iterator
 
 PIPELINE_EXTRA = "pip install 'bert-pretraining-data[pipeline]'"
 # The oldest and newest CPython the pipeline runs on: tfx-bsl, tensorflow-transform's
@@ -33,14 +38,35 @@ def missing_pipeline(prog: str, python: tuple[int, int]) -> str:
             f"pipeline's dependencies; install them with {PIPELINE_EXTRA}")
 
 
+@contextlib.contextmanager
+def pipeline_process() -> Iterator[None]:
+    """Sets up this process to run the pipeline (or drive its workers, which
+    inherit the environment), around the imports of the pipeline's code: they
+    make ~400k objects that live as long as the process, which the collector
+    would walk as they come (~0.2 CPU s), so it is off meanwhile and they are
+    frozen (never walked again). Nothing here multiplies matrices, yet the
+    OpenBLAS of numpy and of scipy (numba imports it) would each start a
+    thread per core that spins ~0.1 CPU s before it sleeps: one thread, set
+    before numpy is imported. (docs/design-notes.md, pipeline.cli.)"""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from bert_pretraining_data.transforms.worker_memory import tune_worker_memory
+    tune_worker_memory()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()
+
+
 def _main(prog: str, module: str) -> None:
     if importlib.util.find_spec("apache_beam") is None:
         print(missing_pipeline(prog, sys.version_info[:2]), file=sys.stderr)
         sys.exit(2)
-    # From the imports on: this process runs the pipeline, or drives its workers.
-    from bert_pretraining_data.transforms.worker_memory import tune_worker_memory
-    tune_worker_memory()
-    importlib.import_module(module).main()
+    with pipeline_process():
+        entry = importlib.import_module(module)
+    entry.main()
+    gc.freeze()  # CPython's final collection would walk everything left (~0.3 CPU s)
 
 
 def create_pretraining_data() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import subprocess
 import sys
 
@@ -111,3 +112,33 @@ def test_create_vocab_on_an_empty_corpus_fails_in_one_line(tmp_path, tokenizatio
     assert len(lines) == 1 and lines[0].startswith("create-vocab: error: the corpus has no "), \
         done.stderr
     assert not (tmp_path / "v").exists() or not any((tmp_path / "v").iterdir())
+
+
+# A tool's main, run by the command line in a fresh interpreter: what it saw
+# while its module was imported and when it ran, and what was frozen at exit.
+_PROCESS_PROBE = """
+import gc, os, sys, types
+from bert_pretraining_data.pipeline import cli
+seen = {}
+def run():
+    seen["run"] = gc.isenabled(), gc.get_freeze_count()
+    seen["made"] = [[index] for index in range(1000)]  # objects the run leaves
+def import_module(name):
+    seen["import"] = gc.isenabled(), os.environ.get("OPENBLAS_NUM_THREADS"), "numpy" in sys.modules
+    return types.SimpleNamespace(main=run)
+cli.importlib.import_module = import_module
+cli.create_pretraining_data()
+print(seen["import"], seen["run"][0], seen["run"][1] > 0, gc.get_freeze_count() > seen["run"][1])
+"""
+
+
+def test_the_command_line_imports_with_the_collector_off_and_freezes_what_lives_on():
+    # Start-up and exit costs every run pays (docs/design-notes.md, pipeline.cli):
+    # OpenBLAS's spinning threads, collections walking the imports' objects.
+    env = {key: value for key, value in os.environ.items() if key != "OPENBLAS_NUM_THREADS"}
+    done = subprocess.run([sys.executable, "-c", _PROCESS_PROBE], capture_output=True, text=True,
+                          env=env, cwd=DATA.parent.parent, timeout=120)
+    assert done.returncode == 0, done.stderr
+    # Importing: the collector off, OpenBLAS's threads set before numpy is loaded.
+    # Running: the collector on, the imports' objects frozen; at exit the run's too.
+    assert done.stdout.split("\n")[0] == "(False, '1', False) True True True"
