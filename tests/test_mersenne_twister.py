@@ -71,12 +71,14 @@ def test_seeding_many_keys_at_once_equals_one_at_a_time(count):
     for c in range(count):
         words, lengths[c] = jr.seed_words(int.from_bytes(digests[16 * c:16 * c + 16], "big"))
         keys[c, :lengths[c]] = words
-    lanes = np.zeros((jr.N, count + 3), dtype=np.uint32)  # spare columns stay untouched
+    spare = count + 3  # spare keys' words stay untouched
+    lanes = jr.Lanes(np.zeros((jr.N, spare), dtype=np.uint32),
+                     np.zeros((spare, jr.N), dtype=np.uint32))
     jr.seed_lanes(keys, lengths, lanes)
-    assert not lanes[:, count:].any()
+    assert not lanes.seeded[count:].any()
     for c in range(count):
         seed = int.from_bytes(digests[16 * c:16 * c + 16], "big")
-        assert (lanes[:, c] == seeded(seed)[:jr.N]).all()
+        assert (lanes.seeded[c] == seeded(seed)[:jr.N]).all()
         mt = jr.new_state()
         jr.twisted_state(lanes, c, mt)
         theirs = random.Random(seed)  # past the first twist too

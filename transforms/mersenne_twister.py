@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import math
 import random as _random
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 import numpy as np
 from numba import njit
@@ -111,27 +111,40 @@ def seed_genrand(mt: np.ndarray, seed: int) -> None:
 _KEY_CYCLE = 12  # a multiple of every key length (1-4 words of a 128-bit seed)
 _BASE_LANE = _BASE.astype(np.uint32)
 _M1, _M2, _S30 = np.uint32(1664525), np.uint32(1566083941), np.uint32(30)
+_TRANSPOSE_ROWS = 16  # 64 bytes of a key's words
 
 
-def lanes(count: int) -> np.ndarray:
+class Lanes(NamedTuple):
+    """Scratch of `seed_lanes`: `steps` (uint32, N rows, a column a key), where
+    the keys' chains advance side by side, and `seeded` (a row a key), the
+    words they end with, which `twisted_state` reads."""
+
+    steps: np.ndarray
+    seeded: np.ndarray
+
+
+def lanes(count: int) -> Lanes:
     """Scratch of `seed_lanes` for up to `count` keys at once."""
-    return np.empty((N, count), dtype=np.uint32)
+    return Lanes(np.empty((N, count), dtype=np.uint32), np.empty((count, N), dtype=np.uint32))
 
 
 @njit(cache=True)
-def seed_lanes(keys: np.ndarray, key_lengths: np.ndarray, lanes: np.ndarray) -> None:
+def seed_lanes(keys: np.ndarray, key_lengths: np.ndarray, lanes: Lanes) -> None:
     """seed_state for many keys (rows of `keys`, at most SEED_WORDS words
-    each) side by side: column c of `lanes` (uint32, N rows) becomes the 624
-    words `random.Random` seeded with key c holds (its index is N);
-    `twisted_state` makes a generator of a column.
+    each) side by side: row c of `lanes.seeded` becomes the 624 words
+    `random.Random` seeded with key c holds (its index is N);
+    `twisted_state` makes a generator of a row.
 
     Seeding is a chain of ~1,250 dependent steps per key, so one key at a
     time costs as much compiled as in CPython; the chains of different keys
-    are independent, so every step of all of them is one loop over a row,
-    which the compiler vectorises. Index `lanes[i, c]` directly: through row
-    views the loop does not vectorise as well. (Costs: docs/design-notes.md,
+    are independent, so every step of all of them is one loop over a row of
+    `lanes.steps`, which the compiler vectorises. Index `steps[i, c]`
+    directly: through row views the loop does not vectorise as well. The
+    words end transposed, a key's contiguous: read down a column, a
+    generator's 624 words are 624 cache lines. (Costs: docs/design-notes.md,
     transforms.mersenne_twister.)
     """
+    steps = lanes.steps
     count = len(key_lengths)
     terms = np.empty((_KEY_CYCLE, count), dtype=np.uint32)  # key[j] + j at step t
     for c in range(count):
@@ -141,38 +154,42 @@ def seed_lanes(keys: np.ndarray, key_lengths: np.ndarray, lanes: np.ndarray) -> 
     for k in range(N):
         base = _BASE_LANE[k]
         for c in range(count):
-            lanes[k, c] = base
+            steps[k, c] = base
     i = 1
     for t in range(N):
         r = t % _KEY_CYCLE
         for c in range(count):
-            p = lanes[i - 1, c]
-            lanes[i, c] = (lanes[i, c] ^ ((p ^ (p >> _S30)) * _M1)) + terms[r, c]
+            p = steps[i - 1, c]
+            steps[i, c] = (steps[i, c] ^ ((p ^ (p >> _S30)) * _M1)) + terms[r, c]
         i += 1
         if i >= N:
             for c in range(count):
-                lanes[0, c] = lanes[N - 1, c]
+                steps[0, c] = steps[N - 1, c]
             i = 1
     for _ in range(N - 1):
         step = np.uint32(i)
         for c in range(count):
-            p = lanes[i - 1, c]
-            lanes[i, c] = (lanes[i, c] ^ ((p ^ (p >> _S30)) * _M2)) - step
+            p = steps[i - 1, c]
+            steps[i, c] = (steps[i, c] ^ ((p ^ (p >> _S30)) * _M2)) - step
         i += 1
         if i >= N:
             for c in range(count):
-                lanes[0, c] = lanes[N - 1, c]
+                steps[0, c] = steps[N - 1, c]
             i = 1
     for c in range(count):
-        lanes[0, c] = np.uint32(0x80000000)
+        steps[0, c] = np.uint32(0x80000000)
+    for k0 in range(0, N, _TRANSPOSE_ROWS):  # a block of rows at a time, for the cache
+        for c in range(count):
+            for k in range(k0, min(N, k0 + _TRANSPOSE_ROWS)):
+                lanes.seeded[c, k] = steps[k, c]
 
 
 @njit(cache=True)
-def twisted_state(lanes: np.ndarray, c: int, mt: np.ndarray) -> None:
-    """mt = the generator of column c of `lanes` (seed_lanes), twisted as its
+def twisted_state(lanes: Lanes, c: int, mt: np.ndarray) -> None:
+    """mt = the generator of key c of `lanes` (seed_lanes), twisted as its
     first draw would twist it: the same draws."""
     for k in range(N):
-        mt[k] = lanes[k, c]
+        mt[k] = lanes.seeded[c, k]
     _twist(mt)
 
 

@@ -30,7 +30,8 @@ from bert_pretraining_data.transforms.instances.full_sequences import (create_do
 from bert_pretraining_data.transforms.instances.pairs import (NEXT_SENTENCE_OBJECTIVES, NONE,
                                                               InstanceConfig, Stat,
                                                               create_instances)
-from bert_pretraining_data.transforms.mersenne_twister import (SEED_WORDS, generator_state, lanes,
+from bert_pretraining_data.transforms.mersenne_twister import (SEED_WORDS, Lanes,
+                                                               generator_state, lanes,
                                                                new_state, seed_genrand,
                                                                seed_lanes, seed_state,
                                                                seed_words, shuffle,
@@ -69,7 +70,7 @@ class Workspace(NamedTuple):
     masking: masking.MaskingScratch
     keys: np.ndarray
     key_lengths: np.ndarray
-    lanes: np.ndarray
+    lanes: Lanes
     state: np.ndarray
     lengths: np.ndarray  # reference mode: the n-gram lengths' global generator
     boundary: np.ndarray
