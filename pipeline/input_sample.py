@@ -56,7 +56,7 @@ def sample_documents(config: Config, stages: StageSettings | None, vocab: Vocabu
     documents = []
     for number, text in enumerate(texts):
         try:
-            document = tokenize(text).compact()
+            document = tokenize(text).compact
         except TextNotEncodable as err:  # found before the run: the user's to fix (exit 2)
             raise VocabularyError(f"in a sample of the input, {err}") from None
         if document is not None:

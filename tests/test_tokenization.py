@@ -6,7 +6,10 @@ import json
 
 import pytest
 
+from bert_pretraining_data.transforms.handoff.tokenized_documents import (TokenizedDocument,
+                                                                          compact_document)
 from bert_pretraining_data.transforms.tokenize import wordpiece
+from bert_pretraining_data.transforms.tokenize.vocabulary import parse_vocabulary
 from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
 from conftest import DATA
 from helpers.oracle_tokenization import OracleTokenizer
@@ -105,6 +108,51 @@ def test_a_line_of_many_new_characters_fills_the_table_in_rounds(tokenizers):
     assert fast.tokenize(line) == oracle.tokenize(line)
     long_line = "a, " * 40_000
     assert fast.tokenize(long_line) == oracle.tokenize(long_line)
+
+
+def _line_by_line(tokenizer: FullTokenizer, lines: list[str]) -> TokenizedDocument:
+    sentences = [ids for ids in map(tokenizer.tokenize_to_ids, lines) if ids]
+    unk = tokenizer.vocabulary.unk_id
+    return TokenizedDocument(compact_document(sentences) if sentences else None,
+                             len(sentences), sum(map(len, sentences)),
+                             sum(s.count(unk) for s in sentences), len(lines) - len(sentences))
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_a_document_in_one_call_is_its_lines_one_by_one(uncased_vocab, lower):
+    """Tokenize's one call a document (`compact_lines`) against `tokenize_to_ids`
+    line by line: the golden lines as documents of 1-5 lines (empty lines
+    among them; a fresh tokenizer, so new characters turn up mid-document), and
+    a Final_Sigma that ends its line though the next line goes on in letters."""
+    fast = FullTokenizer(uncased_vocab, do_lower_case=lower)
+    texts = [case["text"] for case in GOLDEN]
+    documents = [["ΑΣ", "Α"], ["ΑΣ", "", "Σ", "ΑΣΑ"], [], [""]]
+    start = 0
+    while start < len(texts):
+        size = 1 + start % 5
+        documents.append(texts[start:start + size] + [""] * (start % 3 == 0))
+        start += size
+    one_call = 0
+    for lines in documents:
+        whole = fast.compact_lines(lines)
+        one_call += whole is not None
+        assert (whole or _line_by_line(fast, lines)) == _line_by_line(fast, lines), lines
+    assert fast.compact_lines(["ΑΣ", "Α"]) == _line_by_line(fast, ["ΑΣ", "Α"])
+    assert one_call > 0.9 * len(documents)  # only words that need their context go line by line
+
+
+def test_ids_past_16_bits_make_a_wide_compact_document():
+    """A vocabulary of more than 65,536 entries: ids past 16 bits make the
+    compact document 4 bytes an id, as compact_document makes it."""
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "##s"]
+    tokens += [f"filler{i}" for i in range(70_000)] + ["world", "wide"]
+    tokenizer = FullTokenizer(parse_vocabulary("\n".join(tokens).encode()))
+    lines = ["hello worlds", "", "wide hello ✓"]
+    document = tokenizer.compact_lines(lines)
+    assert document == _line_by_line(tokenizer, lines)
+    assert document.compact[:1] == b"i" and document.unk_tokens == 1
+    narrow = tokenizer.compact_lines(["hellos"])
+    assert narrow == _line_by_line(tokenizer, ["hellos"]) and narrow.compact[:1] == b"H"
 
 
 def test_tokenize_stage_drops_lines_without_tokens(uncased_tokenizer):

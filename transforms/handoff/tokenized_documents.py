@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from array import array
 from itertools import accumulate
-from typing import Iterator, Sequence
+from typing import Iterator, NamedTuple, Sequence
 
 import numpy as np
 from numba import njit
@@ -25,8 +25,19 @@ CompactDocument = bytes
 _NARROW, _WIDE = "H", "i"
 _HEADER = "i"
 _HEADER_SIZE = array(_HEADER).itemsize
-_WIDE_CODE = ord(_WIDE)
+_NARROW_CODE, _WIDE_CODE = ord(_NARROW), ord(_WIDE)
 _ITEM_SIZES = {ord(code): array(code).itemsize for code in (_NARROW, _WIDE)}  # by typecode byte
+
+
+class TokenizedDocument(NamedTuple):
+    """What Tokenize makes of a document: its compact form (None: no sentence
+    has a token, and the document is dropped) and its counts."""
+
+    compact: CompactDocument | None
+    sentences: int
+    tokens: int
+    unk_tokens: int
+    without_tokens: int  # sentences with no token, left out
 
 
 def compact_document(sentences: Sequence[Sequence[int]]) -> CompactDocument:
@@ -43,6 +54,43 @@ def compact_document(sentences: Sequence[Sequence[int]]) -> CompactDocument:
         for sentence in sentences:
             tokens.extend(sentence)
     return tokens.typecode.encode() + header.tobytes() + tokens.tobytes()
+
+
+@njit(cache=True)
+def write_compact(ids: np.ndarray, lengths: np.ndarray, out: np.ndarray) -> int:
+    """compact_document of the sentences ids[...] of `lengths` (consecutive;
+    those of length 0 left out), compiled, into out (uint8, room for
+    compact_size's bytes); returns its size. For kernels that tokenize a
+    document in one call (transforms.tokenize.wordpiece_kernel.lines_compact)."""
+    wide = False
+    for t in range(len(ids)):
+        if ids[t] < 0 or ids[t] > 0xFFFF:
+            wide = True
+    out[0] = _WIDE_CODE if wide else _NARROW_CODE
+    count = 0
+    for s in range(len(lengths)):
+        if lengths[s]:
+            count += 1
+            _put(out, 1 + _HEADER_SIZE * count, lengths[s], 4)
+    _put(out, 1, count, 4)
+    pos = 1 + _HEADER_SIZE * (1 + count)
+    width = 4 if wide else 2
+    for t in range(len(ids)):
+        _put(out, pos, ids[t], width)
+        pos += width
+    return pos
+
+
+def compact_size(lines: int, tokens: int) -> int:
+    """Bytes a compact document of up to this many sentences and ids may take."""
+    return 1 + _HEADER_SIZE * (1 + lines) + 4 * tokens
+
+
+@njit(cache=True, inline="always")
+def _put(out, pos, value, width):
+    """value's `width` low bytes, little-endian, at out[pos:pos + width]."""
+    for b in range(width):
+        out[pos + b] = (value >> (8 * b)) & 0xFF
 
 
 def _layout(compact: CompactDocument) -> tuple[int, int]:

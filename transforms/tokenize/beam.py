@@ -46,13 +46,14 @@ class TokenizeDocument(CountingDoFn):
         tokenizer = self._tokenizer.tokenizer(self._tokenizer.load_vocabulary(FileSystems.open))
         per_source = not isinstance(self._splitter, str)
         splitters = self._splitter if per_source else (self._splitter,)
+        unk = tokenizer.vocabulary.unk_id  # an unknown piece may be marked
+        unk_ids = (unk, unk | MARK) if self._tokenizer.marks_continuations else (unk,)
         made = {splitter: DocumentTokenizer.of(tokenizer, segmenter=self._segmenter,
-                                               splitter=splitter) for splitter in set(splitters)}
+                                               splitter=splitter, unk_ids=unk_ids)
+                for splitter in set(splitters)}
         tokenizers = [made[splitter] for splitter in splitters]
         self._tokenizer_of = ((lambda doc_key: tokenizers[source_of(doc_key)]) if per_source
                               else (lambda doc_key: tokenizers[0]))
-        unk = tokenizer.vocabulary.unk_id  # an unknown piece may be marked
-        self._unk = (unk, unk | MARK) if self._tokenizer.marks_continuations else (unk,)
         self._progress = ProgressSink(self._progress_dir)
 
     def finish_bundle(self) -> Iterator[TaggedOutput]:
@@ -67,7 +68,7 @@ class TokenizeDocument(CountingDoFn):
             tokenized = self._tokenizer_of(doc_key)(lines)
         except TextNotEncodable as err:  # which document: its key names the file
             raise TextNotEncodable(f"document {doc_key}: {err}") from None
-        document = tokenized.compact()
+        document = tokenized.compact
         count["lines_without_tokens"] += tokenized.without_tokens
         if self._progress.active:  # text bytes: one encode per line, only when shown
             self._progress.add(documents=1, tokenized=int(document is not None),
@@ -75,9 +76,8 @@ class TokenizeDocument(CountingDoFn):
         if document is None:
             count["empty_documents"] += 1
             return
-        sentences = tokenized.sentences
         count["tokenized_documents"] += 1
-        count["sentences"] += len(sentences)
-        count["tokens"] += sum(map(len, sentences))
-        count["unk_tokens"] += sum(s.count(unk) for s in sentences for unk in self._unk)
+        count["sentences"] += tokenized.sentences
+        count["tokens"] += tokenized.tokens
+        count["unk_tokens"] += tokenized.unk_tokens
         yield doc_key, document

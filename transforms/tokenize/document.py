@@ -5,26 +5,13 @@ call it, so that the estimate measures the documents the run makes."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Iterable, NamedTuple
+from typing import Callable, Iterable
 
-from bert_pretraining_data.transforms.handoff.tokenized_documents import (CompactDocument,
+from bert_pretraining_data.transforms.handoff.tokenized_documents import (TokenizedDocument,
                                                                           compact_document)
 from bert_pretraining_data.transforms.tokenize.chinese_words import lines_ids
 from bert_pretraining_data.transforms.tokenize.sentences import sentence_splitter
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import Tokenizer
-
-
-class DocumentIds(NamedTuple):
-    """A document's sentences as token ids, and how many sentences had no
-    token (dropped from `sentences`)."""
-
-    sentences: list[list[int]]
-    without_tokens: int
-
-    def compact(self) -> CompactDocument | None:
-        """The document as Tokenize hands it on; None (dropped) when no
-        sentence has a token."""
-        return compact_document(self.sentences) if self.sentences else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,18 +20,33 @@ class DocumentTokenizer:
     or split into sentences (`splitter`: --sentence_splitter), with
     segmented words marked (`segmenter`: --whole_word_segmenter,
     transforms.tokenize.chinese_words). Built once (a worker's setup, an
-    estimate), as building it loads models."""
+    estimate), as building it loads models. `unk_ids` are the ids counted as
+    unknown (with marked words, [UNK] marked too)."""
 
     lines_ids: Callable[[list[str]], list[list[int]]]
     sentences: Callable[[Iterable[str]], list[str]]
+    unk_ids: tuple[int, ...]
+    # The tokenizer's whole-document path (WordPiece's), where words are not
+    # marked; it returns None for a document the line-by-line path must take.
+    compact_lines: Callable[[list[str]], TokenizedDocument | None] | None = None
 
     @classmethod
-    def of(cls, tokenizer: Tokenizer, *, segmenter: str = "none",
-           splitter: str = "none") -> "DocumentTokenizer":
+    def of(cls, tokenizer: Tokenizer, *, segmenter: str = "none", splitter: str = "none",
+           unk_ids: tuple[int, ...] | None = None) -> "DocumentTokenizer":
+        whole = getattr(tokenizer, "compact_lines", None) if segmenter == "none" else None
         return cls(lines_ids=lines_ids(tokenizer, segmenter),
-                   sentences=sentence_splitter(splitter))
+                   sentences=sentence_splitter(splitter),
+                   unk_ids=unk_ids or (tokenizer.vocabulary.unk_id,), compact_lines=whole)
 
-    def __call__(self, lines: list[str]) -> DocumentIds:
+    def __call__(self, lines: list[str]) -> TokenizedDocument:
         texts = self.sentences(lines)
+        if self.compact_lines is not None:
+            document = self.compact_lines(texts)
+            if document is not None:
+                return document
         sentences = [ids for ids in self.lines_ids(texts) if ids]
-        return DocumentIds(sentences, len(texts) - len(sentences))
+        return TokenizedDocument(
+            compact_document(sentences) if sentences else None, len(sentences),
+            sum(map(len, sentences)),
+            sum(s.count(unk) for s in sentences for unk in self.unk_ids),
+            len(texts) - len(sentences))

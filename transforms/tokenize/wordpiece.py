@@ -1,7 +1,8 @@
 """FullTokenizer-exact WordPiece tokenization, compiled.
 
-A line is one compiled call (transforms.tokenize.wordpiece_kernel) over a
-per-code-point table of what the original makes of each character. The
+A line, or Tokenize's document of lines, is one compiled call
+(transforms.tokenize.wordpiece_kernel) over a per-code-point table of what
+the original makes of each character. The
 functions below, with the cleanup and CJK spacing Deduplicate and create-vocab
 share (transforms.handoff.words), are the one definition of those character
 semantics, with Python's own Unicode database, and fill the table for each
@@ -19,10 +20,13 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from itertools import accumulate
 from typing import Sequence
 
 import numpy as np
 
+from bert_pretraining_data.transforms.handoff.tokenized_documents import (TokenizedDocument,
+                                                                          compact_size)
 from bert_pretraining_data.transforms.handoff.words import cleaned_character, is_cjk, split_words
 from bert_pretraining_data.transforms.tokenize import wordpiece_kernel as jit
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary, load_vocabulary
@@ -167,22 +171,30 @@ class FullTokenizer:
         self._piece = np.zeros(jit.PIECE_CAPACITY, dtype=np.int32)
         self._hashes = np.zeros(max(1, *self._params[:jit.UNK]), dtype=np.int64)
         self._missing = np.zeros(257, dtype=np.int64)
-        self._reserve(256)
+        self._counts = np.zeros(4, dtype=np.int64)
+        self._reserve(256, 16)
         self._line_ids = jit.direct(jit.line_ids, "", *self._arguments)
+        self._lines_compact = jit.direct(jit.lines_compact, "", self._ends[:0],
+                                         *self._document_arguments)
 
-    def _reserve(self, characters: int) -> None:
-        """Room for the ids of a line of this many characters (the arguments
-        after the line's text are kept in one tuple: a call builds nothing)."""
+    def _reserve(self, characters: int, lines: int) -> None:
+        """Room for the ids of this many characters, in up to this many lines
+        (the arguments after the text are kept in tuples: a call builds nothing)."""
         self._out = np.zeros(characters * jit.MAX_OUTPUTS, dtype=np.int32)
-        self._capacity = characters
+        self._capacity, self._line_capacity = characters, lines
         table = self._characters
         self._arguments = (table.kinds, table.outputs, self._slots, self._chars, self._params,
                            self._piece, self._hashes, self._out, self._missing)
+        self._ends = np.zeros(lines, dtype=np.int64)
+        self._compact = np.zeros(compact_size(lines, characters * jit.MAX_OUTPUTS),
+                                 dtype=np.uint8)
+        self._document_arguments = (*self._arguments, np.zeros(lines, dtype=np.int64),
+                                    self._compact, self._counts)
 
     def tokenize_to_ids(self, text: str) -> list[int]:
         """WordPiece ids of one line of text."""
         if len(text) > self._capacity:
-            self._reserve(len(text))
+            self._reserve(len(text), self._line_capacity)
         count = self._line_ids(text, *self._arguments)
         while count == jit.MISSING:  # characters seen for the first time
             self._characters.fill(self._missing[1:1 + self._missing[0]].tolist())
@@ -190,6 +202,26 @@ class FullTokenizer:
         if count == jit.COMPLEX_LINE:
             return self._python_ids(text)
         return self._out[:count].tolist()
+
+    def compact_lines(self, lines: Sequence[str]) -> TokenizedDocument | None:
+        """A document's lines, each a sentence, as Tokenize hands them on, in one
+        compiled call (no list of ids is made); None when a line holds a
+        character whose output depends on its word (`tokenize_to_ids` then
+        takes the lines one by one)."""
+        text = "".join(lines)
+        if len(text) > self._capacity or len(lines) > self._line_capacity:
+            self._reserve(max(len(text), self._capacity), max(len(lines), self._line_capacity))
+        ends = self._ends[:len(lines)]
+        ends[:] = list(accumulate(map(len, lines)))
+        status = self._lines_compact(text, ends, *self._document_arguments)
+        while status == jit.MISSING:  # characters seen for the first time
+            self._characters.fill(self._missing[1:1 + self._missing[0]].tolist())
+            status = self._lines_compact(text, ends, *self._document_arguments)
+        if status == jit.COMPLEX_LINE:
+            return None
+        size, tokens, sentences, unknown = self._counts.tolist()
+        return TokenizedDocument(self._compact[:size].tobytes() if sentences else None,
+                                 sentences, tokens, unknown, len(lines) - sentences)
 
     def tokenize(self, text: str) -> list[str]:
         """WordPiece tokens of one line of text, as the original returns them."""

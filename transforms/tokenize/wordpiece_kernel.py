@@ -1,4 +1,5 @@
-"""The tokenizer's compiled core: one call turns a line of text into WordPiece ids.
+"""The tokenizer's compiled core: one call turns a line of text into WordPiece
+ids, or a document's lines into its compact form.
 
 transforms.tokenize.wordpiece writes what the original does to each character
 into a per-code-point table; this module only reads it:
@@ -20,6 +21,8 @@ import numpy as np
 from numba import njit
 from numba.cpython.unicode import _get_code_point
 
+from bert_pretraining_data.transforms.handoff.tokenized_documents import write_compact
+
 UNKNOWN, DROP, SPACE, CJK, NORMAL, SIGMA, COMPLEX = range(7)
 KIND_BITS = 0x7
 # The Final_Sigma rule's classes of a character (Python's handle_capital_sigma).
@@ -35,6 +38,8 @@ PIECE_CAPACITY = MAX_INPUT_CHARS_PER_WORD + 1
 MISSING, COMPLEX_LINE = -1, -2
 # params: the vocabulary's longest key at a word start and after `##`, and [UNK]'s id.
 MAX_HEAD, MAX_TAIL, UNK = range(3)
+# lines_compact's counts: the compact document's bytes, its ids, sentences and [UNK]s.
+COMPACT_SIZE, ID_COUNT, SENTENCE_COUNT, UNK_COUNT = range(4)
 _FNV_BASIS = np.int64(-3750763034362895579)  # 14695981039346656037 as int64
 _FNV_PRIME = np.int64(1099511628211)
 _HASH, _ID, _START, _KEY = range(4)
@@ -125,12 +130,13 @@ def wordpiece(piece, length, slots, chars, params, hashes, out, n):
 
 
 @njit(cache=True, inline="always")
-def _final_sigma(text, i, kinds, cased_before):
-    """Python's Final_Sigma rule for the U+03A3 at text[i]: a cased character
-    before it in its word (case-ignorables skipped) and none after it."""
+def _final_sigma(text, i, end, kinds, cased_before):
+    """Python's Final_Sigma rule for the U+03A3 at text[i] of a line ending at
+    text[end]: a cased character before it in its word (case-ignorables
+    skipped) and none after it."""
     if not cased_before:
         return False
-    for j in range(i + 1, len(text)):
+    for j in range(i + 1, end):
         kind = kinds[_get_code_point(text, j)]
         if kind & KIND_BITS == DROP:  # deleted before the original lower-cases
             continue
@@ -147,11 +153,50 @@ def line_ids(text, kinds, outputs, slots, chars, params, piece, hashes, out, mis
     per character). MISSING: characters not in the table yet are listed in
     missing ([count, code points...]); COMPLEX_LINE: the line holds a
     character whose output depends on its whole word."""
-    n = 0
+    missing[0] = 0
+    n = _span_ids(text, 0, len(text), kinds, outputs, slots, chars, params, piece, hashes, out,
+                  missing, 0)
+    return MISSING if n >= 0 and missing[0] else n
+
+
+@njit(cache=True)
+def lines_compact(text, ends, kinds, outputs, slots, chars, params, piece, hashes, out, missing,
+                  lengths, compact, counts):
+    """A document's lines (line l is text[ends[l - 1]:ends[l]], the first from
+    0) as one compact document (transforms.handoff.tokenized_documents) in
+    compact[:counts[COMPACT_SIZE]], in one call: Tokenize's path for WordPiece,
+    where a call a line and Python lists cost more than the tokenizing. Lines
+    without tokens are left out. Returns 0, or MISSING / COMPLEX_LINE as
+    `line_ids` does for any line; `counts` gets the compact size, the ids,
+    the sentences and the ids of [UNK] (COMPACT_SIZE, ID_COUNT, ...)."""
+    missing[0] = 0
+    n = start = 0
+    for line in range(len(ends)):
+        end = _span_ids(text, start, ends[line], kinds, outputs, slots, chars, params, piece,
+                        hashes, out, missing, n)
+        if end == COMPLEX_LINE:
+            return end
+        lengths[line] = end - n
+        n, start = end, ends[line]
+    if missing[0]:
+        return MISSING
+    counts[COMPACT_SIZE] = write_compact(out[:n], lengths[:len(ends)], compact)
+    counts[ID_COUNT] = n
+    counts[SENTENCE_COUNT] = np.count_nonzero(lengths[:len(ends)])
+    counts[UNK_COUNT] = np.count_nonzero(out[:n] == params[UNK])
+    return 0
+
+
+@njit(cache=True, inline="always")
+def _span_ids(text, begin, end, kinds, outputs, slots, chars, params, piece, hashes, out,
+              missing, n):
+    """The ids of the line text[begin:end] appended to out[n:]; returns the new
+    n, or COMPLEX_LINE. Characters not in the table yet are added to
+    `missing`; once it lists any, lines are only read for more (the caller
+    returns MISSING)."""
     length = 0  # of the piece being read (it may run past its buffer)
     cased_before = False  # Final_Sigma: the word so far ends in a cased character
-    missing[0] = 0
-    for i in range(len(text)):
+    for i in range(begin, end):
         cp = _get_code_point(text, i)
         kind = kinds[cp]
         base = kind & KIND_BITS
@@ -174,7 +219,8 @@ def line_ids(text, kinds, outputs, slots, chars, params, piece, hashes, out, mis
             if base == SPACE:
                 continue
         if base == SIGMA:
-            piece_char = FINAL_SIGMA if _final_sigma(text, i, kinds, cased_before) else SMALL_SIGMA
+            final = _final_sigma(text, i, end, kinds, cased_before)
+            piece_char = FINAL_SIGMA if final else SMALL_SIGMA
             if length < PIECE_CAPACITY:
                 piece[length] = piece_char
             length += 1
@@ -198,9 +244,7 @@ def line_ids(text, kinds, outputs, slots, chars, params, piece, hashes, out, mis
                 n = wordpiece(piece, length, slots, chars, params, hashes, out, n)
                 length = 0
             cased_before = False
-    if missing[0]:
-        return MISSING
-    if length:
+    if length and not missing[0]:
         n = wordpiece(piece, length, slots, chars, params, hashes, out, n)
     return n
 
