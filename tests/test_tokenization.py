@@ -9,6 +9,7 @@ import pytest
 from bert_pretraining_data.transforms.handoff.tokenized_documents import (TokenizedDocument,
                                                                           compact_document)
 from bert_pretraining_data.transforms.tokenize import wordpiece
+from bert_pretraining_data.transforms.tokenize.document import DocumentTokenizer
 from bert_pretraining_data.transforms.tokenize.vocabulary import parse_vocabulary
 from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
 from conftest import DATA
@@ -153,6 +154,18 @@ def test_ids_past_16_bits_make_a_wide_compact_document():
     assert document.compact[:1] == b"i" and document.unk_tokens == 1
     narrow = tokenizer.compact_lines(["hellos"])
     assert narrow == _line_by_line(tokenizer, ["hellos"]) and narrow.compact[:1] == b"H"
+
+
+def test_a_long_document_goes_line_by_line(uncased_vocab):
+    """Past WHOLE_DOCUMENT_CHARACTERS the buffers would grow to the document's
+    size for the worker's life: its lines go one by one, to the same document."""
+    fresh = FullTokenizer(uncased_vocab)
+    line = "a long line of words, " * 100
+    lines = [line] * (wordpiece.WHOLE_DOCUMENT_CHARACTERS // len(line) + 1)
+    assert fresh.compact_lines(lines) is None
+    assert DocumentTokenizer.of(fresh)(lines) == _line_by_line(fresh, lines)
+    assert fresh._capacity < len(line) * len(lines)  # buffers a line's size
+    assert fresh.compact_lines(lines[:-1]) == _line_by_line(fresh, lines[:-1])
 
 
 def test_tokenize_stage_drops_lines_without_tokens(uncased_tokenizer):

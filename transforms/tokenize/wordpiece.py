@@ -37,6 +37,9 @@ _DAMAGE_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffd]")
 # An ASCII word after cleaning holds no space or control character, so every
 # non-alphanumeric character in it is one of the original's punctuation marks.
 _ASCII_PIECES_RE = re.compile(r"[0-9A-Za-z]+|[^0-9A-Za-z]")
+# The longest document FullTokenizer.compact_lines takes in one call: its
+# buffers hold 24 bytes a character (~1.6 MB at most).
+WHOLE_DOCUMENT_CHARACTERS = 1 << 16
 
 
 def count_control_characters(text: str) -> int:
@@ -206,9 +209,13 @@ class FullTokenizer:
     def compact_lines(self, lines: Sequence[str]) -> TokenizedDocument | None:
         """A document's lines, each a sentence, as Tokenize hands them on, in one
         compiled call (no list of ids is made); None when a line holds a
-        character whose output depends on its word (`tokenize_to_ids` then
-        takes the lines one by one)."""
+        character whose output depends on its word, or the document is longer
+        than WHOLE_DOCUMENT_CHARACTERS (`tokenize_to_ids` then takes the lines
+        one by one: the buffers stay a line's size, and a long document's
+        calls cost little beside its text)."""
         text = "".join(lines)
+        if len(text) > WHOLE_DOCUMENT_CHARACTERS:
+            return None
         if len(text) > self._capacity or len(lines) > self._line_capacity:
             self._reserve(max(len(text), self._capacity), max(len(lines), self._line_capacity))
         ends = self._ends[:len(lines)]
