@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 from array import array
-from itertools import accumulate
+from itertools import accumulate, chain
 from typing import Iterator, NamedTuple, Sequence
 
 import numpy as np
@@ -43,17 +43,19 @@ class TokenizedDocument(NamedTuple):
 def compact_document(sentences: Sequence[Sequence[int]]) -> CompactDocument:
     """A document's sentences of token ids in the compact layout: 2 bytes an
     id when every id fits in 16 bits, else 4."""
-    header = array(_HEADER, [len(sentences)])
-    header.extend(len(s) for s in sentences)
-    tokens = array(_NARROW)
+    return compact_ids(list(chain.from_iterable(sentences)), list(map(len, sentences)))
+
+
+def compact_ids(ids: list[int], lengths: list[int]) -> CompactDocument:
+    """compact_document of the sentences of `lengths` laid end to end in `ids`
+    (one flat list: an array is made of it in one step, and a caller counts
+    in it without walking the sentences)."""
+    header = array(_HEADER, [len(lengths), *lengths])
     try:
-        for sentence in sentences:
-            tokens.extend(sentence)
+        tokens = array(_NARROW, ids)
     except OverflowError:  # an id of 65,536 or more
-        tokens = array(_WIDE)
-        for sentence in sentences:
-            tokens.extend(sentence)
-    return tokens.typecode.encode() + header.tobytes() + tokens.tobytes()
+        tokens = array(_WIDE, ids)
+    return b"".join((tokens.typecode.encode(), header.tobytes(), tokens.tobytes()))
 
 
 @njit(cache=True)

@@ -5,10 +5,11 @@ call it, so that the estimate measures the documents the run makes."""
 from __future__ import annotations
 
 import dataclasses
+from itertools import chain
 from typing import Callable, Iterable
 
 from bert_pretraining_data.transforms.handoff.tokenized_documents import (TokenizedDocument,
-                                                                          compact_document)
+                                                                          compact_ids)
 from bert_pretraining_data.transforms.tokenize.chinese_words import lines_ids
 from bert_pretraining_data.transforms.tokenize.sentences import sentence_splitter
 from bert_pretraining_data.transforms.tokenize.tokenizer_spec import Tokenizer
@@ -45,8 +46,9 @@ class DocumentTokenizer:
             if document is not None:
                 return document
         sentences = [ids for ids in self.lines_ids(texts) if ids]
-        return TokenizedDocument(
-            compact_document(sentences) if sentences else None, len(sentences),
-            sum(map(len, sentences)),
-            sum(s.count(unk) for s in sentences for unk in self.unk_ids),
-            len(texts) - len(sentences))
+        if not sentences:
+            return TokenizedDocument(None, 0, 0, 0, len(texts))
+        ids = list(chain.from_iterable(sentences))
+        return TokenizedDocument(compact_ids(ids, list(map(len, sentences))), len(sentences),
+                                 len(ids), sum(map(ids.count, self.unk_ids)),
+                                 len(texts) - len(sentences))
