@@ -165,6 +165,8 @@ def test_a_long_document_goes_line_by_line(uncased_vocab):
     assert fresh.compact_lines(lines) is None
     assert DocumentTokenizer.of(fresh)(lines) == _line_by_line(fresh, lines)
     assert fresh._capacity < len(line) * len(lines)  # buffers a line's size
+    fresh.tokenize_to_ids("word " * wordpiece.WHOLE_DOCUMENT_CHARACTERS)  # a long line alone
+    assert len(fresh._compact) < 4 * wordpiece.WHOLE_DOCUMENT_CHARACTERS * 3 + 1024
     assert fresh.compact_lines(lines[:-1]) == _line_by_line(fresh, lines[:-1])
 
 

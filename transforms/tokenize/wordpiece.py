@@ -189,8 +189,8 @@ class FullTokenizer:
         self._arguments = (table.kinds, table.outputs, self._slots, self._chars, self._params,
                            self._piece, self._hashes, self._out, self._missing)
         self._ends = np.zeros(lines, dtype=np.int64)
-        self._compact = np.zeros(compact_size(lines, characters * jit.MAX_OUTPUTS),
-                                 dtype=np.uint8)
+        whole = min(characters, WHOLE_DOCUMENT_CHARACTERS)  # a longer line goes alone
+        self._compact = np.zeros(compact_size(lines, whole * jit.MAX_OUTPUTS), dtype=np.uint8)
         self._document_arguments = (*self._arguments, np.zeros(lines, dtype=np.int64),
                                     self._compact, self._counts)
 
