@@ -11,6 +11,8 @@ that installs the package from `--setup_file` compiles on first use.
 
 from __future__ import annotations
 
+import numpy as np
+
 from bert_pretraining_data.transforms.handoff import tokenized_documents
 from bert_pretraining_data.transforms.handoff.shuffle import entries as shuffle_entries
 from bert_pretraining_data.transforms.handoff.shuffle.entries import scan_entries, split_by_shard
@@ -23,6 +25,7 @@ from bert_pretraining_data.transforms.pack import histogram, plan
 from bert_pretraining_data.transforms.quality import ngram_kernel
 from bert_pretraining_data.transforms.quality.rules import QualityConfig, decide
 from bert_pretraining_data.transforms.tokenize import unigram_kernel, wordpiece_kernel
+from bert_pretraining_data.transforms.tokenize.compiled_calls import CompactWriter
 from bert_pretraining_data.transforms.tokenize.unigram import UnigramKernel
 from bert_pretraining_data.transforms.tokenize.vocabulary import parse_vocabulary
 from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
@@ -34,8 +37,9 @@ from bert_pretraining_data.transforms.write.tf_example import RecordLayout
 KERNELS = (units_kernel.unit_entries, tokenized_documents.read_compact, shuffle_entries._entries_of,
            shuffle_entries.gather, shuffle_entries._scan_entries, rows._frame_payloads,
            rows._lengths, rows._write_rows, histogram._solve, plan._fill_rows,
-           wordpiece_kernel.line_ids, wordpiece_kernel.build_slots, wordpiece_kernel.wordpiece,
-           unigram_kernel.line_ids, ngram_kernel.ngram_characters,
+           wordpiece_kernel.line_ids, wordpiece_kernel.lines_compact, wordpiece_kernel.build_slots,
+           wordpiece_kernel.wordpiece, unigram_kernel.lines_ids, tokenized_documents.write_counted,
+           tokenized_documents.write_counted_buffers, ngram_kernel.ngram_characters,
            columns._sizes, columns._flatten, mds_rows._row_counts, mds_rows._sample_sizes,
            mds_rows._write_samples)
 
@@ -69,7 +73,11 @@ def warm_up() -> dict[str, tuple[int, int]]:
     FullTokenizer(vocab, do_lower_case=True).tokenize_to_ids("a aa \u1b44a")
     decide(["a b a b a b a b a b a b."], QualityConfig.parse("gopher"))
     UnigramKernel([], {"replacement": "\u2581"}, ["\u2581", "a", "\u2581a"], [-1.0, -2.0, -1.5],
-                  0)(["a aa b"])
+                  0).compact_lines(["a aa b"], unk=0)
+    # fastokens' flat buffers (transforms.tokenize.engines.fast_compact)
+    CompactWriter(tokenized_documents.write_counted_buffers).write(
+        np.zeros(1, np.uint32).tobytes(), np.arange(2, dtype=np.uint64).tobytes(), 0, lines=1,
+        tokens=1)
     return {f"{kernel.__module__.rsplit('.', 1)[-1]}.{kernel.__name__}": (sum(kernel.stats.cache_misses.values()),
                               sum(kernel.stats.cache_hits.values())) for kernel in KERNELS}
 

@@ -34,6 +34,8 @@ from helpers.tokenizer_files import bert_wordpiece, modernbert_bpe, roberta_bpe
 from bert_pretraining_data.pipeline.main import main, run
 from bert_pretraining_data.transforms.tokenize import (engines, unigram as unigram_engine,
                                                        unigram_kernel)
+from bert_pretraining_data.transforms.tokenize.compiled_calls import WHOLE_DOCUMENT_CHARACTERS
+from bert_pretraining_data.transforms.tokenize.document import DocumentTokenizer
 from bert_pretraining_data.transforms.tokenize.precompiled_charsmap import PrecompiledCharsMap
 from bert_pretraining_data.transforms.tokenize.engines import (FASTOKENS, TOKENIZERS, UNIGRAM,
                                                                WORDPIECE, Unencodable,
@@ -219,7 +221,7 @@ def test_the_unigram_kernel_refuses_the_lines_the_library_refuses(files):
     refused by both, every other line encoded alike; through the pipeline's
     tokenizer, the library's one-line error."""
     vocabulary = load_tokenizer_json(str(files["unigram-no-unk"]))
-    kernel = fast_engine(vocabulary)[1]
+    kernel = fast_engine(vocabulary).ids
     library = vocabulary.tokenizer()
     refused = 0
     for line in CORPUS:
@@ -233,8 +235,12 @@ def test_the_unigram_kernel_refuses_the_lines_the_library_refuses(files):
             assert kernel([line]) == [expected]
     assert 0 < refused < len(CORPUS) / 2
     unknown = next(line for line in CORPUS if line and "\u4e2d" in line)
+    tokenizer = JsonTokenizer(vocabulary, words=False, engine=UNIGRAM)
     with pytest.raises(ValueError, match="cannot encode the line"):
-        JsonTokenizer(vocabulary, words=False, engine=UNIGRAM).lines_to_ids(["ok", unknown])
+        tokenizer.lines_to_ids(["ok", unknown])
+    assert tokenizer.compact_lines(["ok", unknown]) is None  # the document goes line by line
+    with pytest.raises(ValueError, match="cannot encode the line"):
+        DocumentTokenizer.of(tokenizer)(["ok", unknown])
 
 
 @pytest.mark.parametrize("family", ["bert", "bert-cased"])
@@ -246,6 +252,44 @@ def test_the_wordpiece_kernel_gives_the_librarys_ids_on_every_line(files, family
     assert kernel._fast is not None
     reference = JsonTokenizer(vocabulary, words=False, engine=TOKENIZERS)
     assert kernel.lines_to_ids(CORPUS) == reference.lines_to_ids(CORPUS)
+
+
+def _documents(lines: list[str]) -> list[list[str]]:
+    """The lines as documents of 1-5 lines, as Tokenize gets them."""
+    draw, documents, start = random.Random(0), [], 0
+    while start < len(lines):
+        size = draw.randint(1, 5)
+        documents.append(lines[start:start + size])
+        start += size
+    return documents
+
+
+@pytest.mark.parametrize("family", [*FAST_FAMILIES, "bert", *UNIGRAM_FAMILIES])
+def test_a_fast_engines_document_call_writes_the_librarys_ids(files, family):
+    """Tokenize's one call a document on the faster engine (no list of ids
+    made: fastokens' flat buffers, the kernels' own) against the library's
+    ids line by line, compacted and counted: every document takes the call."""
+    vocabulary = load_tokenizer_json(str(files[family]))
+    fast = JsonTokenizer(vocabulary, words=False, engine=fast_engine(vocabulary).name)
+    reference = JsonTokenizer(vocabulary, words=False, engine=TOKENIZERS)
+    assert fast.compact_lines is not None and reference.compact_lines is None
+    documents = _documents(CORPUS)
+    assert all(fast.compact_lines(document) is not None for document in documents)
+    whole, line_by_line = DocumentTokenizer.of(fast), DocumentTokenizer.of(reference)
+    assert [whole(document) for document in documents] == list(map(line_by_line, documents))
+
+
+def test_a_long_document_leaves_the_unigram_kernels_buffers_a_lines_size(files):
+    """Past WHOLE_DOCUMENT_CHARACTERS a document's lines go one by one (the
+    buffers live as long as the worker), to the library's ids."""
+    vocabulary = load_tokenizer_json(str(files["xlmr-unigram"]))
+    kernel = fast_engine(vocabulary).ids
+    line = " ".join(TRAINING[:40])
+    lines = [line] * (WHOLE_DOCUMENT_CHARACTERS // len(line) + 1)
+    assert kernel.compact_lines(lines, unk=vocabulary.unk_id) is None
+    reference = JsonTokenizer(vocabulary, words=False, engine=TOKENIZERS)
+    assert kernel(lines) == reference.lines_to_ids(lines)
+    assert kernel._capacity < 2 * len(line)
 
 
 def test_a_run_that_groups_words_takes_the_reference(files, tmp_path):

@@ -59,21 +59,21 @@ def compact_ids(ids: list[int], lengths: list[int]) -> CompactDocument:
 
 
 @njit(cache=True)
-def write_compact(ids: np.ndarray, lengths: np.ndarray, out: np.ndarray) -> int:
-    """compact_document of the sentences ids[...] of `lengths` (consecutive;
-    those of length 0 left out), compiled, into out (uint8, room for
-    compact_size's bytes); returns its size. For kernels that tokenize a
-    document in one call (transforms.tokenize.wordpiece_kernel.lines_compact)."""
+def write_compact(ids: np.ndarray, bounds: np.ndarray, out: np.ndarray) -> int:
+    """compact_document of the sentences ids[bounds[s]:bounds[s + 1]] (those
+    without ids left out), compiled, into out (uint8, room for compact_size's
+    bytes); returns its size. For kernels that tokenize a document in one
+    call (transforms.tokenize.wordpiece_kernel.lines_compact)."""
     wide = False
     for t in range(len(ids)):
         if ids[t] < 0 or ids[t] > 0xFFFF:
             wide = True
     out[0] = _WIDE_CODE if wide else _NARROW_CODE
     count = 0
-    for s in range(len(lengths)):
-        if lengths[s]:
+    for s in range(len(bounds) - 1):
+        if bounds[s + 1] > bounds[s]:
             count += 1
-            _put(out, 1 + _HEADER_SIZE * count, lengths[s], 4)
+            _put(out, 1 + _HEADER_SIZE * count, np.int64(bounds[s + 1] - bounds[s]), 4)
     _put(out, 1, count, 4)
     pos = 1 + _HEADER_SIZE * (1 + count)
     width = 4 if wide else 2
@@ -81,6 +81,38 @@ def write_compact(ids: np.ndarray, lengths: np.ndarray, out: np.ndarray) -> int:
         _put(out, pos, ids[t], width)
         pos += width
     return pos
+
+
+# write_counted's counts: the compact document's bytes, its ids, its
+# sentences and its ids of the unknown token.
+COMPACT_SIZE, ID_COUNT, SENTENCE_COUNT, UNK_COUNT = range(4)
+
+
+@njit(cache=True)
+def write_counted(ids: np.ndarray, bounds: np.ndarray, unk: int, out: np.ndarray,
+                  counts: np.ndarray) -> None:
+    """write_compact, and what Tokenize counts of the document into `counts`
+    (COMPACT_SIZE, ID_COUNT, ...; `unk` is the unknown token's id, -1 for a
+    vocabulary without one), so that no list is made to count in."""
+    counts[COMPACT_SIZE] = write_compact(ids, bounds, out)
+    counts[ID_COUNT] = len(ids)
+    sentences = 0
+    for s in range(len(bounds) - 1):
+        sentences += bounds[s + 1] > bounds[s]
+    counts[SENTENCE_COUNT] = sentences
+    unknown = 0
+    for t in range(len(ids)):
+        unknown += ids[t] == unk
+    counts[UNK_COUNT] = unknown
+
+
+@njit(cache=True)
+def write_counted_buffers(ids: bytes, bounds: bytes, unk: int, out: np.ndarray,
+                          counts: np.ndarray) -> None:
+    """write_counted of ids and bounds given as bytes of uint32 and uint64 in
+    the machine's order (fastokens' encode_batch_flat), read in place."""
+    write_counted(np.frombuffer(ids, np.uint32), np.frombuffer(bounds, np.uint64), unk, out,
+                  counts)
 
 
 def compact_size(lines: int, tokens: int) -> int:

@@ -27,8 +27,9 @@ class DocumentTokenizer:
     lines_ids: Callable[[list[str]], list[list[int]]]
     sentences: Callable[[Iterable[str]], list[str]]
     unk_ids: tuple[int, ...]
-    # The tokenizer's whole-document path (WordPiece's), where words are not
-    # marked; it returns None for a document the line-by-line path must take.
+    # The tokenizer's whole-document path (its compiled engine's: WordPiece's,
+    # the Unigram kernel's, fastokens'), where words are not marked; it
+    # returns None for a document the line-by-line path must take.
     compact_lines: Callable[[list[str]], TokenizedDocument | None] | None = None
 
     @classmethod

@@ -32,7 +32,9 @@ from __future__ import annotations
 import functools
 import json
 import os
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
+
+import numpy as np
 
 TOKENIZERS = "tokenizers"
 FASTOKENS = "fastokens"
@@ -146,10 +148,36 @@ def load_fast_engine(engine_json: str) -> Any | None:
         return None
 
 
+def fast_flat(engine: Any, lines: Sequence[str]) -> tuple[bytes, bytes]:
+    """Each line's ids, encoded alone without special tokens, end to end:
+    (the ids as uint32, each line's bounds in them as uint64, in the
+    machine's byte order): fastokens makes no Python int for them."""
+    return engine.encode_batch_flat(list(lines), add_special_tokens=False)
+
+
 def fast_ids(engine: Any, lines: Sequence[str]) -> list[list[int]]:
     """Each line's ids, encoded alone, without special tokens."""
-    return [list(encoding.ids) for encoding in engine.encode_batch(list(lines),
-                                                                    add_special_tokens=False)]
+    ids, bounds = fast_flat(engine, lines)
+    flat, ends = np.frombuffer(ids, np.uint32).tolist(), np.frombuffer(bounds, np.uint64).tolist()
+    return [flat[start:end] for start, end in zip(ends, ends[1:])]
+
+
+def fast_compact(engine: Any, writer: Any, unk: int, lines: Sequence[str]) -> Any:
+    """A document's lines as Tokenize hands them on, from fastokens' flat
+    ids, through `writer` (a CompactWriter of write_counted_buffers)."""
+    ids, bounds = fast_flat(engine, lines)
+    return writer.write(ids, bounds, unk, lines=len(lines), tokens=len(ids) // 4)
+
+
+class FastEngine(NamedTuple):
+    """A faster engine: its name (the manifest's), each line's ids encoded
+    alone (what the per-run check compares), and Tokenize's path for a
+    document, its compact form written without lists of ids (None for a
+    document it leaves to `ids`: one too long for a call, or unencodable)."""
+
+    name: str
+    ids: Callable[[Sequence[str]], list[list[int]]]
+    compact_lines: Callable[[Sequence[str]], Any]
 
 
 @functools.lru_cache(maxsize=4)  # parsed once a process, as fast_engine_json
@@ -180,28 +208,38 @@ def wordpiece_case(data: bytes) -> bool | None:
     return bool(lowercase)
 
 
-def fast_engine(vocabulary: Any) -> tuple[str, Callable[[Sequence[str]], list[list[int]]]] | None:
-    """The faster engine for a tokenizer.json (a JsonVocabulary) and its ids
-    function (each line encoded alone, without special tokens): fastokens for
-    the byte-level BPE it reproduces, this project's WordPiece kernel for a
-    BERT WordPiece file, its Unigram kernel for the Unigram files it
-    reproduces; None where none applies (or fastokens is missing)."""
+def fast_engine(vocabulary: Any) -> FastEngine | None:
+    """The faster engine for a tokenizer.json (a JsonVocabulary): fastokens
+    for the byte-level BPE it reproduces, this project's WordPiece kernel for
+    a BERT WordPiece file, its Unigram kernel for the Unigram files it
+    reproduces; None where none applies (or fastokens is missing). Documents
+    count the vocabulary's unknown id as Tokenize does."""
+    from bert_pretraining_data.transforms.handoff.tokenized_documents import (
+        write_counted_buffers)
+    from bert_pretraining_data.transforms.tokenize.compiled_calls import CompactWriter
+
     engine_json = fast_engine_json(vocabulary.data)
     if engine_json is not None:
         engine = load_fast_engine(engine_json)
-        return None if engine is None else (FASTOKENS, functools.partial(fast_ids, engine))
+        return None if engine is None else FastEngine(
+            FASTOKENS, functools.partial(fast_ids, engine),
+            functools.partial(fast_compact, engine, CompactWriter(write_counted_buffers),
+                              vocabulary.unk_id))
     lowercase = wordpiece_case(vocabulary.data)
     if lowercase is not None and vocabulary.tokens[vocabulary.unk_id] == "[UNK]":
         from bert_pretraining_data.transforms.tokenize.wordpiece import FullTokenizer
 
         tokenizer = FullTokenizer(vocabulary, do_lower_case=lowercase)
-        return WORDPIECE, lambda lines: [tokenizer.tokenize_to_ids(line) for line in lines]
+        return FastEngine(WORDPIECE,
+                          lambda lines: [tokenizer.tokenize_to_ids(line) for line in lines],
+                          tokenizer.compact_lines)
     if vocabulary.model != "Unigram":
         return None
     from bert_pretraining_data.transforms.tokenize.unigram import UnigramKernel
 
     kernel = UnigramKernel.of(vocabulary.tokenizer().to_str())
-    return None if kernel is None else (UNIGRAM, kernel)
+    return None if kernel is None else FastEngine(
+        UNIGRAM, kernel, functools.partial(kernel.compact_lines, unk=vocabulary.unk_id))
 
 
 def choose_engine(vocabulary: Any, tokenizers_ids: Callable[[Sequence[str]], list[list[int]]],
@@ -217,7 +255,7 @@ def choose_engine(vocabulary: Any, tokenizers_ids: Callable[[Sequence[str]], lis
     lines = sample() if found is not None else []
     if not lines:
         return TOKENIZERS, None
-    name, ids = found
+    name, ids, _ = found
     try:
         reference = tokenizers_ids(lines)
     except ValueError:  # a line the library refuses: the run's sample says so (exit 2)

@@ -236,7 +236,11 @@ class JsonTokenizer:
         # The faster engine the run checked (transforms.tokenize.engines); where
         # a worker cannot load it, the library gives the same ids.
         found = fast_engine(vocabulary) if engine != TOKENIZERS and not words else None
-        self._fast = found[1] if found is not None and found[0] == engine else None
+        fast = found if found is not None and found.name == engine else None
+        self._fast = fast.ids if fast is not None else None
+        # Tokenize's whole-document path (transforms.tokenize.document), the
+        # faster engine's, which makes no list of ids; None for the library.
+        self.compact_lines = fast.compact_lines if fast is not None else None
 
     def lines_to_ids(self, lines: Sequence[str]) -> list[list[int]]:
         """Each line's ids as the library encodes it alone, in one batch call.

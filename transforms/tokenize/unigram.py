@@ -26,15 +26,19 @@ import functools
 import json
 import re
 import unicodedata
+from itertools import accumulate
 from typing import Callable, Sequence
 
 import numpy as np
 
+from bert_pretraining_data.transforms.handoff.tokenized_documents import TokenizedDocument
 from bert_pretraining_data.transforms.tokenize import unigram_kernel as jit
+from bert_pretraining_data.transforms.tokenize.compiled_calls import (WHOLE_DOCUMENT_CHARACTERS,
+                                                                      CompactWriter, direct)
 from bert_pretraining_data.transforms.tokenize.engines import (Unencodable, normalizer_parts,
                                                                plain_added_tokens)
 from bert_pretraining_data.transforms.tokenize.precompiled_charsmap import PrecompiledCharsMap
-from bert_pretraining_data.transforms.tokenize.wordpiece_kernel import direct, flat_keys
+from bert_pretraining_data.transforms.tokenize.wordpiece_kernel import flat_keys
 
 _FORMS = ("NFC", "NFD", "NFKC", "NFKD")
 _SIGMA = "\u03a3"
@@ -123,8 +127,10 @@ class UnigramKernel:
         scores_array = np.array(scores, dtype=np.float64)
         self._tables = (*jit.build_trie(*flat_keys(pieces)), scores_array,
                         params, float(scores_array.min()) - jit.UNK_PENALTY, *jit.word_cache())
-        self._reserve(256)
-        self._line_ids = direct(jit.line_ids, "", *self._tables, *self._buffers)
+        self._writer = CompactWriter()
+        self._reserve(256, 16)
+        self._lines_ids = direct(jit.lines_ids, "", self._ends[:0], *self._tables,
+                                 *self._buffers)
 
     @classmethod
     def of(cls, tokenizer_json: str) -> "UnigramKernel | None":
@@ -145,13 +151,14 @@ class UnigramKernel:
         return cls(steps, pre, pieces, [score for _, score in model["vocab"]],
                    -1 if unk is None else unk)
 
-    def _reserve(self, characters: int) -> None:
-        """Buffers for a prepared line of this many characters."""
+    def _reserve(self, characters: int, lines: int) -> None:
+        """Buffers for prepared lines of this many characters in all."""
         size = characters + 1
-        self._capacity = characters
+        self._capacity, self._line_capacity = characters, lines
+        self._ends = np.zeros(lines, dtype=np.int64)
         self._buffers = (np.zeros(size, dtype=np.int32), np.zeros(size, dtype=np.float64),
                          np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64),
-                         np.zeros(size, dtype=np.int32))
+                         np.zeros(size, dtype=np.int32), np.zeros(lines + 1, dtype=np.int64))
 
     def prepared(self, line: str) -> str:
         """The line normalized, its spaces the replacement, a prefix added."""
@@ -163,15 +170,45 @@ class UnigramKernel:
                 line = self._replacement + line
         return line
 
+    def _ids(self, texts: list[str]) -> int:
+        """The ids of prepared lines, in one call, into the buffers' `out`
+        (line l's between `bounds` l and l + 1); returns their count, or
+        jit.UNENCODABLE."""
+        text = "".join(texts)
+        if len(text) > self._capacity or len(texts) > self._line_capacity:
+            self._reserve(max(len(text), self._capacity), max(len(texts), self._line_capacity))
+        ends = self._ends[:len(texts)]
+        ends[:] = list(accumulate(map(len, texts)))
+        return self._lines_ids(text, ends, *self._tables, *self._buffers)
+
+    def _whole(self, lines: Sequence[str]) -> list[str] | None:
+        """The document's lines prepared, or None where it is longer than
+        WHOLE_DOCUMENT_CHARACTERS (its lines then go one by one, so that the
+        buffers, kept for the worker's life, stay a line's size)."""
+        texts = list(map(self.prepared, lines))
+        return texts if sum(map(len, texts)) <= WHOLE_DOCUMENT_CHARACTERS else None
+
     def __call__(self, lines: Sequence[str]) -> list[list[int]]:
         """Each line's ids, encoded alone, without special tokens."""
+        texts = self._whole(lines)
+        groups = [texts] if texts is not None else [[self.prepared(line)] for line in lines]
         result = []
-        for line in lines:
-            text = self.prepared(line)
-            if len(text) > self._capacity:
-                self._reserve(len(text))
-            count = self._line_ids(text, *self._tables, *self._buffers)
-            if count == jit.UNENCODABLE:
-                raise Unencodable(line)
-            result.append(self._buffers[-1][:count].tolist())
+        for group in groups:
+            count = self._ids(group)
+            if count == jit.UNENCODABLE:  # the library says which line, and why
+                raise Unencodable("a character no piece covers, and no unknown id")
+            ids, bounds = self._buffers[-2][:count].tolist(), self._buffers[-1].tolist()
+            result.extend(ids[bounds[line]:bounds[line + 1]] for line in range(len(group)))
         return result
+
+    def compact_lines(self, lines: Sequence[str], *, unk: int) -> TokenizedDocument | None:
+        """A document's lines, each a sentence, as Tokenize hands them on (no
+        list of ids is made), [UNK] counted as `unk`; None for a document
+        that `__call__` takes line by line or cannot encode."""
+        texts = self._whole(lines)
+        count = jit.UNENCODABLE if texts is None else self._ids(texts)
+        if count == jit.UNENCODABLE:
+            return None
+        out, bounds = self._buffers[-2], self._buffers[-1]
+        return self._writer.write(out[:count], bounds[:len(texts) + 1], unk, lines=len(texts),
+                                  tokens=count)

@@ -25,10 +25,11 @@ from typing import Sequence
 
 import numpy as np
 
-from bert_pretraining_data.transforms.handoff.tokenized_documents import (TokenizedDocument,
-                                                                          compact_size)
+from bert_pretraining_data.transforms.handoff.tokenized_documents import TokenizedDocument
 from bert_pretraining_data.transforms.handoff.words import cleaned_character, is_cjk, split_words
 from bert_pretraining_data.transforms.tokenize import wordpiece_kernel as jit
+from bert_pretraining_data.transforms.tokenize.compiled_calls import (WHOLE_DOCUMENT_CHARACTERS,
+                                                                      CompactWriter, direct)
 from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary, load_vocabulary
 
 # C0/C1 controls other than tab, LF and CR, DEL, and U+FFFD (a decoding
@@ -37,11 +38,6 @@ _DAMAGE_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffd]")
 # An ASCII word after cleaning holds no space or control character, so every
 # non-alphanumeric character in it is one of the original's punctuation marks.
 _ASCII_PIECES_RE = re.compile(r"[0-9A-Za-z]+|[^0-9A-Za-z]")
-# The longest document FullTokenizer.compact_lines takes in one call: its
-# buffers hold 24 bytes a character (~1.6 MB at most).
-WHOLE_DOCUMENT_CHARACTERS = 1 << 16
-
-
 def count_control_characters(text: str) -> int:
     """Control characters (and U+FFFD) in a line, which tokenization deletes
     exactly as the original does; counted so that damaged input shows."""
@@ -174,11 +170,11 @@ class FullTokenizer:
         self._piece = np.zeros(jit.PIECE_CAPACITY, dtype=np.int32)
         self._hashes = np.zeros(max(1, *self._params[:jit.UNK]), dtype=np.int64)
         self._missing = np.zeros(257, dtype=np.int64)
-        self._counts = np.zeros(4, dtype=np.int64)
+        self._writer = CompactWriter()
         self._reserve(256, 16)
-        self._line_ids = jit.direct(jit.line_ids, "", *self._arguments)
-        self._lines_compact = jit.direct(jit.lines_compact, "", self._ends[:0],
-                                         *self._document_arguments)
+        self._line_ids = direct(jit.line_ids, "", *self._arguments)
+        self._lines_compact = direct(jit.lines_compact, "", self._ends[:0],
+                                     *self._document_arguments)
 
     def _reserve(self, characters: int, lines: int) -> None:
         """Room for the ids of this many characters, in up to this many lines
@@ -190,9 +186,9 @@ class FullTokenizer:
                            self._piece, self._hashes, self._out, self._missing)
         self._ends = np.zeros(lines, dtype=np.int64)
         whole = min(characters, WHOLE_DOCUMENT_CHARACTERS)  # a longer line goes alone
-        self._compact = np.zeros(compact_size(lines, whole * jit.MAX_OUTPUTS), dtype=np.uint8)
-        self._document_arguments = (*self._arguments, np.zeros(lines, dtype=np.int64),
-                                    self._compact, self._counts)
+        self._compact = self._writer.room(lines, whole * jit.MAX_OUTPUTS)
+        self._document_arguments = (*self._arguments, np.zeros(lines + 1, dtype=np.int64),
+                                    self._compact, self._writer.counts)
 
     def tokenize_to_ids(self, text: str) -> list[int]:
         """WordPiece ids of one line of text."""
@@ -226,9 +222,7 @@ class FullTokenizer:
             status = self._lines_compact(text, ends, *self._document_arguments)
         if status == jit.COMPLEX_LINE:
             return None
-        size, tokens, sentences, unknown = self._counts.tolist()
-        return TokenizedDocument(self._compact[:size].tobytes() if sentences else None,
-                                 sentences, tokens, unknown, len(lines) - sentences)
+        return self._writer.document(self._compact, len(lines))
 
     def tokenize(self, text: str) -> list[str]:
         """WordPiece tokens of one line of text, as the original returns them."""

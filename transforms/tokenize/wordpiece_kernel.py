@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 from numba.cpython.unicode import _get_code_point
 
-from bert_pretraining_data.transforms.handoff.tokenized_documents import write_compact
+from bert_pretraining_data.transforms.handoff.tokenized_documents import write_counted
 
 UNKNOWN, DROP, SPACE, CJK, NORMAL, SIGMA, COMPLEX = range(7)
 KIND_BITS = 0x7
@@ -38,8 +38,6 @@ PIECE_CAPACITY = MAX_INPUT_CHARS_PER_WORD + 1
 MISSING, COMPLEX_LINE = -1, -2
 # params: the vocabulary's longest key at a word start and after `##`, and [UNK]'s id.
 MAX_HEAD, MAX_TAIL, UNK = range(3)
-# lines_compact's counts: the compact document's bytes, its ids, sentences and [UNK]s.
-COMPACT_SIZE, ID_COUNT, SENTENCE_COUNT, UNK_COUNT = range(4)
 _FNV_BASIS = np.int64(-3750763034362895579)  # 14695981039346656037 as int64
 _FNV_PRIME = np.int64(1099511628211)
 _HASH, _ID, _START, _KEY = range(4)
@@ -161,29 +159,27 @@ def line_ids(text, kinds, outputs, slots, chars, params, piece, hashes, out, mis
 
 @njit(cache=True)
 def lines_compact(text, ends, kinds, outputs, slots, chars, params, piece, hashes, out, missing,
-                  lengths, compact, counts):
+                  bounds, compact, counts):
     """A document's lines (line l is text[ends[l - 1]:ends[l]], the first from
     0) as one compact document (transforms.handoff.tokenized_documents) in
-    compact[:counts[COMPACT_SIZE]], in one call: Tokenize's path for WordPiece,
-    where a call a line and Python lists cost more than the tokenizing. Lines
-    without tokens are left out. Returns 0, or MISSING / COMPLEX_LINE as
-    `line_ids` does for any line; `counts` gets the compact size, the ids,
-    the sentences and the ids of [UNK] (COMPACT_SIZE, ID_COUNT, ...)."""
+    compact, with its counts (`write_counted`), in one call: Tokenize's path
+    for WordPiece, where a call a line and Python lists cost more than the
+    tokenizing. Lines without tokens are left out. Returns 0, or MISSING /
+    COMPLEX_LINE as `line_ids` does for any line; `bounds` (room for a bound
+    a line and one more) is scratch."""
     missing[0] = 0
     n = start = 0
+    bounds[0] = 0
     for line in range(len(ends)):
         end = _span_ids(text, start, ends[line], kinds, outputs, slots, chars, params, piece,
                         hashes, out, missing, n)
         if end == COMPLEX_LINE:
             return end
-        lengths[line] = end - n
-        n, start = end, ends[line]
+        bounds[line + 1] = n = end
+        start = ends[line]
     if missing[0]:
         return MISSING
-    counts[COMPACT_SIZE] = write_compact(out[:n], lengths[:len(ends)], compact)
-    counts[ID_COUNT] = n
-    counts[SENTENCE_COUNT] = np.count_nonzero(lengths[:len(ends)])
-    counts[UNK_COUNT] = np.count_nonzero(out[:n] == params[UNK])
+    write_counted(out[:n], bounds[:len(ends) + 1], params[UNK], compact, counts)
     return 0
 
 
@@ -257,15 +253,3 @@ def flat_keys(keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     starts = np.zeros(len(keys), dtype=np.int64)
     np.cumsum(lengths[:-1], out=starts[1:])
     return chars, starts, lengths
-
-
-def direct(dispatcher, *arguments):
-    """Calls a compiled function once through its dispatcher (compiling it,
-    or loading it from numba's cache), then returns its compiled entry point,
-    which skips the dispatcher's per-call typing of the arguments (with a
-    str argument it costs more than tokenizing a short line; the figure is in
-    docs/design-notes.md, transforms.tokenize.wordpiece_kernel). Every later
-    call must pass arguments of the same types."""
-    dispatcher(*arguments)
-    overload = dispatcher.overloads.get(dispatcher.signatures[-1])
-    return getattr(overload, "entry_point", dispatcher)
