@@ -140,6 +140,22 @@ def test_fastokens_gives_the_librarys_ids_on_every_line(files, family):
     assert len(CORPUS) > 2500
 
 
+def test_a_file_saved_with_truncation_and_padding_takes_fastokens_whole(files, tmp_path):
+    """A file saved with the model's truncation (512, or here 8) and padding:
+    the pipeline encodes lines whole, and so does fastokens' copy (it would
+    apply them, and the run's check would then send it to the library)."""
+    tokenizer = Tokenizer.from_file(str(files["neox-nfc"]))
+    tokenizer.enable_truncation(8)
+    tokenizer.enable_padding(length=16, pad_id=3, pad_token="[PAD]")
+    tokenizer.save(str(tmp_path / "truncating.json"))
+    vocabulary = load_tokenizer_json(str(tmp_path / "truncating.json"))
+    fast = JsonTokenizer(vocabulary, words=False, engine=FASTOKENS)
+    assert fast._fast is not None
+    reference = JsonTokenizer(vocabulary, words=False, engine=TOKENIZERS)
+    assert fast.lines_to_ids(CORPUS) == reference.lines_to_ids(CORPUS)
+    assert max(map(len, fast.lines_to_ids(CORPUS))) > 16
+
+
 def test_a_file_no_fast_engine_expresses_takes_the_library(files, tmp_path):
     for family in ("bert", "bert-cased", "xlmr-unigram"):  # fastokens reads no WordPiece
         assert fast_engine_json(files[family].read_bytes()) is None, family

@@ -74,8 +74,11 @@ def fast_engine_json(data: bytes) -> str | None:
     # The pipeline encodes special tokens' text as text (encode_special_tokens):
     # the copy has no special added tokens to match in it. Others (GPT-NeoX's
     # runs of spaces, OLMo's |||EMAIL_ADDRESS|||) the library splits out of
-    # any text, and so does fastokens given them.
-    return json.dumps({**spec, "post_processor": None, "added_tokens": plain_added_tokens(spec)})
+    # any text, and so does fastokens given them. Lines are encoded whole, as
+    # the library is set to (tokenizer_json._as_pipeline_encodes): fastokens
+    # applies a file's truncation and padding, which the copy has none of.
+    return json.dumps({**spec, "post_processor": None, "truncation": None, "padding": None,
+                       "added_tokens": plain_added_tokens(spec)})
 
 
 def plain_added_tokens(spec: dict) -> list[dict]:
