@@ -32,9 +32,13 @@ from __future__ import annotations
 import functools
 import json
 import os
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:  # numba's, imported where an engine is built
+    from bert_pretraining_data.transforms.handoff.tokenized_documents import TokenizedDocument
+    from bert_pretraining_data.transforms.tokenize.compiled_calls import CompactWriter
 
 TOKENIZERS = "tokenizers"
 FASTOKENS = "fastokens"
@@ -165,7 +169,8 @@ def fast_ids(engine: Any, lines: Sequence[str]) -> list[list[int]]:
     return [flat[start:end] for start, end in zip(ends, ends[1:])]
 
 
-def fast_compact(engine: Any, writer: Any, unk: int, lines: Sequence[str]) -> Any:
+def fast_compact(engine: Any, writer: "CompactWriter", unk: int,
+                 lines: Sequence[str]) -> "TokenizedDocument":
     """A document's lines as Tokenize hands them on, from fastokens' flat
     ids, through `writer` (a CompactWriter of write_counted_buffers)."""
     ids, bounds = fast_flat(engine, lines)
@@ -180,7 +185,7 @@ class FastEngine(NamedTuple):
 
     name: str
     ids: Callable[[Sequence[str]], list[list[int]]]
-    compact_lines: Callable[[Sequence[str]], Any]
+    compact_lines: Callable[[Sequence[str]], "TokenizedDocument | None"]
 
 
 @functools.lru_cache(maxsize=4)  # parsed once a process, as fast_engine_json

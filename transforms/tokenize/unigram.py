@@ -156,9 +156,10 @@ class UnigramKernel:
         size = characters + 1
         self._capacity, self._line_capacity = characters, lines
         self._ends = np.zeros(lines, dtype=np.int64)
+        self._out, self._bounds = np.zeros(size, dtype=np.int32), np.zeros(lines + 1, np.int64)
         self._buffers = (np.zeros(size, dtype=np.int32), np.zeros(size, dtype=np.float64),
                          np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64),
-                         np.zeros(size, dtype=np.int32), np.zeros(lines + 1, dtype=np.int64))
+                         self._out, self._bounds)
 
     def prepared(self, line: str) -> str:
         """The line normalized, its spaces the replacement, a prefix added."""
@@ -171,8 +172,8 @@ class UnigramKernel:
         return line
 
     def _ids(self, texts: list[str]) -> int:
-        """The ids of prepared lines, in one call, into the buffers' `out`
-        (line l's between `bounds` l and l + 1); returns their count, or
+        """The ids of prepared lines, in one call, into `_out` (line l's
+        between `_bounds` l and l + 1); returns their count, or
         jit.UNENCODABLE."""
         text = "".join(texts)
         if len(text) > self._capacity or len(texts) > self._line_capacity:
@@ -181,34 +182,32 @@ class UnigramKernel:
         ends[:] = list(accumulate(map(len, texts)))
         return self._lines_ids(text, ends, *self._tables, *self._buffers)
 
-    def _whole(self, lines: Sequence[str]) -> list[str] | None:
-        """The document's lines prepared, or None where it is longer than
+    @staticmethod
+    def _whole(texts: list[str]) -> bool:
+        """Whether a document's prepared lines go in one call: not past
         WHOLE_DOCUMENT_CHARACTERS (its lines then go one by one, so that the
         buffers, kept for the worker's life, stay a line's size)."""
-        texts = list(map(self.prepared, lines))
-        return texts if sum(map(len, texts)) <= WHOLE_DOCUMENT_CHARACTERS else None
+        return sum(map(len, texts)) <= WHOLE_DOCUMENT_CHARACTERS
 
     def __call__(self, lines: Sequence[str]) -> list[list[int]]:
         """Each line's ids, encoded alone, without special tokens."""
-        texts = self._whole(lines)
-        groups = [texts] if texts is not None else [[self.prepared(line)] for line in lines]
+        texts = list(map(self.prepared, lines))
         result = []
-        for group in groups:
+        for group in [texts] if self._whole(texts) else [[text] for text in texts]:
             count = self._ids(group)
             if count == jit.UNENCODABLE:  # the library says which line, and why
                 raise Unencodable("a character no piece covers, and no unknown id")
-            ids, bounds = self._buffers[-2][:count].tolist(), self._buffers[-1].tolist()
-            result.extend(ids[bounds[line]:bounds[line + 1]] for line in range(len(group)))
+            ids, bounds = self._out[:count].tolist(), self._bounds[:len(group) + 1].tolist()
+            result.extend(ids[start:end] for start, end in zip(bounds, bounds[1:]))
         return result
 
     def compact_lines(self, lines: Sequence[str], *, unk: int) -> TokenizedDocument | None:
         """A document's lines, each a sentence, as Tokenize hands them on (no
         list of ids is made), [UNK] counted as `unk`; None for a document
         that `__call__` takes line by line or cannot encode."""
-        texts = self._whole(lines)
-        count = jit.UNENCODABLE if texts is None else self._ids(texts)
+        texts = list(map(self.prepared, lines))
+        count = self._ids(texts) if self._whole(texts) else jit.UNENCODABLE
         if count == jit.UNENCODABLE:
             return None
-        out, bounds = self._buffers[-2], self._buffers[-1]
-        return self._writer.write(out[:count], bounds[:len(texts) + 1], unk, lines=len(texts),
-                                  tokens=count)
+        return self._writer.write(self._out[:count], self._bounds[:len(texts) + 1], unk,
+                                  lines=len(texts), tokens=count)
