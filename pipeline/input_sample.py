@@ -50,7 +50,9 @@ def sample_documents(config: Config, stages: StageSettings | None, vocab: Vocabu
                                         budget, config.text_field), None
     if not texts:
         return None
-    tokenize = DocumentTokenizer.of(config.tokenizer.tokenizer(vocab),
+    # the workers' tokenizer, on the engine the run chose (a tokenizer.json's
+    # library would take ~0.4 CPU s more for a codebook's 1 MB)
+    tokenize = DocumentTokenizer.of(stages.tokenizer.tokenizer(vocab),
                                     segmenter=config.whole_word_segmenter,
                                     splitter=config.sentence_splitter)
     documents = []
