@@ -29,7 +29,7 @@ def direct(dispatcher: Any, *arguments: Any) -> Callable[..., Any]:
     for these arguments' types, which skips the dispatcher's per-call typing
     of the arguments (with a str argument it costs more than tokenizing a
     short line; the figure is in docs/design-notes.md,
-    transforms.tokenize.wordpiece_kernel). Every later call must pass
+    transforms.tokenize.compiled_calls). Every later call must pass
     arguments of the same types."""
     dispatcher(*arguments)
     signature = tuple(map(dispatcher.typeof_pyval, arguments))
