@@ -59,11 +59,11 @@ def compact_ids(ids: list[int], lengths: list[int]) -> CompactDocument:
 
 
 @njit(cache=True)
-def write_compact(ids: np.ndarray, bounds: np.ndarray, out: np.ndarray) -> int:
+def write_compact(ids: np.ndarray, bounds: np.ndarray, out: np.ndarray) -> tuple[int, int]:
     """compact_document of the sentences ids[bounds[s]:bounds[s + 1]] (those
     without ids left out), compiled, into out (uint8, room for compact_size's
-    bytes); returns its size. For kernels that tokenize a document in one
-    call (transforms.tokenize.wordpiece_kernel.lines_compact)."""
+    bytes); returns its size and its sentence count. For kernels that tokenize
+    a document in one call (transforms.tokenize.wordpiece_kernel.lines_compact)."""
     wide = False
     for t in range(len(ids)):
         if ids[t] < 0 or ids[t] > 0xFFFF:
@@ -80,7 +80,7 @@ def write_compact(ids: np.ndarray, bounds: np.ndarray, out: np.ndarray) -> int:
     for t in range(len(ids)):
         _put(out, pos, ids[t], width)
         pos += width
-    return pos
+    return pos, count
 
 
 # write_counted's counts: the compact document's bytes, its ids, its
@@ -94,12 +94,8 @@ def write_counted(ids: np.ndarray, bounds: np.ndarray, unk: int, out: np.ndarray
     """write_compact, and what Tokenize counts of the document into `counts`
     (COMPACT_SIZE, ID_COUNT, ...; `unk` is the unknown token's id, -1 for a
     vocabulary without one), so that no list is made to count in."""
-    counts[COMPACT_SIZE] = write_compact(ids, bounds, out)
+    counts[COMPACT_SIZE], counts[SENTENCE_COUNT] = write_compact(ids, bounds, out)
     counts[ID_COUNT] = len(ids)
-    sentences = 0
-    for s in range(len(bounds) - 1):
-        sentences += bounds[s + 1] > bounds[s]
-    counts[SENTENCE_COUNT] = sentences
     unknown = 0
     for t in range(len(ids)):
         unknown += ids[t] == unk
