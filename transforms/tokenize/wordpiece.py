@@ -174,21 +174,20 @@ class FullTokenizer:
         self._reserve(256, 16)
         self._line_ids = direct(jit.line_ids, "", *self._arguments)
         self._lines_compact = direct(jit.lines_compact, "", self._ends[:0],
-                                     *self._document_arguments)
+                                     *self._document_arguments, self._writer.room(0, 0),
+                                     self._writer.counts)
 
     def _reserve(self, characters: int, lines: int) -> None:
         """Room for the ids of this many characters, in up to this many lines
-        (the arguments after the text are kept in tuples: a call builds nothing)."""
+        (the arguments after the text are kept in tuples; the compact buffer
+        is the writer's, CompactWriter.room)."""
         self._out = np.zeros(characters * jit.MAX_OUTPUTS, dtype=np.int32)
         self._capacity, self._line_capacity = characters, lines
         table = self._characters
         self._arguments = (table.kinds, table.outputs, self._slots, self._chars, self._params,
                            self._piece, self._hashes, self._out, self._missing)
         self._ends = np.zeros(lines, dtype=np.int64)
-        whole = min(characters, WHOLE_DOCUMENT_CHARACTERS)  # a longer line goes alone
-        self._compact = self._writer.room(lines, whole * jit.MAX_OUTPUTS)
-        self._document_arguments = (*self._arguments, np.zeros(lines + 1, dtype=np.int64),
-                                    self._compact, self._writer.counts)
+        self._document_arguments = (*self._arguments, np.zeros(lines + 1, dtype=np.int64))
 
     def tokenize_to_ids(self, text: str) -> list[int]:
         """WordPiece ids of one line of text."""
@@ -216,13 +215,15 @@ class FullTokenizer:
             self._reserve(max(len(text), self._capacity), max(len(lines), self._line_capacity))
         ends = self._ends[:len(lines)]
         ends[:] = list(accumulate(map(len, lines)))
-        status = self._lines_compact(text, ends, *self._document_arguments)
+        compact = self._writer.room(len(lines), len(text) * jit.MAX_OUTPUTS)
+        counts = self._writer.counts
+        status = self._lines_compact(text, ends, *self._document_arguments, compact, counts)
         while status == jit.MISSING:  # characters seen for the first time
             self._characters.fill(self._missing[1:1 + self._missing[0]].tolist())
-            status = self._lines_compact(text, ends, *self._document_arguments)
+            status = self._lines_compact(text, ends, *self._document_arguments, compact, counts)
         if status == jit.COMPLEX_LINE:
             return None
-        return self._writer.document(self._compact, len(lines))
+        return self._writer.document(compact, len(lines))
 
     def tokenize(self, text: str) -> list[str]:
         """WordPiece tokens of one line of text, as the original returns them."""
