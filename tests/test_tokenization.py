@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 
 import pytest
 
@@ -225,3 +226,16 @@ def test_the_originals_interface_runs_code_written_against_it(lower):
         assert ids == [lines.index(t) for t in tokens]
         assert tokenizer.convert_ids_to_tokens(ids) == tokens
         assert [tokenizer.inv_vocab[i] for i in ids] == tokens
+
+
+def test_control_characters_are_counted_across_a_documents_lines():
+    """The count a document's lines give equals the characters the original's
+    cleaning deletes as controls (category Cc but tab, LF and CR) and U+FFFD,
+    counted one by one; a clean document counts none."""
+    lines = ["a\x00b\x1f", "clean line", "\ufffd\x7f\x85", "\t tab\r", "", "\x9f" * 5]
+    expected = sum(1 for line in lines for char in line
+                   if (unicodedata.category(char) == "Cc" and char not in "\t\n\r")
+                   or char == "\ufffd")
+    assert expected == 10
+    assert wordpiece.count_control_characters(lines) == expected
+    assert wordpiece.count_control_characters(["clean", "lines \t"]) == 0

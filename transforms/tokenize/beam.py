@@ -63,7 +63,7 @@ class TokenizeDocument(CountingDoFn):
     def process(self, element: tuple[str, list[str]]) -> Iterator[tuple[str, CompactDocument]]:
         doc_key, lines = element
         count = self._count.counts
-        count["control_characters"] += sum(map(count_control_characters, lines))
+        count["control_characters"] += count_control_characters(lines)
         try:
             tokenized = self._tokenizer_of(doc_key)(lines)
         except TextNotEncodable as err:  # which document: its key names the file
