@@ -23,6 +23,7 @@ from apache_beam.testing.util import BeamAssertException, assert_that, equal_to
 from bert_pretraining_data.transforms.handoff.shuffle.entries import (EntryBatch, scan_entries,
                                                                       shard_of, split_by_shard)
 from bert_pretraining_data.transforms.randomness import stable_hash as shuffle_key
+from bert_pretraining_data.transforms.write import beam as beam_module
 from bert_pretraining_data.transforms.write import rows as rows_module, tfrecord
 from bert_pretraining_data.transforms.write.beam import (SHARDS, WriteShards, _DeleteBucketsFn,
                                                          _WriteShardFn, bucket_dir, bucket_path,
@@ -137,6 +138,52 @@ def test_shard_file_framed_in_many_chunks_equals_tfs_own_writer(tmp_path, compre
     assert (gzip.decompress(data) if compression else data) == expected
     assert stats == {"records": len(records), "bytes": len(data),
                      "sha256": hashlib.sha256(data).hexdigest()}
+
+
+@pytest.mark.parametrize("compression", [None, "gzip"])
+def test_a_local_shards_pages_are_released_as_it_is_written(tmp_path, monkeypatch, compression):
+    """Every RELEASE_BYTES, the pages written since the release before last
+    are advised away (all of the file but its last windows, in order); a
+    gzip stream has no descriptor to advise; the bytes are as written."""
+    calls = []
+    advise = os.posix_fadvise
+    monkeypatch.setattr(beam_module, "RELEASE_BYTES", 4096)
+    monkeypatch.setattr(os, "posix_fadvise", lambda fd, offset, length, advice: (
+        calls.append((offset, length, advice)), advise(fd, offset, length, advice))[1])
+    rng = random.Random(5)
+    chunks = [rng.randbytes(rng.randint(1, 3000)) for _ in range(400)]
+    path = str(tmp_path / ("shard.tfrecord" + (".gz" if compression else "")))
+    stats = write_shard_file(path, chunks, records=0, compression=compression)
+    with open(path, "rb") as handle:
+        data = handle.read()
+    assert (gzip.decompress(data) if compression else data) == b"".join(chunks)
+    assert stats["bytes"] == len(data)
+    if compression:
+        assert calls == []
+        return
+    assert len(calls) > 100 and {advice for *_, advice in calls} == {os.POSIX_FADV_DONTNEED}
+    assert calls[0][0] == calls[1][0] == 0  # then each from where the one before last ended
+    assert all(later == offset + length
+               for (offset, length, _), (later, _, _) in zip(calls, calls[2:]))
+    covered = calls[-1][0] + calls[-1][1]
+    assert len(data) - 2 * (4096 + 3000) <= covered <= len(data)
+
+
+def test_a_file_that_refuses_page_advice_is_written_whole(tmp_path, monkeypatch):
+    calls = []
+
+    def refuse(*args):
+        calls.append(args)
+        raise OSError(29, "Illegal seek")
+
+    monkeypatch.setattr(beam_module, "RELEASE_BYTES", 4096)
+    monkeypatch.setattr(os, "posix_fadvise", refuse)
+    chunks = [bytes([i]) * 3000 for i in range(20)]
+    path = str(tmp_path / "shard.tfrecord")
+    write_shard_file(path, chunks, records=0)
+    with open(path, "rb") as handle:
+        assert handle.read() == b"".join(chunks)
+    assert len(calls) == 1  # advice stops at the first refusal
 
 
 def test_tf_gzip_writer_output_is_read_by_extension(tmp_path):
