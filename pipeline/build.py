@@ -20,11 +20,12 @@ import dataclasses
 from typing import Iterable, Sequence
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 
 from bert_pretraining_data.pipeline.changes import HASH_LIST_NAME, DocumentPlan
 from bert_pretraining_data.pipeline.options import Config
-from bert_pretraining_data.pipeline.publish import (AUDIT_NAME, DECONTAMINATION_NAME, DEDUP_NAME,
-                                                    FIGURES_NAME, MIXTURE_OUTPUT_NAME,
+from bert_pretraining_data.pipeline.publish import (AUDIT_NAME, BATCHES_NAME, DECONTAMINATION_NAME,
+                                                    DEDUP_NAME, FIGURES_NAME, MIXTURE_OUTPUT_NAME,
                                                     MIXTURE_SOURCES_NAME, NEAR_COPY_NAME,
                                                     PROBLEM_LIST_NAME, QUALITY_NAME,
                                                     SHARD_LIST_NAME, SPLIT_NAME, OutputPaths,
@@ -36,6 +37,7 @@ from bert_pretraining_data.transforms.decontaminate.beam import Decontaminate
 from bert_pretraining_data.transforms.decontaminate.benchmarks import MATCHES
 from bert_pretraining_data.transforms.dedup.beam import Deduplicate
 from bert_pretraining_data.transforms.dedup.decisions import SUMMARY, Fingerprints, dedup_partitions
+from bert_pretraining_data.transforms.handoff.beam import SpreadBatchFiles
 from bert_pretraining_data.transforms.handoff.shuffle.instances import entry_source, entry_tokens
 from bert_pretraining_data.transforms.hashes.beam import WriteDocumentHashes
 from bert_pretraining_data.transforms.instances.beam import (BATCHES, CANDIDATES, ENTRIES,
@@ -277,13 +279,12 @@ def split_entries(tokenized_docs: beam.PCollection, *, prefix: str, seed: int, c
     # In batches: the runner's work per element would cost more than a short
     # document's own. Through the runner's shuffle (Dataflow), the batches are
     # spread over workers, zstd-compressed on the way (BatchDocuments), before
-    # the fan-out multiplies the work. Not on the DirectRunner
-    # (`--shuffle=files`): its GroupByKey holds its input decoded in memory,
-    # the tokenized corpus as Python objects (the cost: docs/design-notes.md,
-    # pipeline.build), and the batches are materialized anyway, since
-    # CreateInstances' side input (the sample) needs all of them first; its
-    # workers share that buffer as they share a shuffle's. The sample's
-    # candidates are taken as the documents are batched, for the same reason.
+    # the fan-out multiplies the work. On the DirectRunner (`--shuffle=files`),
+    # whose GroupByKey would hold the tokenized corpus decoded in memory (the
+    # cost: docs/design-notes.md, pipeline.build), they go through files and
+    # only their paths through its GroupByKey (SpreadBatchFiles). The sample's
+    # candidates are taken as the documents are batched: CreateInstances' side
+    # input (the sample) needs all of them before any instance is made.
     sample = sample_settings(config, seed)
     batched = tokenized_docs | f"{prefix}BatchDocuments" >> beam.ParDo(
         BatchDocuments(by_source=mixture is not None, compress=config.shuffle == "runner",
@@ -292,6 +293,9 @@ def split_entries(tokenized_docs: beam.PCollection, *, prefix: str, seed: int, c
     spread = batched[BATCHES]
     if config.shuffle == "runner":
         spread = spread | f"{prefix}SpreadDocuments" >> beam.Reshuffle()
+    else:
+        spread = spread | f"{prefix}SpreadDocuments" >> SpreadBatchFiles(
+            FileSystems.join(output.staging_dir, BATCHES_NAME))
     weighted = training_mixture is not None and config.mixture_layout == "mixed"
     if training_mixture is not None:
         planned = mixture_weights(tokenized_docs, training_mixture)

@@ -45,16 +45,18 @@ class SpaceEstimate:
     """What a run writes under its output directory, estimated."""
 
     output_bytes: int  # the shards it publishes
-    bucket_bytes: int  # --shuffle=files' bucket files, deleted once the shards are written
+    # --shuffle=files' temporary files: the bucket files (deleted once the shards
+    # are written) and the tokenized documents' batch files (kept until the end)
+    temporary_bytes: int
     sample_bytes: int  # the input bytes the estimate read
 
     @property
     def peak_bytes(self) -> int:
-        return self.output_bytes + self.bucket_bytes
+        return self.output_bytes + self.temporary_bytes
 
     def describe(self) -> str:
-        temporary = (f" + {_size(self.bucket_bytes)} of temporary bucket files"
-                     if self.bucket_bytes else "")
+        temporary = (f" + {_size(self.temporary_bytes)} of temporary files"
+                     if self.temporary_bytes else "")
         return (f"about {_size(self.peak_bytes)} ({_size(self.output_bytes)} of output"
                 f"{temporary}; estimated from {_size(self.sample_bytes)} of the input)")
 
@@ -94,10 +96,11 @@ def estimate_space(prepared: Prepared) -> SpaceEstimate | None:
     # A file's own bytes (Parquet's footer and schema) are paid once a shard.
     fixed = _shard_bytes(prepared, entries[:0], keys[:0], bounds[:1])
     scale = total / sample_bytes * config.dupe_factor / copies
+    batches_bytes = sum(len(document) for _, document in documents) * total / sample_bytes
     return SpaceEstimate(output_bytes=int((written - fixed) * scale
                                           + fixed * len(prepared.output.shard_names)),
-                         bucket_bytes=int(entries.nbytes * scale) if config.shuffle == "files"
-                         else 0, sample_bytes=sample_bytes)
+                         temporary_bytes=int(entries.nbytes * scale + batches_bytes)
+                         if config.shuffle == "files" else 0, sample_bytes=sample_bytes)
 
 
 def _shard_bytes(prepared: Prepared, entries: np.ndarray, keys: np.ndarray,

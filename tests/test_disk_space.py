@@ -124,8 +124,8 @@ def test_other_errors_pass_through(tmp_path, monkeypatch):
 def test_the_estimate_from_a_part_of_the_input_is_near_what_the_run_writes(
         tmp_path, monkeypatch, output_format):
     """From a third of the input, extrapolated: the shards' bytes within 15%
-    (bench/disk_estimate.py measures the bench shapes), and the bucket files
-    as the entries the run shuffles."""
+    (bench/disk_estimate.py measures the bench shapes), and the temporary
+    files as the entries the run shuffles and the tokenized documents."""
     monkeypatch.setattr(disk_space, "SAMPLE_BYTES", CORPUS.stat().st_size // 3)
     flags = [*FLAGS, f"--output_dir={tmp_path / 'out'}", f"--output_format={output_format}"]
     estimate = disk_space.estimate_space(prepare(*parse_args(flags)))
@@ -133,10 +133,10 @@ def test_the_estimate_from_a_part_of_the_input_is_near_what_the_run_writes(
     manifest = run(flags)
     written = sum(shard["bytes"] for shard in manifest["shards"])
     assert abs(estimate.output_bytes / written - 1) < 0.15
-    assert estimate.bucket_bytes > 0
+    assert estimate.temporary_bytes > 0
     runner = disk_space.estimate_space(prepare(*parse_args(
         [*flags, "--shuffle=runner", "--overwrite"])))
-    assert runner.bucket_bytes == 0 and runner.output_bytes == estimate.output_bytes
+    assert runner.temporary_bytes == 0 and runner.output_bytes == estimate.output_bytes
 
 
 def test_the_estimate_follows_the_flags(tmp_path):

@@ -41,6 +41,7 @@ HANDOFF = "handoff"
 # The only modules of transforms/ that import Beam.
 BEAM_SHELLS = {
     "transforms/counters.py",
+    "transforms/handoff/beam.py",
     "transforms/read/beam.py",
     "transforms/quality/beam.py",
     "transforms/dedup/beam.py",

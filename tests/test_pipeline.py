@@ -76,10 +76,13 @@ def test_output_is_byte_identical_across_runners_and_splits(reference_run, tmp_p
     assert len(_shard_bytes(out)) == 3
 
 
-@pytest.mark.parametrize("shuffle, spread", [("files", False), ("runner", True)])
-def test_documents_are_reshuffled_only_through_the_runners_shuffle(tmp_path, shuffle, spread):
+@pytest.mark.parametrize("shuffle, through_files", [("files", True), ("runner", False)])
+def test_documents_are_spread_through_files_only_on_the_direct_runner(tmp_path, shuffle,
+                                                                      through_files):
     """The DirectRunner's GroupByKey would hold the tokenized corpus decoded in
-    memory; the byte-identity tests above run both graphs."""
+    memory: there only the batch files' paths are reshuffled (SpreadBatchFiles),
+    where the runner's shuffle takes the batches; the byte-identity tests above
+    run both graphs."""
     import apache_beam as beam
 
     from bert_pretraining_data.pipeline.build import build_pipeline
@@ -93,7 +96,8 @@ def test_documents_are_reshuffled_only_through_the_runners_shuffle(tmp_path, shu
     build_pipeline(pipeline, config=config, stages=run_.stages, patterns=run_.patterns,
                    output=run_.output)
     labels = {t.unique_name for t in pipeline.to_runner_api().components.transforms.values()}
-    assert ("SpreadDocuments" in labels) == spread
+    assert "SpreadDocuments" in labels
+    assert ("SpreadDocuments/WriteBatchFiles" in labels) == through_files
     assert {"BatchDocuments", "FanOutDupes", "CreateInstances"} <= labels
 
 
