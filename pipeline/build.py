@@ -24,11 +24,12 @@ from apache_beam.io.filesystems import FileSystems
 
 from bert_pretraining_data.pipeline.changes import HASH_LIST_NAME, DocumentPlan
 from bert_pretraining_data.pipeline.options import Config
-from bert_pretraining_data.pipeline.publish import (AUDIT_NAME, BATCHES_NAME, DECONTAMINATION_NAME,
-                                                    DEDUP_NAME, FIGURES_NAME, MIXTURE_OUTPUT_NAME,
-                                                    MIXTURE_SOURCES_NAME, NEAR_COPY_NAME,
-                                                    PROBLEM_LIST_NAME, QUALITY_NAME,
-                                                    SHARD_LIST_NAME, SPLIT_NAME, OutputPaths,
+from bert_pretraining_data.pipeline.publish import (AUDIT_NAME, DECONTAMINATION_NAME,
+                                                    DEDUP_BATCHES_NAME, DEDUP_NAME, FIGURES_NAME,
+                                                    MIXTURE_OUTPUT_NAME, MIXTURE_SOURCES_NAME,
+                                                    NEAR_COPY_NAME, PROBLEM_LIST_NAME,
+                                                    QUALITY_NAME, SHARD_LIST_NAME, SPLIT_NAME,
+                                                    TOKENIZED_BATCHES_NAME, OutputPaths,
                                                     write_staging_json)
 from bert_pretraining_data.pipeline.stages import StageSettings
 from bert_pretraining_data.transforms.counters import (FIGURES, CollectFigures, forget_names,
@@ -295,7 +296,7 @@ def split_entries(tokenized_docs: beam.PCollection, *, prefix: str, seed: int, c
         spread = spread | f"{prefix}SpreadDocuments" >> beam.Reshuffle()
     else:
         spread = spread | f"{prefix}SpreadDocuments" >> SpreadBatchFiles(
-            FileSystems.join(output.staging_dir, BATCHES_NAME))
+            FileSystems.join(output.staging_dir, TOKENIZED_BATCHES_NAME))
     weighted = training_mixture is not None and config.mixture_layout == "mixed"
     if training_mixture is not None:
         planned = mixture_weights(tokenized_docs, training_mixture)
@@ -389,7 +390,9 @@ def build_pipeline(p: beam.Pipeline, *, config: Config, stages: StageSettings,
             mode=config.dedup, ngram=config.dedup_ngram, threshold=config.dedup_threshold,
             partitions=dedup_partitions(input_bytes),
             unique_keys=all(source.input_format == "text" for source in sources),
-            by_source=mixture is not None), compress=config.shuffle == "runner")
+            by_source=mixture is not None), compress=config.shuffle == "runner",
+            batch_folder=None if config.shuffle == "runner" else FileSystems.join(
+                output.staging_dir, DEDUP_BATCHES_NAME))
         docs_by_key = staging.counted(deduped, DOCUMENTS)
         staging.list(deduped[SUMMARY] | "DedupRow" >> beam.Map(lambda summary: [summary]),
                      output, DEDUP_NAME, "ListDedup")

@@ -31,6 +31,14 @@ from bert_pretraining_data.transforms.tokenize.vocabulary import Vocabulary, Voc
 SampledDocuments = list[tuple[str, CompactDocument]]
 
 
+def sample_texts(inputs: Sequence[tuple[str, int]], budget: int
+                 ) -> tuple[list[list[str]], int]:
+    """The documents' lines in windows of about `budget` bytes spread over
+    uncompressed text files, and the bytes read."""
+    lines, sampled = sample_lines(inputs, budget)
+    return [text for _, text in split_documents(lines)], sampled
+
+
 def sample_documents(config: Config, stages: StageSettings | None, vocab: Vocabulary | None,
                      inputs: Sequence[tuple[str, int]], budget: int, *, scaled: bool = False
                      ) -> tuple[SampledDocuments, int | None] | None:
@@ -41,8 +49,7 @@ def sample_documents(config: Config, stages: StageSettings | None, vocab: Vocabu
     if stages is None or vocab is None or config.mixture:
         return None
     if config.input_format == "text" and windows_cut_from(inputs):
-        lines, sampled = sample_lines(inputs, budget)
-        texts = [text for _, text in split_documents(lines)]
+        texts, sampled = sample_texts(inputs, budget)
     elif scaled:
         return None
     else:

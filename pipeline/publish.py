@@ -48,7 +48,9 @@ QUALITY_NAME = "quality.json"  # the quality rules' sample of removed documents,
 # (published beside the manifest as transforms.quality.rules.SAMPLE_FILE, a record a line)
 MIXTURE_SOURCES_NAME = "mixture_sources.json"  # each source's documents, tokens, copies, weight
 MIXTURE_OUTPUT_NAME = "mixture_output.json"  # each source's instances and their tokens
-BATCHES_NAME = "batches"  # --shuffle=files: a split's tokenized batches (transforms.handoff.beam)
+# --shuffle=files' batch files (transforms.handoff.beam)
+DEDUP_BATCHES_NAME = "dedup-batches"  # the documents waiting for the dedup decisions
+TOKENIZED_BATCHES_NAME = "tokenized-batches"  # a split's tokenized documents
 FIGURES_NAME = "figures.json"  # the run's counts (transforms.counters), the manifest's counters
 
 

@@ -188,3 +188,18 @@ def test_an_error_chain_that_loops_is_walked_once():
     assert not disk_space.is_full_disk(outer)
     inner.__cause__ = OSError(errno.ENOSPC, "No space left on device")
     assert disk_space.is_full_disk(outer)
+
+
+def test_the_estimate_counts_the_batch_files_documents_wait_in(tmp_path):
+    """--shuffle=files holds the documents that wait for the dedup decisions,
+    and a split's tokenized documents, in files until the run ends
+    (transforms.handoff.beam): about the input's bytes, and half of them."""
+    def temporary(*flags: str) -> int:
+        return disk_space.estimate_space(prepare(*parse_args(
+            [*FLAGS, f"--output_dir={tmp_path / 'out'}", "--overwrite", *flags]))).temporary_bytes
+
+    size = CORPUS.stat().st_size
+    assert 0.9 * size < temporary("--dedup=exact") - temporary("--dedup=none") < 2 * size
+    tokenized = (2 * temporary("--dedup=none", "--dupe_factor=1")
+                 - temporary("--dedup=none", "--dupe_factor=2"))  # what no copy multiplies
+    assert 0.3 * size < tokenized < 0.8 * size

@@ -81,8 +81,8 @@ def test_documents_are_spread_through_files_only_on_the_direct_runner(tmp_path, 
                                                                       through_files):
     """The DirectRunner's GroupByKey would hold the tokenized corpus decoded in
     memory: there only the batch files' paths are reshuffled (SpreadBatchFiles),
-    where the runner's shuffle takes the batches; the byte-identity tests above
-    run both graphs."""
+    where the runner's shuffle takes the batches; so do the documents that wait
+    for the dedup decisions. The byte-identity tests above run both graphs."""
     import apache_beam as beam
 
     from bert_pretraining_data.pipeline.build import build_pipeline
@@ -98,6 +98,7 @@ def test_documents_are_spread_through_files_only_on_the_direct_runner(tmp_path, 
     labels = {t.unique_name for t in pipeline.to_runner_api().components.transforms.values()}
     assert "SpreadDocuments" in labels
     assert ("SpreadDocuments/WriteBatchFiles" in labels) == through_files
+    assert ("Deduplicate/SpreadBatches/WriteBatchFiles" in labels) == through_files
     assert {"BatchDocuments", "FanOutDupes", "CreateInstances"} <= labels
 
 

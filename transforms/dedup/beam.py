@@ -36,6 +36,7 @@ from bert_pretraining_data.transforms.dedup.decisions import (BATCH_CHARACTERS, 
                                                               index_candidates, merge_groups)
 from bert_pretraining_data.transforms.dedup.minhash import distinct_shingles
 from bert_pretraining_data.transforms.dedup.normalise import normalised_text
+from bert_pretraining_data.transforms.handoff.beam import SpreadBatchFiles
 from bert_pretraining_data.transforms.handoff.compressed import Batch, CompressedList
 from bert_pretraining_data.transforms.read.documents import Document
 from bert_pretraining_data.transforms.worker_memory import tune_worker_memory
@@ -194,14 +195,18 @@ class _CountSummary(CountingDoFn):
 
 class Deduplicate(beam.PTransform):
     """(key, lines) documents -> {DOCUMENTS: each text once, SUMMARY: one
-    dict for the manifest, FIGURES: its counts}."""
+    dict for the manifest, FIGURES: its counts}. The batches wait for the
+    decisions compressed (`compress`: through the runner's shuffle), or in
+    files under `batch_folder` (the DirectRunner's way: SpreadBatchFiles)."""
 
-    def __init__(self, *, fingerprints: Fingerprints, compress: bool = False) -> None:
+    def __init__(self, *, fingerprints: Fingerprints, compress: bool = False,
+                 batch_folder: str | None = None) -> None:
         super().__init__()
         if fingerprints.mode not in ("exact", "near"):
             raise ValueError(f"Deduplicate needs mode exact or near, got {fingerprints.mode!r}")
         self._fingerprints = fingerprints
         self._compress = compress
+        self._batch_folder = batch_folder
 
     def expand(self, documents):
         fingerprints = self._fingerprints
@@ -249,6 +254,8 @@ class Deduplicate(beam.PTransform):
                     lambda element: near_clusters(element[1], fingerprints.by_source)),
                 default_value=None)
         decisions = exact | "Decide" >> beam.Map(decide, fingerprints, near)
+        if self._batch_folder is not None:
+            batches = batches | "SpreadBatches" >> SpreadBatchFiles(self._batch_folder)
         kept = batches | "DropCopies" >> beam.ParDo(
             DropCopies(), decisions=beam.pvalue.AsSingleton(decisions)).with_outputs(
                 _REPEATED, main=DOCUMENTS)
