@@ -117,9 +117,12 @@ def test_create_vocab_on_an_empty_corpus_fails_in_one_line(tmp_path, tokenizatio
 # A tool's main, run by the command line in a fresh interpreter: what it saw
 # while its module was imported and when it ran, and what was frozen at exit.
 _PROCESS_PROBE = """
-import gc, os, sys, types
-from bert_pretraining_data.pipeline import cli
+import atexit, gc, os, sys, types
 seen = {}
+# registered first, so run last: after the command line's own exit functions
+atexit.register(lambda: print(seen["import"], seen["run"][0], seen["run"][1] > 0,
+                              gc.get_freeze_count() > seen["run"][1]))
+from bert_pretraining_data.pipeline import cli
 def run():
     seen["run"] = gc.isenabled(), gc.get_freeze_count()
     seen["made"] = [[index] for index in range(1000)]  # objects the run leaves
@@ -128,7 +131,6 @@ def import_module(name):
     return types.SimpleNamespace(main=run)
 cli.importlib.import_module = import_module
 cli.create_pretraining_data()
-print(seen["import"], seen["run"][0], seen["run"][1] > 0, gc.get_freeze_count() > seen["run"][1])
 """
 
 

@@ -6,13 +6,14 @@ back to the kernel when freed, and the next be fresh memory mapped and zeroed
 page by page; a worker keeps at most ~TRIM_THRESHOLD of freed memory. Nearly
 every object is freed by reference counting, yet CPython's young collection
 every 700 container allocations walks the batches of documents held again and
-again. Process-wide: the DoFns call this from `setup`, the command line before
-building the pipeline. (Why these thresholds: docs/design-notes.md,
+again, and its final collection at exit walks every object left. Process-wide:
+the DoFns call this from `setup`, the command line before building the pipeline. (Why these thresholds: docs/design-notes.md,
 transforms.worker_memory.)
 """
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import gc
 
@@ -31,6 +32,9 @@ def tune_worker_memory() -> None:
     _done = True
     _, older, oldest = gc.get_threshold()
     gc.set_threshold(YOUNG_COLLECTION, older, oldest)
+    # CPython's final collection at exit walks every object left (~0.3 CPU s
+    # in a worker); frozen, they are skipped. atexit's functions run before it.
+    atexit.register(gc.freeze)
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (AttributeError, OSError):  # not glibc (macOS, musl without mallopt)
