@@ -51,7 +51,8 @@ class SpaceEstimate:
 
     output_bytes: int  # the shards it publishes
     # --shuffle=files' temporary files: the bucket files (deleted once the shards
-    # are written) and the tokenized documents' batch files (kept until the end)
+    # are written) and the batch files of dedup's and the tokenized documents
+    # (kept until the run ends)
     temporary_bytes: int
     sample_bytes: int  # the input bytes the estimate read
 
