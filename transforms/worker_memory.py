@@ -7,8 +7,8 @@ page by page; a worker keeps at most ~TRIM_THRESHOLD of freed memory. Nearly
 every object is freed by reference counting, yet CPython's young collection
 every 700 container allocations walks the batches of documents held again and
 again, and its final collection at exit walks every object left. Process-wide:
-the DoFns call this from `setup`, the command line before building the pipeline. (Why these thresholds: docs/design-notes.md,
-transforms.worker_memory.)
+the DoFns call this from `setup`, the command line before building the
+pipeline. (Why these thresholds: docs/design-notes.md, transforms.worker_memory.)
 """
 
 from __future__ import annotations
