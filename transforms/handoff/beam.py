@@ -44,7 +44,7 @@ def write_batch_file(batch: Batch, folder: str) -> str:
     """Writes a batch to a new file under `folder`; returns its path."""
     path = FileSystems.join(folder, uuid.uuid4().hex + _BATCH_SUFFIX)
     with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-        handle.write(pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL))
+        pickle.dump(batch, handle, protocol=pickle.HIGHEST_PROTOCOL)
     return path
 
 
