@@ -70,10 +70,11 @@ def test_a_value_with_a_record_of_its_own_is_refused():
 
 @njit
 def _sum_from(values, start):
-    total = 0
-    for i in range(start, len(values)):
-        total += values[i]
-    return total
+    """Recursive: a function of its own in every kernel, whose calls to itself
+    numba resolves by name once it is loaded."""
+    if start >= len(values):
+        return 0
+    return values[start] + _sum_from(values, start + 1)
 
 
 @njit
@@ -102,6 +103,8 @@ def _count_calls(kernel) -> int:
 def test_a_kernel_that_borrows_makes_no_reference_count_calls():
     # numba keeps NRT_incref/NRT_decref out of line; where a kernel borrows,
     # they are inlined (a test of a record known to be absent, then nothing).
+    # The borrowing kernel compiles first: what it links in still serves the
+    # next kernel that calls it.
     values = np.arange(40, dtype=np.int64)
     assert _suffix_sums_borrowed(values) == _suffix_sums(values) == sum(
         int(values[s:][s % 2:].sum()) for s in range(40))
